@@ -1,0 +1,242 @@
+"""The parquet lake: hive layout, schema checked on write, atomic and byte-reproducible.
+
+Layout: ``<root>/<table>/<k1>=<v1>/.../part-0.parquet`` with the table's hive keys from
+:mod:`finrag_dagster.core.schemas`. A write goes to a temporary file in the same folder, is
+fsynced and then ``os.replace``d over the old file, so a crash leaves the previous version of
+a partition, never a torn one. Rows are sorted by the table's sort keys and written with fixed
+writer options and no pandas metadata, so the same rows always give the same bytes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .schemas import TABLES, TableSpec
+
+PART = "part-0.parquet"
+_WRITE_OPTS = dict(compression="zstd", compression_level=3, use_dictionary=True, write_statistics=True)
+
+
+class SchemaError(ValueError):
+    """Rows handed to the lake do not match the table's declared schema."""
+
+
+def _key_str(v) -> str:
+    if isinstance(v, (dt.date, dt.datetime)):
+        return v.isoformat()[:10]
+    return str(v)
+
+
+def conform(spec: TableSpec, data: pl.DataFrame | pa.Table) -> pa.Table:
+    """Cast rows to the declared schema; missing/extra columns or nulls in required ones fail."""
+    table = data.to_arrow() if isinstance(data, pl.DataFrame) else data
+    want = spec.schema
+    have = set(table.column_names)
+    missing = [f.name for f in want if f.name not in have]
+    extra = sorted(have - set(want.names) - set(spec.hive))
+    if missing or extra:
+        raise SchemaError(f"{spec.name}: missing columns {missing}, unexpected columns {extra}")
+    cols = []
+    for f in want:
+        col = table.column(f.name)
+        try:
+            col = col.cast(f.type, safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise SchemaError(f"{spec.name}.{f.name}: cannot cast {col.type} to {f.type}: {e}") from e
+        if not f.nullable and col.null_count:
+            raise SchemaError(f"{spec.name}.{f.name}: {col.null_count} null value(s) in a required column")
+        cols.append(col)
+    out = pa.Table.from_arrays(cols, schema=want)
+    if spec.sort_by and out.num_rows > 1:
+        out = out.sort_by([(k, "ascending") for k in spec.sort_by])
+    return out.combine_chunks()
+
+
+def _atomic_write(table: pa.Table, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".parquet", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            pq.write_table(table, fh, **_WRITE_OPTS)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+class Lake:
+    """A folder of parquet tables. All paths are derived from the table's declared spec."""
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root).resolve()
+
+    # ------------------------------------------------------------------ paths
+    def spec(self, table: str) -> TableSpec:
+        try:
+            return TABLES[table]
+        except KeyError:
+            raise KeyError(f"unknown lake table {table!r}; declared: {sorted(TABLES)}") from None
+
+    def path(self, table: str, **keys) -> Path:
+        spec = self.spec(table)
+        if set(keys) != set(spec.hive):
+            raise ValueError(f"{table}: expected keys {spec.hive}, got {sorted(keys)}")
+        p = self.root / table
+        for k in spec.hive:
+            p = p / f"{k}={_key_str(keys[k])}"
+        return p / PART
+
+    def exists(self, table: str, **keys) -> bool:
+        return self.path(table, **keys).exists()
+
+    # ------------------------------------------------------------------ writes
+    def write(self, table: str, data: pl.DataFrame | pa.Table, **keys) -> tuple[Path, int]:
+        """Write one partition atomically (the whole partition is replaced)."""
+        spec = self.spec(table)
+        t = conform(spec, data)
+        path = self.path(table, **keys)
+        _atomic_write(t, path)
+        return path, t.num_rows
+
+    def write_partitions(
+        self,
+        table: str,
+        data: pl.DataFrame,
+        partitions: Iterable,
+        key: str = "date",
+        **fixed_keys,
+    ) -> dict[str, int]:
+        """Split ``data`` on column ``key`` and write every listed partition, empty ones too."""
+        counts: dict[str, int] = {}
+        if key not in data.columns:
+            raise SchemaError(f"{table}: partition column {key!r} missing")
+        groups = {(_key_str(k[0]) if isinstance(k, tuple) else _key_str(k)): g for k, g in data.group_by(key, maintain_order=True)}
+        wanted = [_key_str(p) for p in partitions]
+        stray = sorted(set(groups) - set(wanted))
+        if stray:
+            raise ValueError(f"{table}: rows for partitions outside the requested set: {stray[:5]}")
+        empty = data.head(0)
+        for p in wanted:
+            g = groups.get(p, empty).drop(key)
+            _, n = self.write(table, g, **{key: p}, **fixed_keys)
+            counts[p] = n
+        return counts
+
+    # ------------------------------------------------------------------ reads
+    def partition_files(self, table: str, **keys_filter) -> list[Path]:
+        spec = self.spec(table)
+        base = self.root / table
+        if not base.exists():
+            return []
+        pattern = "/".join(
+            f"{k}={_key_str(keys_filter[k])}" if k in keys_filter else f"{k}=*" for k in spec.hive
+        )
+        return sorted(base.glob(f"{pattern}/{PART}" if pattern else PART))
+
+    def read(
+        self,
+        table: str,
+        dates: Iterable | None = None,
+        columns: list[str] | None = None,
+        **keys,
+    ) -> pl.DataFrame:
+        """Read partitions of a table as polars (hive keys added as columns; date as pl.Date).
+
+        ``dates`` restricts a daily table to those partitions (missing ones are simply absent);
+        other keys (e.g. ``variant=``) filter on the path.
+        """
+        spec = self.spec(table)
+        if dates is not None:
+            files = []
+            for d in dates:
+                files.extend(self.partition_files(table, date=d, **keys))
+        else:
+            files = self.partition_files(table, **keys)
+        frames = []
+        for f in files:
+            t = pq.read_table(f, columns=columns)
+            df = pl.from_arrow(t)
+            rel = f.relative_to(self.root / table).parts[:-1]
+            for part in rel:
+                k, v = part.split("=", 1)
+                df = df.with_columns(pl.lit(v).alias(k))
+            frames.append(df)
+        if not frames:
+            empty = pl.from_arrow(spec.schema.empty_table())
+            if columns:
+                empty = empty.select(columns)
+            for k in spec.hive:
+                empty = empty.with_columns(pl.lit(None, dtype=pl.Utf8).alias(k))
+            frames = [empty]
+        out = pl.concat(frames, how="vertical_relaxed")
+        if "date" in spec.hive:
+            out = out.with_columns(pl.col("date").cast(pl.Utf8).str.to_date())
+        return out
+
+    def read_range(self, table: str, start, end, columns: list[str] | None = None, **keys) -> pl.DataFrame:
+        """Read the daily partitions with start <= date <= end that exist."""
+        lo, hi = _key_str(start), _key_str(end)
+        files = [f for f in self.partition_files(table, **keys) if lo <= _date_of(f) <= hi]
+        return self.read(table, dates=sorted({_date_of(f) for f in files}), columns=columns, **keys)
+
+    def materialized_dates(self, table: str, **keys) -> list[str]:
+        return sorted({_date_of(f) for f in self.partition_files(table, **keys)})
+
+    # ------------------------------------------------------------------ SQL
+    def duckdb(self, tables: Iterable[str] | None = None) -> duckdb.DuckDBPyConnection:
+        """An in-memory DuckDB connection with one view per lake table (hive partitioning on)."""
+        con = duckdb.connect()
+        con.execute("SET TimeZone='UTC'")
+        names = list(tables) if tables is not None else [t for t in TABLES if (self.root / t).exists()]
+        for name in names:
+            self.register_view(con, name)
+        return con
+
+    def register_view(self, con: duckdb.DuckDBPyConnection, name: str) -> None:
+        spec = self.spec(name)
+        files = self.partition_files(name)
+        if not files:
+            # An empty view with the declared columns, so SQL over a fresh lake still binds.
+            con.register(f"__empty_{name}", spec.schema.empty_table())
+            cols = ", ".join(
+                [f'"{f.name}"' for f in spec.schema]
+                + [f"CAST(NULL AS {'DATE' if k == 'date' else 'VARCHAR'}) AS \"{k}\"" for k in spec.hive]
+            )
+            con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT {cols} FROM "__empty_{name}"')
+            return
+        glob = str(self.root / name / "/".join(f"{k}=*" for k in spec.hive) / PART) if spec.hive else str(self.root / name / PART)
+        types = "{" + ", ".join(f"'{k}': {'DATE' if k == 'date' else 'VARCHAR'}" for k in spec.hive) + "}"
+        hive = f", hive_partitioning = true, hive_types = {types}" if spec.hive else ""
+        con.execute(f"CREATE OR REPLACE VIEW \"{name}\" AS SELECT * FROM read_parquet('{glob}'{hive})")
+
+
+def _date_of(path: Path) -> str:
+    for part in path.parts:
+        if part.startswith("date="):
+            return part[5:]
+    raise ValueError(f"{path} has no date= key")
+
+
+def file_digest(path: str | os.PathLike) -> str:
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def table_digests(lake: Lake, table: str) -> Mapping[str, str]:
+    """sha256 of every partition file of a table, keyed by its relative path."""
+    return {str(f.relative_to(lake.root)): file_digest(f) for f in lake.partition_files(table)}

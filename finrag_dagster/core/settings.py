@@ -1,0 +1,163 @@
+"""One settings object with every default of the papers and of SPEC.md.
+
+Values come from the defaults below, then from a TOML file named by ``FINRAG_CONFIG`` (or
+passed explicitly), then from environment overrides (``FINRAG_LAKE``). Dagster surfaces the
+tunable parts as run ``Config`` whose defaults are read from here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+HORIZONS = (1, 3, 5)  # seed 000: 1D, 3D, 5D
+HORIZON_NAMES = {1: "1D", 3: "3D", 5: "5D"}
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class WorldSettings(_M):
+    """The embedded synthetic world (the default source)."""
+
+    seed: int = 7
+    n_tickers: int = 30
+    n_sectors: int = 6
+    start: dt.date = dt.date(2017, 10, 2)  # first price day (estimation history for labels)
+    end: dt.date = dt.date(2023, 12, 29)
+    news_start: dt.date = dt.date(2018, 11, 1)
+    events_per_ticker_year: float = 26.0
+    market_ticker: str = "QQQ"
+
+
+class SourceSettings(_M):
+    """Where the pipeline reads its inputs. ``synthetic`` reads the embedded world under
+    ``<lake>/_world/raw``; ``files`` reads the paths/globs below (relative to the config file)."""
+
+    kind: Literal["synthetic", "files"] = "synthetic"
+    universe: str = ""
+    news: list[str] = Field(default_factory=list)
+    prices: list[str] = Field(default_factory=list)
+    filings_index: list[str] = Field(default_factory=list)
+    filings_text: list[str] = Field(default_factory=list)
+    market_ticker: str = "QQQ"
+    # Treat every news timestamp as a date (published after that day's close). Safer for
+    # FNSPID, whose time-of-day offsets are unreliable (see the real sample's PROVENANCE.md).
+    news_dates_only: bool = False
+
+
+class CalendarSettings(_M):
+    """Trading-day partitions: prices from ``start``; decisions from ``decision_start``."""
+
+    start: dt.date = dt.date(2017, 10, 2)
+    end: dt.date = dt.date(2023, 12, 29)
+    decision_start: dt.date = dt.date(2019, 1, 2)
+
+
+class EvidenceSettings(_M):
+    minhash_perm: int = 128
+    dup_threshold: float = 0.8  # Jaccard over word 3-shingles
+    dup_lookback_sessions: int = 10
+    passage_max_words: int = 160
+    news_text_max_chars: int = 1200
+    embed_batch_size: int = 64
+    embed_max_seq_length: int = 128
+
+
+class CardSettings(_M):
+    """Market-context card thresholds (seed 000 App. B), fixed before the test split."""
+
+    momentum_strong: float = 0.05  # |20D return| above this is strong momentum
+    momentum_mild: float = 0.015
+    relative_band: float = 0.01  # |5D return - QQQ 5D return| within this is "in line"
+    vol_elevated_ratio: float = 1.25  # 20D vol / 252D vol above this is elevated
+    vol_calm_ratio: float = 0.8
+    trend_band: float = 0.02  # QQQ 20D return beyond +-band is an up/down trend
+
+
+class RetrievalSettings(_M):
+    m0: int = 20  # candidate pool size
+    peer_share: float = 0.20  # same-sector peers at most 20% of the pool
+    m: int = 5  # reader context size
+    bm25_k1: float = 1.5
+    bm25_b: float = 0.75
+    bm25_epsilon: float = 0.25
+
+
+class MemorySettings(_M):
+    kappa: float = 30.0
+    delta: float = 0.20
+    lam: float = 0.30
+
+
+class LabelSettings(_M):
+    window: int = 252
+    gap: int = 20
+    min_obs: int = 120
+    z_threshold: float = 1.0
+
+
+class SplitSettings(_M):
+    train: tuple[dt.date, dt.date] = (dt.date(2019, 1, 1), dt.date(2019, 12, 31))
+    validation: tuple[dt.date, dt.date] = (dt.date(2020, 1, 1), dt.date(2020, 12, 31))
+    test: tuple[dt.date, dt.date] = (dt.date(2021, 1, 1), dt.date(2023, 12, 31))
+
+
+class Settings(_M):
+    lake_dir: Path = Path("data_lake")
+    world: WorldSettings = WorldSettings()
+    sources: SourceSettings = SourceSettings()
+    calendar: CalendarSettings = CalendarSettings()
+    evidence: EvidenceSettings = EvidenceSettings()
+    cards: CardSettings = CardSettings()
+    retrieval: RetrievalSettings = RetrievalSettings()
+    memory: MemorySettings = MemorySettings()
+    labels: LabelSettings = LabelSettings()
+    splits: SplitSettings = SplitSettings()
+
+    @property
+    def world_dir(self) -> Path:
+        return Path(self.lake_dir) / "_world"
+
+    def with_overrides(self, **sections) -> "Settings":
+        """A copy with some sections replaced, e.g. ``s.with_overrides(world={"seed": 3})``."""
+        data = self.model_dump()
+        for k, v in sections.items():
+            if isinstance(v, dict) and isinstance(data.get(k), dict):
+                data[k] = {**data[k], **v}
+            else:
+                data[k] = v
+        return Settings.model_validate(data)
+
+
+def _resolve_paths(raw: dict, base: Path) -> dict:
+    src = raw.get("sources")
+    if isinstance(src, dict):
+        for key in ("news", "prices", "filings_index", "filings_text"):
+            if key in src:
+                src[key] = [str((base / p)) if not Path(p).is_absolute() else p for p in src[key]]
+        if src.get("universe") and not Path(src["universe"]).is_absolute():
+            src["universe"] = str(base / src["universe"])
+    if "lake_dir" in raw and not Path(raw["lake_dir"]).is_absolute():
+        raw["lake_dir"] = str(base / raw["lake_dir"])
+    return raw
+
+
+def load_settings(path: str | os.PathLike | None = None) -> Settings:
+    """Defaults, then the TOML file (``path`` or ``$FINRAG_CONFIG``), then ``$FINRAG_LAKE``."""
+    path = path or os.environ.get("FINRAG_CONFIG") or None
+    raw: dict = {}
+    if path:
+        p = Path(path).resolve()
+        with open(p, "rb") as fh:
+            raw = _resolve_paths(tomllib.load(fh), p.parent)
+    if os.environ.get("FINRAG_LAKE"):
+        raw["lake_dir"] = os.environ["FINRAG_LAKE"]
+    s = Settings.model_validate(raw)
+    return s.model_copy(update={"lake_dir": Path(s.lake_dir).resolve()})

@@ -1,0 +1,66 @@
+"""What every source loader returns: accepted rows, quarantined rows, and the count read."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+import polars as pl
+
+QUARANTINE_COLUMNS = {"source_file": pl.Utf8, "source_row": pl.Int64, "reason": pl.Utf8, "raw": pl.Utf8}
+
+
+class SourceError(ValueError):
+    """A source file cannot be read at all (missing, wrong format): a clear error, not a guess."""
+
+
+@dataclass
+class LoadResult:
+    """Rows of one target lake table.
+
+    ``accepted`` has exactly the table's declared columns plus ``date`` (pl.Date: the decision
+    day, or the bar date for prices); ``quarantine`` has :data:`QUARANTINE_COLUMNS`.
+    Invariant: ``rows_in == len(accepted) + len(quarantine)``.
+    """
+
+    table: str
+    accepted: pl.DataFrame
+    quarantine: pl.DataFrame
+    rows_in: int
+
+    def check(self) -> "LoadResult":
+        got = self.accepted.height + self.quarantine.height
+        if got != self.rows_in:
+            raise AssertionError(
+                f"{self.table}: rows in {self.rows_in} != accepted {self.accepted.height} + "
+                f"quarantined {self.quarantine.height}"
+            )
+        return self
+
+
+def empty_quarantine() -> pl.DataFrame:
+    return pl.DataFrame(schema=QUARANTINE_COLUMNS)
+
+
+def quarantine_rows(df: pl.DataFrame, reason: str | pl.Expr, source_file: str | None = None) -> pl.DataFrame:
+    """Turn offending rows into quarantine rows (``raw`` is the row as JSON).
+
+    ``df`` must carry ``source_file`` (unless given) and ``source_row`` columns.
+    """
+    if df.height == 0:
+        return empty_quarantine()
+    payload = df.drop([c for c in ("source_file", "source_row") if c in df.columns])
+    raws = [json.dumps(r, default=str, sort_keys=True) for r in payload.to_dicts()]
+    out = df.select(
+        (pl.lit(source_file) if source_file is not None else pl.col("source_file")).cast(pl.Utf8).alias("source_file"),
+        pl.col("source_row").cast(pl.Int64),
+        (reason if isinstance(reason, pl.Expr) else pl.lit(reason)).cast(pl.Utf8).alias("reason"),
+    ).with_columns(pl.Series("raw", raws, dtype=pl.Utf8))
+    return out
+
+
+def stable_id(prefix: str, *parts: object) -> str:
+    """Deterministic short id from its parts (sha1, 16 hex chars)."""
+    h = hashlib.sha1("\x1f".join("" if p is None else str(p) for p in parts).encode("utf-8")).hexdigest()
+    return f"{prefix}{h[:16]}"
