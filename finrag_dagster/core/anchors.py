@@ -1,0 +1,113 @@
+"""News event anchors (seed 000 §3.1, §3.3, App. A.1-A.2).
+
+Every accepted news row of a universe ticker (the market proxy excluded) is a candidate anchor
+of its decision day. Duplicates are removed as the paper does: an item whose near-duplicate
+cluster was rooted by an earlier item of the same ticker, or whose URL or normalised title
+repeats an earlier anchor of the same ticker on the same day, is a re-report, not a new event.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import polars as pl
+
+from .calendar import NY, TradingCalendar
+from .events import classify_json
+from .text import clean, title_key
+
+
+def session_bucket(public_ns: np.ndarray, precision: list[str], cal: TradingCalendar) -> list[str]:
+    """pre_market | regular | after_close | non_trading_day | date_only, by New York wall clock."""
+    local_days = (
+        pl.Series(public_ns).cast(pl.Datetime("ns", "UTC")).dt.convert_time_zone(NY).dt.date().to_numpy().astype("datetime64[D]")
+    )
+    idx = np.searchsorted(cal.sessions, local_days)
+    idx_c = np.minimum(idx, len(cal.sessions) - 1)
+    is_sess = cal.sessions[idx_c] == local_days
+    out = []
+    for i, p in enumerate(precision):
+        if p == "date":
+            out.append("date_only")
+        elif not is_sess[i]:
+            out.append("non_trading_day")
+        elif public_ns[i] < cal.opens_ns[idx_c[i]]:
+            out.append("pre_market")
+        elif public_ns[i] < cal.closes_ns[idx_c[i]]:
+            out.append("regular")
+        else:
+            out.append("after_close")
+    return out
+
+
+def build_anchors(
+    news: pl.DataFrame,
+    evidence_clusters: pl.DataFrame,
+    day: dt.date,
+    cal: TradingCalendar,
+    benchmark: set[str],
+    sectors: dict[str, str],
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Anchors of decision day ``day`` and the rows dropped as duplicates (with the reason).
+
+    ``news``: news_raw rows of the day. ``evidence_clusters``: passage_id, ticker, dup_cluster for
+    the day's passages and the dedup look-back (to know which ticker rooted a cluster).
+    """
+    news = news.filter(~pl.col("ticker").is_in(sorted(benchmark))).sort(["public_time", "news_id"])
+    root_ticker = dict(zip(evidence_clusters["passage_id"], evidence_clusters["ticker"]))
+    cluster_of = dict(zip(evidence_clusters["passage_id"], evidence_clusters["dup_cluster"]))
+    decision_ns = int(cal.closes_ns[cal.session_index(day)])
+    seen_url: set[tuple[str, str]] = set()
+    seen_title: set[tuple[str, str]] = set()
+    keep, dropped = [], []
+    for r in news.iter_rows(named=True):
+        pid = r["news_id"]
+        cl = cluster_of.get(pid, pid)
+        tk = r["ticker"]
+        tkey = title_key(r["title"])
+        reason = None
+        if cl != pid and root_ticker.get(cl) == tk:
+            reason = f"near-duplicate of {cl}"
+        elif (tk, r["url"]) in seen_url:
+            reason = "same URL as an earlier anchor"
+        elif tkey and (tk, tkey) in seen_title:
+            reason = "same title as an earlier anchor"
+        seen_url.add((tk, r["url"]))
+        if tkey:
+            seen_title.add((tk, tkey))
+        if reason:
+            dropped.append({"anchor_id": pid, "ticker": tk, "reason": reason})
+            continue
+        etype, counts = classify_json(r["title"], r["summary"])
+        keep.append(
+            {
+                "anchor_id": pid,
+                "passage_id": pid,
+                "ticker": tk,
+                "sector": sectors.get(tk, "Unknown"),
+                "public_time": r["public_time"],
+                "time_precision": r["time_precision"],
+                "decision_time": decision_ns,
+                "headline": clean(r["title"]),
+                "summary": clean(r["summary"]),
+                "url": r["url"],
+                "event_type": etype,
+                "cue_counts": counts,
+                "dup_cluster": cl,
+            }
+        )
+    cols = {
+        "anchor_id": pl.Utf8, "passage_id": pl.Utf8, "ticker": pl.Utf8, "sector": pl.Utf8,
+        "public_time": pl.Datetime("us", "UTC"), "time_precision": pl.Utf8, "decision_time": pl.Int64,
+        "headline": pl.Utf8, "summary": pl.Utf8, "url": pl.Utf8, "event_type": pl.Utf8,
+        "cue_counts": pl.Utf8, "dup_cluster": pl.Utf8,
+    }
+    df = pl.DataFrame(keep, schema=cols)
+    sessions = session_bucket(df["public_time"].dt.epoch("ns").to_numpy(), df["time_precision"].to_list(), cal)
+    df = df.with_columns(
+        pl.col("decision_time").cast(pl.Datetime("ns", "UTC")).cast(pl.Datetime("us", "UTC")),
+        pl.Series("session", sessions, dtype=pl.Utf8),
+    )
+    drop_df = pl.DataFrame(dropped, schema={"anchor_id": pl.Utf8, "ticker": pl.Utf8, "reason": pl.Utf8})
+    return df, drop_df

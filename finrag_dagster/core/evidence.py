@@ -1,0 +1,164 @@
+"""The global evidence store (seed 000 §3.3): timestamped news and SEC filing passages.
+
+News rows become one passage each (title + summary). Filings are split into item passages by a
+form-aware splitter; a filing known only from its index (no text) becomes one descriptive passage
+("Apple Inc. Form 8-K, Item 2.02 Results of Operations and Financial Condition"), as in seed 000
+App. B. Every passage keeps the document's public_time (EDGAR acceptance time for filings).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import polars as pl
+
+from .dedup import ClusterIndex, DupItem
+from .embeddings import embed
+from .schemas import EVIDENCE
+from .text import clean, stable_hash, title_key, truncate_chars
+
+NEWS = "news"
+SEC = "sec_filing"
+
+ITEM_NAMES_8K = {
+    "1.01": "Entry into a Material Definitive Agreement",
+    "1.02": "Termination of a Material Definitive Agreement",
+    "2.01": "Completion of Acquisition or Disposition of Assets",
+    "2.02": "Results of Operations and Financial Condition",
+    "2.03": "Creation of a Direct Financial Obligation",
+    "2.05": "Costs Associated with Exit or Disposal Activities",
+    "2.06": "Material Impairments",
+    "3.02": "Unregistered Sales of Equity Securities",
+    "5.02": "Departure or Appointment of Directors or Officers",
+    "5.03": "Amendments to Articles of Incorporation or Bylaws",
+    "5.07": "Submission of Matters to a Vote of Security Holders",
+    "7.01": "Regulation FD Disclosure",
+    "8.01": "Other Events",
+    "9.01": "Financial Statements and Exhibits",
+}
+
+Splitter = Callable[[str, str, int], list[dict]]
+
+
+def news_passages(news: pl.DataFrame, sectors: dict[str, str], max_chars: int) -> pl.DataFrame:
+    """One passage per news row: passage_id = news_id, text = title + summary (truncated)."""
+    rows = []
+    for r in news.iter_rows(named=True):
+        title = clean(r["title"])
+        body = clean(r["summary"]) or clean(r["article"])[:600]
+        text = truncate_chars(f"{title}. {body}".strip(" ."), max_chars) if body else title
+        rows.append(
+            {
+                "passage_id": r["news_id"],
+                "source_family": NEWS,
+                "doc_id": r["news_id"],
+                "ticker": r["ticker"],
+                "sector": sectors.get(r["ticker"], "Unknown"),
+                "public_time": r["public_time"],
+                "time_precision": r["time_precision"],
+                "form_type": None,
+                "item": None,
+                "fiscal_period": None,
+                "url": r["url"],
+                "title": title,
+                "title_key": title_key(title),
+                "text": text,
+            }
+        )
+    return _frame(rows)
+
+
+def describe_filing(company: str, form_type: str, items: str, fiscal_period: str | None, filed: str) -> str:
+    """A one-line passage for a filing known only from its index entry."""
+    parts = [f"{company} Form {form_type}"]
+    codes = [c.strip() for c in (items or "").split(",") if c.strip()]
+    if codes:
+        parts.append(", ".join(f"Item {c} {ITEM_NAMES_8K.get(c, '')}".strip() for c in codes))
+    if fiscal_period:
+        parts.append(f"for {fiscal_period}")
+    if filed:
+        parts.append(f"filed {filed}")
+    return ", ".join(parts) + "."
+
+
+def filing_passages(filings: pl.DataFrame, sectors: dict[str, str], splitter: Splitter, max_words: int) -> pl.DataFrame:
+    """Item passages of each filing (one descriptive passage when the text is not available)."""
+    rows = []
+    for r in filings.iter_rows(named=True):
+        filed = r["filed_date"].isoformat() if r.get("filed_date") else ""
+        head = f"{r['company']} {r['form_type']}"
+        url = f"https://www.sec.gov/Archives/edgar/data/{r['cik']}/{r['accession'].replace('-', '')}/{r['accession']}-index.htm"
+        chunks = splitter(r["text"], r["form_type"], max_words) if r["text"] else []
+        if not chunks:
+            chunks = [{"item": None, "text": describe_filing(r["company"], r["form_type"], r["items"], r["fiscal_period"], filed)}]
+        for i, ch in enumerate(chunks):
+            item = ch.get("item")
+            title = f"{head} {item}" if item else f"{head} filing"
+            if r["fiscal_period"]:
+                title += f" ({r['fiscal_period']})"
+            rows.append(
+                {
+                    "passage_id": "F" + stable_hash(r["accession"], item or "", i),
+                    "source_family": SEC,
+                    "doc_id": r["accession"],
+                    "ticker": r["ticker"],
+                    "sector": sectors.get(r["ticker"], "Unknown"),
+                    "public_time": r["public_time"],
+                    "time_precision": "second",
+                    "form_type": r["form_type"],
+                    "item": item,
+                    "fiscal_period": r["fiscal_period"],
+                    "url": url,
+                    "title": title,
+                    "title_key": title_key(title),
+                    "text": clean(ch["text"]),
+                }
+            )
+    return _frame(rows)
+
+
+_BASE_COLS = [f.name for f in EVIDENCE.schema if f.name not in ("dup_cluster", "embedding")]
+
+
+def _frame(rows: list[dict]) -> pl.DataFrame:
+    schema = pl.from_arrow(EVIDENCE.schema.empty_table()).select(_BASE_COLS).schema
+    return pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+
+
+def embedding_text(df: pl.DataFrame) -> list[str]:
+    """What the dense model sees: the passage text (news text already starts with its title)."""
+    return [t if fam == NEWS else f"{title}. {t}" for fam, title, t in zip(df["source_family"], df["title"], df["text"])]
+
+
+def dup_items(df: pl.DataFrame, with_cluster: bool) -> list[DupItem]:
+    """Passages as MinHash items ordered by (public_time, passage_id)."""
+    ns = df["public_time"].dt.epoch("ns").to_list()
+    cl = df["dup_cluster"].to_list() if with_cluster else [None] * df.height
+    return [DupItem(p, (t, p), txt, c) for p, t, txt, c in zip(df["passage_id"], ns, df["text"], cl)]
+
+
+def finish_evidence(
+    day_passages: pl.DataFrame,
+    index: ClusterIndex,
+    batch_size: int,
+    max_seq_length: int,
+) -> pl.DataFrame:
+    """Add dup_cluster (via the look-back index, which the day's passages then join) and embeddings."""
+    dupes = day_passages["passage_id"].is_duplicated()
+    if dupes.any():
+        raise ValueError(f"duplicate passage ids: {day_passages.filter(dupes)['passage_id'].unique().to_list()[:5]}")
+    day_passages = day_passages.sort(["public_time", "passage_id"])
+    clusters = index.assign(dup_items(day_passages, with_cluster=False))
+    vecs = embed(embedding_text(day_passages), batch_size=batch_size, max_seq_length=max_seq_length)
+    return day_passages.with_columns(
+        pl.Series("dup_cluster", [clusters[p] for p in day_passages["passage_id"]], dtype=pl.Utf8),
+        pl.Series("embedding", vecs, dtype=pl.Array(pl.Float32, 384)),
+    )
+
+
+def embedding_matrix(df: pl.DataFrame) -> np.ndarray:
+    """The evidence table's embedding column as an (n, 384) float32 matrix."""
+    if df.height == 0:
+        return np.zeros((0, 384), dtype=np.float32)
+    return df["embedding"].to_numpy().astype(np.float32, copy=False)

@@ -1,0 +1,133 @@
+"""``dbt_like_sql/``: set-based transformations as SQL files run by DuckDB over the lake.
+
+A model is one ``.sql`` file whose header comments declare it::
+
+    -- name: returns
+    -- partitioned: daily            (or: none)
+    -- sort_by: ticker
+    -- description: ...
+    -- columns: ticker VARCHAR NOT NULL, ret_1d DOUBLE, ...
+
+Its upstream tables are read from the SQL itself with sqlglot (every table referenced outside
+its CTEs), never listed by hand. The built-in relation ``trading_sessions(date, session_idx)``
+(the XNYS calendar) is always available. Daily models receive ``$start`` / ``$end`` (DATE) and
+must return a ``date`` column; their rows land in the lake one partition per day, with the
+declared schema checked on write like any other table.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import sqlglot
+from sqlglot import exp
+
+from .calendar import TradingCalendar
+from .lake import Lake
+from .schemas import TABLES, TableSpec, register
+
+BUILTINS = {"trading_sessions"}
+_TYPES = {
+    "VARCHAR": pa.string(), "TEXT": pa.string(), "DOUBLE": pa.float64(), "FLOAT": pa.float32(),
+    "BIGINT": pa.int64(), "INTEGER": pa.int32(), "BOOLEAN": pa.bool_(), "DATE": pa.date32(),
+    "TIMESTAMPTZ": pa.timestamp("us", tz="UTC"),
+}
+_HEADER = re.compile(r"^--\s*(\w+)\s*:\s*(.*)$")
+
+
+class SqlModelError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class SqlModel:
+    name: str
+    path: Path
+    sql: str
+    partitioned: str  # "daily" | "none"
+    upstream: tuple[str, ...]
+    spec: TableSpec
+    description: str
+
+
+def _parse_columns(text: str, model: str) -> pa.Schema:
+    fields = []
+    for part in [p.strip() for p in text.split(",") if p.strip()]:
+        m = re.match(r"^(\w+)\s+(\w+)(\s+NOT\s+NULL)?$", part, re.I)
+        if not m or m.group(2).upper() not in _TYPES:
+            raise SqlModelError(f"{model}: cannot read column declaration {part!r}")
+        fields.append(pa.field(m.group(1), _TYPES[m.group(2).upper()], nullable=not m.group(3)))
+    return pa.schema(fields)
+
+
+def upstream_tables(sql: str) -> tuple[str, ...]:
+    """Tables a query reads (CTE names and built-ins excluded), from its parse tree."""
+    tree = sqlglot.parse_one(sql, read="duckdb")
+    ctes = {c.alias_or_name for c in tree.find_all(exp.CTE)}
+    names = {t.name for t in tree.find_all(exp.Table)} - ctes - BUILTINS
+    return tuple(sorted(names))
+
+
+def load_model(path: Path) -> SqlModel:
+    text = path.read_text()
+    header: dict[str, str] = {}
+    for line in text.splitlines():
+        m = _HEADER.match(line.strip())
+        if not m:
+            if line.strip() and not line.strip().startswith("--"):
+                break
+            continue
+        header[m.group(1).lower()] = m.group(2).strip()
+    name = header.get("name", path.stem)
+    if name != path.stem:
+        raise SqlModelError(f"{path}: model name {name!r} must equal the file name")
+    if "columns" not in header:
+        raise SqlModelError(f"{path}: missing '-- columns:' header")
+    partitioned = header.get("partitioned", "none")
+    if partitioned not in ("daily", "none"):
+        raise SqlModelError(f"{path}: partitioned must be daily or none")
+    schema = _parse_columns(header["columns"], name)
+    spec = TableSpec(
+        name,
+        schema,
+        ("date",) if partitioned == "daily" else (),
+        tuple(c.strip() for c in header.get("sort_by", "").split(",") if c.strip()),
+        header.get("description", ""),
+    )
+    if name not in TABLES or TABLES[name] != spec:
+        register(spec)
+    return SqlModel(name, path, text, partitioned, upstream_tables(text), spec, spec.description)
+
+
+def load_models(folder: str | Path) -> list[SqlModel]:
+    return [load_model(p) for p in sorted(Path(folder).glob("*.sql"))]
+
+
+def sessions_frame(cal: TradingCalendar) -> pa.Table:
+    return pa.table({"date": pa.array(cal.sessions.astype("datetime64[D]")), "session_idx": pa.array(range(len(cal.sessions)), pa.int64())})
+
+
+def run_model(model: SqlModel, lake: Lake, cal: TradingCalendar, days: list[dt.date] | None = None) -> dict[str, int]:
+    """Execute a model over the lake and write its partitions (all of ``days`` for daily ones)."""
+    con = lake.duckdb(tables=[t for t in model.upstream])
+    try:
+        con.register("trading_sessions", sessions_frame(cal))
+        if model.partitioned == "daily":
+            if not days:
+                raise SqlModelError(f"{model.name}: a daily model needs the partition days to compute")
+            df = pl.from_arrow(con.sql(model.sql, params={"start": min(days), "end": max(days)}).to_arrow_table())
+            if "date" not in df.columns:
+                raise SqlModelError(f"{model.name}: a daily model must return a date column")
+            df = df.with_columns(pl.col("date").cast(pl.Date))
+            wanted = set(days)
+            df = df.filter(pl.col("date").is_in(sorted(wanted)))
+            return lake.write_partitions(model.name, df, sorted(wanted))
+        _, n = lake.write(model.name, con.sql(model.sql).to_arrow_table())
+        return {"all": n}
+    finally:
+        con.close()

@@ -1,0 +1,48 @@
+"""One Dagster asset per ``dbt_like_sql/*.sql`` model; upstream assets come from the SQL."""
+
+
+import datetime as dt
+from pathlib import Path
+
+import dagster as dg
+
+from ...core.sqlmodels import SqlModel, load_models, run_model
+from ..context import days_of
+from ..reporting import check_schema, partition_meta
+from ..resources import FinragResource
+
+SQL_DIR = Path(__file__).resolve().parents[3] / "dbt_like_sql"
+
+
+def sql_models(folder: Path = SQL_DIR) -> list[SqlModel]:
+    if not folder.exists():
+        raise FileNotFoundError(f"SQL models folder {folder} not found")
+    return load_models(folder)
+
+
+def build_sql_asset(model: SqlModel, partitions_def) -> dg.AssetsDefinition:
+    daily = model.partitioned == "daily"
+
+    @dg.asset(
+        name=model.name,
+        group_name="sql",
+        kinds={"duckdb", "sql"},
+        deps=list(model.upstream),
+        partitions_def=partitions_def if daily else None,
+        backfill_policy=dg.BackfillPolicy.single_run() if daily else None,
+        description=f"{model.description}\n\nSQL model `{model.path.name}`; upstream tables parsed from the SQL: {', '.join(model.upstream)}.",
+        metadata={"sql": dg.MetadataValue.md(f"```sql\n{model.sql}\n```"), "file": dg.MetadataValue.path(str(model.path))},
+        check_specs=[dg.AssetCheckSpec("schema", asset=model.name)] if daily else None,
+    )
+    def _sql(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
+        lake, cal = finrag.lake(), finrag.calendar()
+        days = days_of(context) if daily else None
+        counts = run_model(model, lake, cal, [dt.date.fromisoformat(d) for d in days] if days else None)
+        if daily:
+            sample = lake.read(model.name, dates=days[-1:])
+            meta = partition_meta(counts, sample, lake, model.name)
+            return dg.MaterializeResult(metadata=meta, check_results=[check_schema(lake, model.name, days)])
+        sample = lake.read(model.name)
+        return dg.MaterializeResult(metadata=partition_meta(counts, sample, lake, model.name))
+
+    return _sql

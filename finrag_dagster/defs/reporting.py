@@ -1,0 +1,53 @@
+"""Metadata every asset attaches: row counts, a preview, quarantine, checks."""
+
+from __future__ import annotations
+
+import dagster as dg
+import polars as pl
+
+from ..core.lake import Lake
+
+
+def preview_md(df: pl.DataFrame, n: int = 5, columns: list[str] | None = None, width: int = 60) -> str:
+    """A small markdown table of the first rows (long strings cut)."""
+    if df.height == 0:
+        return "_no rows_"
+    cols = [c for c in (columns or df.columns) if c in df.columns and c != "embedding"][:8]
+    head = df.head(n).select(cols)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for row in head.iter_rows():
+        cells = []
+        for v in row:
+            s = "" if v is None else str(v)
+            s = s.replace("|", "/").replace("\n", " ")
+            cells.append(s[:width] + ("…" if len(s) > width else ""))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def partition_meta(counts: dict[str, int], df_preview: pl.DataFrame, lake: Lake, table: str, columns=None) -> dict:
+    nonzero = [v for v in counts.values()]
+    return {
+        "rows": dg.MetadataValue.int(int(sum(nonzero))),
+        "partitions_written": dg.MetadataValue.int(len(counts)),
+        "max_rows_per_partition": dg.MetadataValue.int(int(max(nonzero)) if nonzero else 0),
+        "preview": dg.MetadataValue.md(preview_md(df_preview, columns=columns)),
+        "path": dg.MetadataValue.path(str(lake.root / table)),
+    }
+
+
+def check_schema(lake: Lake, table: str, days: list[str]) -> dg.AssetCheckResult:
+    """Every written partition carries exactly the declared schema."""
+    import pyarrow.parquet as pq
+
+    spec = lake.spec(table)
+    bad = []
+    for d in days:
+        f = lake.path(table, date=d)
+        if not f.exists() or not pq.read_schema(f).remove_metadata().equals(spec.schema):
+            bad.append(d)
+    return dg.AssetCheckResult(
+        check_name="schema",
+        passed=not bad,
+        metadata={"partitions_checked": len(days), "failing": ", ".join(bad[:10]) or "none"},
+    )

@@ -1,0 +1,49 @@
+"""The one resource: where the settings and the lake are."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+
+import dagster as dg
+
+from ..core.calendar import TradingCalendar, nyse
+from ..core.lake import Lake
+from ..core.settings import Settings, load_settings
+
+
+class FinragResource(dg.ConfigurableResource):
+    """Settings and the parquet lake they point at.
+
+    Precedence: ``settings_json`` (a full settings object, used by tests and `finrag demo`),
+    else the TOML at ``config_path``, else ``$FINRAG_CONFIG``, else the papers' defaults;
+    ``lake_dir`` (or ``$FINRAG_LAKE``) overrides where the lake is.
+    """
+
+    config_path: str = ""
+    lake_dir: str = ""
+    settings_json: str = ""
+
+    @classmethod
+    def from_settings(cls, s: Settings) -> "FinragResource":
+        return cls(settings_json=s.model_dump_json(), lake_dir=str(s.lake_dir))
+
+    def settings(self) -> Settings:
+        return _settings(
+            self.settings_json, self.config_path, self.lake_dir, os.environ.get("FINRAG_CONFIG", ""), os.environ.get("FINRAG_LAKE", "")
+        )
+
+    def lake(self) -> Lake:
+        return Lake(self.settings().lake_dir)
+
+    def calendar(self) -> TradingCalendar:
+        return nyse()
+
+
+@lru_cache(maxsize=16)
+def _settings(settings_json: str, config_path: str, lake_dir: str, _env_cfg: str, _env_lake: str) -> Settings:
+    s = Settings.model_validate_json(settings_json) if settings_json else load_settings(config_path or None)
+    if lake_dir:
+        s = s.model_copy(update={"lake_dir": Path(lake_dir).resolve()})
+    return s

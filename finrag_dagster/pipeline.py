@@ -1,0 +1,91 @@
+"""Run the pipeline in one process (what `finrag demo` and the tests use).
+
+Materialisation goes through Dagster (``dagster.materialize``) against a real instance, so the
+runs, materialisations and checks are visible in `dagster dev` afterwards. Each stage is one
+single-run backfill over a range of trading days, as the assets are written to process ranges.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import dagster as dg
+
+from .core.calendar import nyse
+from .core.settings import Settings
+from .definitions import build_definitions
+from .defs.resources import FinragResource
+
+RANGE_START = "dagster/asset_partition_range_start"
+RANGE_END = "dagster/asset_partition_range_end"
+
+# Stages in dependency order: (name, assets, which range they cover)
+HISTORY = "history"  # from the first price day: look-back for returns, dedup, candidate pools
+DECISIONS = "decisions"  # from the first decision day
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    assets: tuple[str, ...]
+    span: str | None  # None = unpartitioned
+
+
+def stages(settings: Settings) -> list[Stage]:
+    first = ("synthetic_world", "universe") if settings.sources.kind == "synthetic" else ("universe",)
+    return [
+        Stage("sources", first, None),
+        Stage("history", ("prices", "news_raw", "filings_raw", "returns", "evidence"), HISTORY),
+        Stage("decisions", ("anchors", "context_cards"), DECISIONS),
+    ]
+
+
+def run_range(
+    settings: Settings,
+    end: dt.date | None = None,
+    decision_start: dt.date | None = None,
+    instance: dg.DagsterInstance | None = None,
+    world_config: dict | None = None,
+    resource: FinragResource | None = None,
+    only: Sequence[str] | None = None,
+    on_stage=None,
+) -> list[dg.ExecuteInProcessResult]:
+    """Materialise every stage over [calendar.start | decision_start, end] in one process."""
+    cal = nyse()
+    end = end or settings.calendar.end
+    decision_start = decision_start or settings.calendar.decision_start
+    hist_days = cal.sessions_in_range(settings.calendar.start, end)
+    dec_days = cal.sessions_in_range(decision_start, end)
+    resource = resource or FinragResource.from_settings(settings)
+    defs = build_definitions(settings, resource)
+    all_assets = list(defs.assets)
+    instance = instance or dg.DagsterInstance.ephemeral()
+    results = []
+    for st in stages(settings):
+        names = [a for a in st.assets if (only is None or a in only)]
+        if not names:
+            continue
+        tags = {}
+        if st.span is not None:
+            days = hist_days if st.span == HISTORY else dec_days
+            if not days:
+                continue
+            tags = {RANGE_START: days[0].isoformat(), RANGE_END: days[-1].isoformat()}
+        run_config = {}
+        if "synthetic_world" in names and world_config:
+            run_config = {"ops": {"synthetic_world": {"config": world_config}}}
+        if on_stage:
+            on_stage(st, names)
+        res = dg.materialize(
+            all_assets,
+            selection=names,
+            instance=instance,
+            tags=tags,
+            run_config=run_config,
+            resources={"finrag": resource},
+            raise_on_error=True,
+        )
+        results.append(res)
+    return results

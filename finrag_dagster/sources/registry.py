@@ -1,0 +1,102 @@
+"""Which files a run reads: the embedded world's, or the user's (SourceSettings)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from ..core.settings import Settings
+from .base import LoadResult, SourceError
+
+
+@dataclass(frozen=True)
+class SourcePaths:
+    universe: str
+    news: tuple[str, ...]
+    prices: tuple[str, ...]
+    filings_index: tuple[str, ...]
+    filings_text: tuple[str, ...]
+    market_ticker: str
+    news_dates_only: bool
+
+
+def world_raw(settings: Settings) -> Path:
+    return settings.world_dir / "raw"
+
+
+def source_paths(settings: Settings) -> SourcePaths:
+    src = settings.sources
+    if src.kind == "synthetic":
+        raw = world_raw(settings)
+        if not (raw / "universe" / "tickers.csv").exists():
+            raise SourceError(
+                f"the embedded world is not built under {raw}: materialise the `synthetic_world` asset "
+                "or run `finrag world` (or `make demo`) first"
+            )
+        return SourcePaths(
+            universe=str(raw / "universe" / "tickers.csv"),
+            news=(str(raw / "news" / "*.csv"),),
+            prices=(str(raw / "prices" / "*.csv"),),
+            filings_index=(str(raw / "sec" / "submissions" / "*.json"), str(raw / "sec" / "sec-edgar-filings")),
+            filings_text=(str(raw / "sec" / "sec-edgar-filings"),),
+            market_ticker=settings.world.market_ticker,
+            news_dates_only=src.news_dates_only,
+        )
+    if not src.universe:
+        raise SourceError("sources.kind = 'files' needs sources.universe (a tickers.csv)")
+    return SourcePaths(
+        universe=src.universe,
+        news=tuple(src.news),
+        prices=tuple(src.prices),
+        filings_index=tuple(src.filings_index),
+        filings_text=tuple(src.filings_text),
+        market_ticker=src.market_ticker,
+        news_dates_only=src.news_dates_only,
+    )
+
+
+def load_universe_frame(settings: Settings) -> pl.DataFrame:
+    from .universe import load_universe
+
+    sp = source_paths(settings)
+    return load_universe(sp.universe, market_ticker=sp.market_ticker)
+
+
+def load_table(settings: Settings, table: str, universe: pl.DataFrame) -> LoadResult:
+    """Read every configured file of one raw table (news_raw, prices or filings_raw)."""
+    sp = source_paths(settings)
+    tickers = set(universe["ticker"].to_list())
+    if table == "news_raw":
+        from .fnspid import load_news
+
+        if not sp.news:
+            return _empty(table)
+        return load_news(list(sp.news), tickers, dates_only=sp.news_dates_only).check()
+    if table == "prices":
+        from .prices import load_prices
+
+        if not sp.prices:
+            raise SourceError("no price files configured (sources.prices)")
+        return load_prices(list(sp.prices), tickers).check()
+    if table == "filings_raw":
+        from .edgar import load_filings
+
+        if not sp.filings_index and not sp.filings_text:
+            return _empty(table)
+        return load_filings(list(sp.filings_index), list(sp.filings_text), universe).check()
+    raise KeyError(table)
+
+
+def _empty(table: str) -> LoadResult:
+    from ..core.schemas import TABLES
+    from .base import empty_quarantine
+
+    df = pl.from_arrow(TABLES[table].schema.empty_table()).with_columns(pl.lit(None, dtype=pl.Date).alias("date"))
+    return LoadResult(table, df, empty_quarantine(), 0)
+
+
+def world_fingerprint(settings_dump: dict) -> str:
+    return json.dumps(settings_dump, sort_keys=True, default=str)

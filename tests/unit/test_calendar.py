@@ -1,0 +1,95 @@
+"""SPEC §1 decision-day rule: one test per case the issue lists."""
+
+import datetime as dt
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from finrag_dagster.core.calendar import CalendarError, date_only_public_time, eastern_to_utc, nyse
+
+NY = "America/New_York"
+cal = nyse()
+
+
+def et(s: str) -> pd.Timestamp:
+    return pd.Timestamp(s, tz=NY)
+
+
+def d(s: str) -> dt.date:
+    return dt.date.fromisoformat(s)
+
+
+def test_regular_hours_news_is_decided_at_that_days_close():
+    assert cal.decision_day(et("2021-03-03 11:15")) == d("2021-03-03")
+    assert cal.close_time(d("2021-03-03")) == pd.Timestamp("2021-03-03 21:00", tz="UTC")
+
+
+def test_pre_market_news_is_decided_the_same_day():
+    assert cal.decision_day(et("2021-03-03 07:30")) == d("2021-03-03")
+
+
+def test_after_close_news_moves_to_the_next_session():
+    assert cal.decision_day(et("2021-03-03 16:00:01")) == d("2021-03-04")
+    # exactly at the close counts as "at or after": that close is the decision time
+    assert cal.decision_day(et("2021-03-03 16:00:00")) == d("2021-03-03")
+
+
+def test_weekend_news_moves_to_monday():
+    assert cal.decision_day(et("2021-03-06 12:00")) == d("2021-03-08")
+
+
+def test_holiday_news_moves_to_the_next_session():
+    # Independence Day observed on Monday 2021-07-05
+    assert cal.decision_day(et("2021-07-05 10:00")) == d("2021-07-06")
+    assert not cal.is_session(d("2021-07-05"))
+
+
+def test_early_close_day_after_1pm_is_the_next_session():
+    # Black Friday 2019 closed at 13:00 ET
+    assert cal.close_time(d("2019-11-29")) == pd.Timestamp("2019-11-29 18:00", tz="UTC")
+    assert cal.decision_day(et("2019-11-29 12:59")) == d("2019-11-29")
+    assert cal.decision_day(et("2019-11-29 13:30")) == d("2019-12-02")
+
+
+def test_dst_changes_the_utc_close():
+    # 2021-03-12 (EST) closes 21:00 UTC, 2021-03-15 (EDT) closes 20:00 UTC
+    assert cal.close_time(d("2021-03-12")) == pd.Timestamp("2021-03-12 21:00", tz="UTC")
+    assert cal.close_time(d("2021-03-15")) == pd.Timestamp("2021-03-15 20:00", tz="UTC")
+    # 20:30 UTC on the EDT day is after the close, on the EST day it is before
+    assert cal.decision_day(pd.Timestamp("2021-03-15 20:30", tz="UTC")) == d("2021-03-16")
+    assert cal.decision_day(pd.Timestamp("2021-03-12 20:30", tz="UTC")) == d("2021-03-12")
+
+
+def test_date_only_items_count_as_after_that_days_close():
+    t = date_only_public_time("2021-03-03")
+    assert t == et("2021-03-03 23:59:59")
+    assert cal.decision_day(t) == d("2021-03-04")
+    # a date-only Friday item is decided on Monday, a date-only Saturday item too
+    assert cal.decision_day(date_only_public_time("2021-03-05")) == d("2021-03-08")
+    assert cal.decision_day(date_only_public_time("2021-03-06")) == d("2021-03-08")
+
+
+def test_eastern_wall_clock_headers_convert_to_utc_across_dst():
+    assert eastern_to_utc("20230202180130") == pd.Timestamp("2023-02-02 23:01:30", tz="UTC")
+    assert eastern_to_utc("2023-08-03 16:31:00") == pd.Timestamp("2023-08-03 20:31:00", tz="UTC")
+
+
+def test_vectorised_decision_days_match_scalar_rule():
+    ts = pd.to_datetime(["2021-03-03 14:00", "2021-03-03 22:00", "2021-03-06 15:00"], utc=True)
+    got = cal.decision_days(ts.as_unit("ns").asi8)
+    assert [x.item() for x in got] == [cal.decision_day(t) for t in ts]
+
+
+def test_naive_timestamps_are_refused():
+    with pytest.raises(CalendarError):
+        cal.decision_day(pd.Timestamp("2021-03-03 10:00"))
+
+
+def test_offsets_count_trading_days():
+    assert cal.offset(d("2021-07-02"), 1) == d("2021-07-06")
+    assert cal.offset(d("2021-07-06"), -1) == d("2021-07-02")
+    with pytest.raises(CalendarError):
+        cal.offset(d("2021-07-04"), 1)
+    assert len(cal.sessions_in_range("2021-01-01", "2021-12-31")) == 252
+    assert np.all(np.diff(cal.closes_ns) > 0)
