@@ -85,6 +85,7 @@ class RetrievalSettings(_M):
     m0: int = 20  # candidate pool size
     peer_share: float = 0.20  # same-sector peers at most 20% of the pool
     m: int = 5  # reader context size
+    pool_lookback_sessions: int = 252  # pool drawn from the last year of evidence (0: all history)
     bm25_k1: float = 1.5
     bm25_b: float = 0.75
     bm25_epsilon: float = 0.25

@@ -1,0 +1,72 @@
+"""Candidate pools for a range of decision days, reading a time-sorted evidence store once."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import polars as pl
+import pyarrow as pa
+
+from ..calendar import TradingCalendar
+from ..schemas import TableSpec, register
+from .lexical import PrefixStats
+from .pool import CANDIDATE_SCHEMA, PoolConfig, Store, build_day_candidates
+
+CANDIDATES = register(
+    TableSpec(
+        "candidates",
+        pa.schema(
+            [
+                pa.field("anchor_id", pa.string(), nullable=False),
+                pa.field("passage_id", pa.string(), nullable=False),
+                pa.field("rank", pa.int32(), nullable=False),
+                pa.field("bm25", pa.float64(), nullable=False),
+                pa.field("dense", pa.float64(), nullable=False),
+                pa.field("relevance", pa.float64(), nullable=False),
+                pa.field("is_peer", pa.bool_(), nullable=False),
+                pa.field("source_family", pa.string(), nullable=False),
+                pa.field("ticker", pa.string(), nullable=False),
+            ]
+        ),
+        ("date",),
+        ("anchor_id", "rank"),
+        "Point-in-time candidate pool (at most M0 = 20) per anchor with BM25, dense and static relevance r.",
+        decision_time=True,
+    )
+)
+
+
+def pool_config(m0: int, peer_share: float, lookback_sessions: int, cal: TradingCalendar, day: str, k1: float, b: float, eps: float) -> PoolConfig:
+    lookback_ns = None
+    if lookback_sessions > 0:
+        i = cal.session_index(day)
+        j = max(0, i - lookback_sessions)
+        lookback_ns = int(cal.closes_ns[i] - cal.closes_ns[j])
+    return PoolConfig(m0=m0, peer_share=peer_share, lookback_ns=lookback_ns, k1=k1, b=b, epsilon=eps)
+
+
+def candidates_for_days(
+    evidence: pl.DataFrame,
+    anchors: pl.DataFrame,
+    days: list[str],
+    cal: TradingCalendar,
+    m0: int = 20,
+    peer_share: float = 0.2,
+    lookback_sessions: int = 252,
+    k1: float = 1.5,
+    b: float = 0.75,
+    epsilon: float = 0.25,
+) -> dict[str, pl.DataFrame]:
+    """{day: candidates} for anchors of each day; ``evidence`` must cover everything before the last day."""
+    store = Store.from_evidence(evidence)
+    stats = PrefixStats(store.tm, k1=k1, b=b, epsilon=epsilon)
+    out = {}
+    for d in sorted(days):
+        a = anchors.filter(pl.col("date") == dt.date.fromisoformat(d))
+        cfg = pool_config(m0, peer_share, lookback_sessions, cal, d, k1, b, epsilon)
+        out[d] = build_day_candidates(store, stats, a, int(cal.closes_ns[cal.session_index(d)]), cfg)
+    return out
+
+
+def empty_candidates() -> pl.DataFrame:
+    return pl.DataFrame(schema=CANDIDATE_SCHEMA)

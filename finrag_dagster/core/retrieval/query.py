@@ -1,0 +1,159 @@
+"""Ad-hoc financial queries (seed 001): parse into structured filters.
+
+"NVDA gross margin Q3 2024" → tickers [NVDA], metrics [gross margin], period Q3 2024.
+"Compare operating margins across AAPL, MSFT, GOOGL, AMZN and META" → five tickers, comparison.
+"Which company has the highest operating margin?" → quantitative comparison, no ticker.
+"What did Intel say about guidance?" → ticker INTC (by company name), metric guidance.
+"risks in Apple's latest 10-K" → ticker AAPL, form 10-K, latest, risk query.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+
+METRICS: dict[str, tuple[str, ...]] = {
+    "gross margin": ("gross margin", "gross margins"),
+    "operating margin": ("operating margin", "operating margins"),
+    "net margin": ("net margin", "net margins", "profit margin", "profit margins"),
+    "margin": ("margin", "margins"),
+    "revenue": ("revenue", "revenues", "sales", "top line", "top-line"),
+    "eps": ("eps", "earnings per share", "diluted eps"),
+    "net income": ("net income", "profit", "earnings"),
+    "operating income": ("operating income",),
+    "free cash flow": ("free cash flow", "fcf", "cash flow"),
+    "guidance": ("guidance", "outlook", "forecast"),
+    "r&d": ("r&d", "research and development"),
+    "capex": ("capex", "capital expenditures"),
+    "dividend": ("dividend", "dividends"),
+    "buyback": ("buyback", "repurchase", "repurchases"),
+    "debt": ("debt", "notes", "borrowings"),
+}
+QUANT_METRICS = {"gross margin", "operating margin", "net margin", "margin", "revenue", "eps", "net income",
+                 "operating income", "free cash flow", "r&d", "capex"}
+FORMS = {"10-k": "10-K", "10k": "10-K", "annual report": "10-K", "10-q": "10-Q", "10q": "10-Q",
+         "quarterly report": "10-Q", "8-k": "8-K", "8k": "8-K", "press release": "8-K"}
+_ORD = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4}
+_COMPARE = re.compile(r"\b(compare|comparison|versus|vs\.?|across|which (company|companies|of)|highest|lowest|best|worst|rank|top \d+ competitors?)\b", re.I)
+_QUANT = re.compile(r"\b(how much|how many|highest|lowest|growth|grew|increase|decrease|compare|margin|ratio|percent|%)\b", re.I)
+_RISK = re.compile(r"\b(risk|risks|risk factors|uncertaint(y|ies)|threat|exposure)\b", re.I)
+_SAY = re.compile(r"\b(say|said|says|comment|commentary|mention|mentioned|talk about|discuss)\b", re.I)
+
+
+@dataclass
+class ParsedQuery:
+    text: str
+    tickers: list[str] = field(default_factory=list)
+    metrics: list[str] = field(default_factory=list)
+    periods: list[str] = field(default_factory=list)  # "Q3 2024", "FY2023"
+    form_types: list[str] = field(default_factory=list)
+    date_from: dt.date | None = None
+    date_to: dt.date | None = None
+    latest: bool = False
+    is_comparison: bool = False
+    is_quantitative: bool = False
+    query_type: str = "general"  # quantitative | comparison | risk | statement | general
+
+    @property
+    def names_ticker_or_metric(self) -> bool:
+        return bool(self.tickers or self.metrics)
+
+    def to_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["date_from"] = self.date_from.isoformat() if self.date_from else None
+        d["date_to"] = self.date_to.isoformat() if self.date_to else None
+        return d
+
+
+def _quarter_before(day: dt.date) -> tuple[int, int]:
+    q = (day.month - 1) // 3 + 1
+    return (q - 1, day.year) if q > 1 else (4, day.year - 1)
+
+
+def parse_periods(text: str, as_of: dt.date) -> tuple[list[str], dt.date | None, dt.date | None]:
+    """Fiscal periods and date ranges mentioned in a query."""
+    t = text.lower()
+    periods: list[str] = []
+    for m in re.finditer(r"\bq([1-4])\s*(?:fy)?\s*'?(\d{4}|\d{2})\b", t):
+        y = int(m.group(2))
+        periods.append(f"Q{m.group(1)} {y + 2000 if y < 100 else y}")
+    for m in re.finditer(r"\b(first|second|third|fourth|1st|2nd|3rd|4th) quarter(?: of)?(?: fiscal(?: year)?)? (\d{4})\b", t):
+        periods.append(f"Q{_ORD[m.group(1)]} {m.group(2)}")
+    for m in re.finditer(r"\b(?:fy\s?'?(\d{4}|\d{2})|fiscal(?: year)? (\d{4}))\b", t):
+        y = int(m.group(1) or m.group(2))
+        periods.append(f"FY{y + 2000 if y < 100 else y}")
+    if re.search(r"\blast quarter\b|\bprevious quarter\b|\bmost recent quarter\b", t):
+        q, y = _quarter_before(as_of)
+        periods.append(f"Q{q} {y}")
+    if re.search(r"\blast (fiscal )?year\b", t):
+        periods.append(f"FY{as_of.year - 1}")
+    date_from = date_to = None
+    m = re.search(r"\bbetween (\d{4}-\d{2}-\d{2}) and (\d{4}-\d{2}-\d{2})\b", t)
+    if m:
+        date_from, date_to = dt.date.fromisoformat(m.group(1)), dt.date.fromisoformat(m.group(2))
+    m = re.search(r"\bsince (\d{4}-\d{2}-\d{2})\b", t)
+    if m:
+        date_from = dt.date.fromisoformat(m.group(1))
+    m = re.search(r"\b(?:in|during) (\d{4})\b", t)
+    if m and not periods:
+        y = int(m.group(1))
+        date_from, date_to = dt.date(y, 1, 1), dt.date(y, 12, 31)
+    m = re.search(r"\b(?:last|past) (\d+) days\b", t)
+    if m:
+        date_from, date_to = as_of - dt.timedelta(days=int(m.group(1))), as_of
+    seen: list[str] = []
+    for p in periods:
+        if p not in seen:
+            seen.append(p)
+    return seen, date_from, date_to
+
+
+def parse_tickers(text: str, tickers: dict[str, list[str]]) -> list[str]:
+    """Tickers named by symbol (upper-case word) or by company name / alias, in order of mention."""
+    found: list[tuple[int, str]] = []
+    for sym in tickers:
+        for m in re.finditer(rf"(?<![\w$]){re.escape(sym)}(?![\w])", text):
+            if len(sym) > 1 or m.group(0).isupper():
+                found.append((m.start(), sym))
+    low = text.lower()
+    for sym, aliases in tickers.items():
+        for a in aliases:
+            if len(a) < 3:
+                continue
+            m = re.search(rf"(?<![\w]){re.escape(a)}(?:'s)?(?![\w])", low)
+            if m:
+                found.append((m.start(), sym))
+    out: list[str] = []
+    for _, sym in sorted(found):
+        if sym not in out:
+            out.append(sym)
+    return out
+
+
+def parse_query(text: str, tickers: dict[str, list[str]], as_of: dt.date) -> ParsedQuery:
+    """Structured filters of a query. ``tickers``: symbol → lower-case aliases (company names)."""
+    low = text.lower()
+    q = ParsedQuery(text=text)
+    q.tickers = parse_tickers(text, tickers)
+    for name, pats in METRICS.items():
+        if any(re.search(rf"(?<![\w]){re.escape(p)}(?![\w])", low) for p in pats):
+            q.metrics.append(name)
+    if any(m in q.metrics for m in ("gross margin", "operating margin", "net margin")) and "margin" in q.metrics:
+        q.metrics.remove("margin")
+    q.periods, q.date_from, q.date_to = parse_periods(text, as_of)
+    for k, v in FORMS.items():
+        if re.search(rf"(?<![\w]){re.escape(k)}(?![\w])", low) and v not in q.form_types:
+            q.form_types.append(v)
+    q.latest = bool(re.search(r"\b(latest|most recent|newest|last)\b", low))
+    q.is_comparison = bool(_COMPARE.search(text)) or len(q.tickers) >= 2
+    q.is_quantitative = bool(set(q.metrics) & QUANT_METRICS) or bool(_QUANT.search(text))
+    if _RISK.search(text):
+        q.query_type = "risk"
+    elif q.is_comparison and q.is_quantitative:
+        q.query_type = "comparison"
+    elif q.is_quantitative:
+        q.query_type = "quantitative"
+    elif _SAY.search(text):
+        q.query_type = "statement"
+    return q

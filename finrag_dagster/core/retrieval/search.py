@@ -1,0 +1,283 @@
+"""Hybrid financial query retrieval (seed 001) over the evidence visible at ``as_of``.
+
+Three lists — semantic (MiniLM cosine), keyword (BM25 over the corpus public before as_of) and
+structured (DuckDB SQL over the lake's ``evidence`` table with the parsed filters) — are fused by
+RRF (k = 60; keyword ×1.2 when the query names a ticker or metric, semantic ×1.2 otherwise), then
+reranked multiplicatively by recency (when no period is asked), source authority by query type,
+numeric density (quantitative queries) and exact fiscal-period match, and finally diversified so a
+comparison query shows at least 3 companies in its top 5 when they exist. The context is assembled
+within a token budget with numbered citations. Nothing public at or after ``as_of`` is ever read.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import polars as pl
+
+from .lexical import PrefixStats, TermMatrix, bm25_tokens, query_matrix
+from .pool import minmax
+from .query import ParsedQuery
+from .rrf import list_weights, rrf
+
+NUMERIC = re.compile(r"\$\s?\d[\d,]*(?:\.\d+)?\s?(?:[MBK]|million|billion|thousand)?\b|\b\d+(?:\.\d+)?\s?%")
+AUTHORITY = {  # source authority by query type (seed 001 "Source Authority")
+    "quantitative": {"sec_filing": 1.30, "news": 1.00},
+    "comparison": {"sec_filing": 1.30, "news": 1.00},
+    "risk": {"sec_filing": 1.40, "news": 0.90},
+    "statement": {"sec_filing": 1.10, "news": 1.15},
+    "general": {"sec_filing": 1.00, "news": 1.10},
+}
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    k: int = 10
+    budget_tokens: int = 5000
+    list_depth: int = 100
+    rrf_k: int = 60
+    recency_days: int = 180
+    recency_weight: float = 0.5
+    numeric_weight: float = 0.5
+    numeric_saturation: int = 5
+    period_boost: float = 1.5
+    diversity_companies: int = 3
+    diversity_window: int = 5
+
+
+@dataclass
+class Hit:
+    passage_id: str
+    ticker: str
+    source_family: str
+    form_type: str | None
+    item: str | None
+    fiscal_period: str | None
+    public_time: str
+    title: str
+    text: str
+    url: str
+    score: float
+    components: dict = field(default_factory=dict)
+
+
+@dataclass
+class SearchResult:
+    query: ParsedQuery
+    as_of: str
+    mode: str
+    hits: list[Hit]
+    context: str
+    citations: list[dict]
+    context_tokens: int
+
+    def to_dict(self) -> dict:
+        return {
+            "query": self.query.to_dict(),
+            "as_of": self.as_of,
+            "mode": self.mode,
+            "hits": [asdict(h) for h in self.hits],
+            "context": self.context,
+            "citations": self.citations,
+            "context_tokens": self.context_tokens,
+        }
+
+
+def estimate_tokens(text: str) -> int:
+    """~4 characters per token (no tokenizer download needed); documented approximation."""
+    return max(1, math.ceil(len(text) / 4))
+
+
+def numeric_density(text: str) -> int:
+    """Count of $X.XM / XX.X% / $X,XXX style figures."""
+    return len(NUMERIC.findall(text or ""))
+
+
+class SearchIndex:
+    """The evidence visible at as_of, with BM25 statistics and embeddings ready."""
+
+    def __init__(self, evidence: pl.DataFrame, as_of_ns: int):
+        ev = evidence.filter(pl.col("public_time").dt.epoch("ns") < as_of_ns).sort(["public_time", "passage_id"])
+        self.df = ev
+        self.as_of_ns = as_of_ns
+        self.tm = TermMatrix.build([bm25_tokens(t) for t in ev["text"].to_list()])
+        self.stats = PrefixStats(self.tm)
+        self.stats.advance(ev.height)
+        self.emb = ev["embedding"].to_numpy().astype(np.float32) if ev.height else np.zeros((0, 384), np.float32)
+        self.pid = ev["passage_id"].to_list()
+        self.row = {p: i for i, p in enumerate(self.pid)}
+
+    def keyword(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, scores) of every passage by BM25, best first (zero scores dropped)."""
+        q = self.tm.vocab.lookup(bm25_tokens(text))
+        if not q or not self.pid:
+            return np.zeros(0, np.int64), np.zeros(0)
+        W = self.stats.weights(np.arange(len(self.pid)))
+        s = np.asarray((W @ query_matrix([q], W.shape[1], self.stats.idf()).T).todense()).ravel()
+        order = np.lexsort((-np.arange(len(s)), -s))
+        order = order[s[order] > 0]
+        return order, s[order]
+
+    def semantic(self, q_emb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if not self.pid:
+            return np.zeros(0, np.int64), np.zeros(0)
+        s = self.emb @ q_emb.astype(np.float32)
+        order = np.lexsort((-np.arange(len(s)), -s))
+        return order, s[order].astype(np.float64)
+
+
+def structured_sql(q: ParsedQuery, depth: int) -> tuple[str, dict] | None:
+    """DuckDB SQL over the lake's evidence table for the parsed filters (None when nothing to filter)."""
+    where, params = ["public_time < $as_of"], {}
+    if q.tickers:
+        where.append("ticker IN (" + ", ".join(f"$t{i}" for i in range(len(q.tickers))) + ")")
+        params.update({f"t{i}": t for i, t in enumerate(q.tickers)})
+    if q.form_types:
+        where.append("form_type IN (" + ", ".join(f"$f{i}" for i in range(len(q.form_types))) + ")")
+        params.update({f"f{i}": f for i, f in enumerate(q.form_types)})
+    if q.periods:
+        where.append("fiscal_period IN (" + ", ".join(f"$p{i}" for i in range(len(q.periods))) + ")")
+        params.update({f"p{i}": p for i, p in enumerate(q.periods)})
+    if q.date_from:
+        where.append("public_time >= $date_from")
+        params["date_from"] = dt.datetime.combine(q.date_from, dt.time(), tzinfo=dt.timezone.utc)
+    if q.date_to:
+        where.append("public_time < $date_to")
+        params["date_to"] = dt.datetime.combine(q.date_to + dt.timedelta(days=1), dt.time(), tzinfo=dt.timezone.utc)
+    metric_terms = [m for m in q.metrics if m not in ("margin",)]
+    if len(where) == 1 and not metric_terms:
+        return None
+    if metric_terms:
+        where.append("(" + " OR ".join(f"contains(lower(text), $m{i})" for i in range(len(metric_terms))) + ")")
+        params.update({f"m{i}": m for i, m in enumerate(metric_terms)})
+    latest = ""
+    if q.latest and q.form_types:
+        latest = "QUALIFY dense_rank() OVER (PARTITION BY ticker ORDER BY public_time DESC) = 1"
+    sql = (
+        "SELECT passage_id FROM evidence WHERE " + " AND ".join(where) + f" {latest} "
+        f"ORDER BY public_time DESC, passage_id LIMIT {int(depth)}"
+    )
+    return sql, params
+
+
+def _diversify(order: list[int], tickers: list[str], score: dict[int, float], want: int, window: int) -> list[int]:
+    """Demote duplicates out of the top window until ``want`` companies show (when they exist)."""
+    order = list(order)
+    need = min(want, len({tickers[i] for i in order}))
+    top, rest = order[:window], order[window:]
+    while len({tickers[i] for i in top}) < need:
+        present = {tickers[i] for i in top}
+        promote = next((i for i in rest if tickers[i] not in present), None)
+        counts = Counter(tickers[i] for i in top)
+        demote = next((i for i in reversed(top) if counts[tickers[i]] > 1), None)
+        if promote is None or demote is None:
+            break
+        top.remove(demote)
+        top.append(promote)
+        rest.remove(promote)
+        rest.insert(0, demote)
+    top.sort(key=lambda i: (-score[i], -i))
+    return top + rest
+
+
+def assemble_context(hits: list[Hit], budget: int) -> tuple[str, list[dict], int]:
+    """Numbered passages with their source line, added best first while they fit the budget."""
+    parts, cites, used = [], [], 0
+    for h in hits:
+        where = " · ".join(x for x in [h.ticker, h.form_type or "news", h.item or "", h.fiscal_period or "", h.public_time[:16] + " UTC"] if x)
+        block = f"[{len(cites) + 1}] {where}\n{h.title}\n{h.text}\n"
+        cost = estimate_tokens(block)
+        if used + cost > budget:
+            continue
+        parts.append(block)
+        used += cost
+        cites.append({"n": len(cites) + 1, "passage_id": h.passage_id, "ticker": h.ticker, "title": h.title, "url": h.url, "public_time": h.public_time})
+    return "\n".join(parts), cites, used
+
+
+def run_search(
+    index: SearchIndex,
+    q: ParsedQuery,
+    q_emb: np.ndarray,
+    structured_ids: list[str],
+    cfg: SearchConfig = SearchConfig(),
+    mode: str = "full",
+) -> SearchResult:
+    """mode: bm25 | dense | hybrid (min-max score fusion) | full (RRF of three lists + rerank + diversity)."""
+    df = index.df
+    as_of = dt.datetime.fromtimestamp(index.as_of_ns / 1e9, tz=dt.timezone.utc)
+    kw_rows, kw_s = index.keyword(q.text)
+    se_rows, se_s = index.semantic(q_emb)
+    n = len(index.pid)
+    comp: dict[int, dict] = {}
+    if mode == "bm25":
+        order = list(kw_rows)
+        score = dict(zip(kw_rows.tolist(), kw_s.tolist()))
+    elif mode == "dense":
+        order = list(se_rows)
+        score = dict(zip(se_rows.tolist(), se_s.tolist()))
+    elif mode == "hybrid":
+        b = np.zeros(n)
+        b[kw_rows] = kw_s
+        d = np.zeros(n)
+        d[se_rows] = se_s
+        h = (minmax(b) + minmax(d)) / 2 if n else np.zeros(0)
+        order = list(np.lexsort((-np.arange(n), -h)))
+        score = dict(enumerate(h.tolist()))
+    elif mode == "full":
+        depth = cfg.list_depth
+        lists = {
+            "semantic": [index.pid[i] for i in se_rows[:depth]],
+            "keyword": [index.pid[i] for i in kw_rows[:depth]],
+            "structured": [p for p in structured_ids if p in index.row][:depth],
+        }
+        fused = rrf(lists, list_weights(q.names_ticker_or_metric), k=cfg.rrf_k)
+        fam = df["source_family"].to_list()
+        fp = df["fiscal_period"].to_list()
+        texts = df["text"].to_list()
+        pub_ns = df["public_time"].dt.epoch("ns").to_numpy()
+        auth = AUTHORITY.get(q.query_type, AUTHORITY["general"])
+        score = {}
+        for pid, s in fused.items():
+            i = index.row[pid]
+            f = {"rrf": s}
+            m = 1.0
+            if not q.periods:
+                days = (index.as_of_ns - pub_ns[i]) / 86_400e9
+                rec = max(0.0, 1 - days / cfg.recency_days)
+                f["recency"] = rec
+                m *= 1 + cfg.recency_weight * rec
+            a = auth.get(fam[i], 1.0)
+            f["authority"] = a
+            m *= a
+            if q.is_quantitative:
+                nd = min(numeric_density(texts[i]), cfg.numeric_saturation) / cfg.numeric_saturation
+                f["numeric_density"] = nd
+                m *= 1 + cfg.numeric_weight * nd
+            if q.periods and fp[i] in q.periods:
+                f["period_match"] = 1.0
+                m *= cfg.period_boost
+            score[i] = s * m
+            comp[i] = f
+        order = sorted(score, key=lambda i: (-score[i], -i))
+        if q.is_comparison:
+            order = _diversify(order, df["ticker"].to_list(), score, cfg.diversity_companies, cfg.diversity_window)
+    else:
+        raise ValueError(f"unknown search mode {mode!r}")
+    hits = []
+    for i in order[: max(cfg.k, 0)]:
+        r = df.row(int(i), named=True)
+        hits.append(
+            Hit(
+                passage_id=r["passage_id"], ticker=r["ticker"], source_family=r["source_family"], form_type=r["form_type"],
+                item=r["item"], fiscal_period=r["fiscal_period"], public_time=r["public_time"].isoformat(),
+                title=r["title"], text=r["text"], url=r["url"], score=float(score.get(int(i), 0.0)), components=comp.get(int(i), {}),
+            )
+        )
+    context, cites, used = assemble_context(hits, cfg.budget_tokens)
+    return SearchResult(q, as_of.isoformat(), mode, hits, context, cites, used)
