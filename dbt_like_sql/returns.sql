@@ -24,13 +24,25 @@ lagged AS (
     LEFT JOIN bars AS l10 ON l10.ticker = b.ticker AND l10.session_idx = b.session_idx - 10
     LEFT JOIN bars AS l20 ON l20.ticker = b.ticker AND l20.session_idx = b.session_idx - 20
 ),
-vols AS (
-    SELECT *,
-        stddev_samp(ret_1d) OVER (PARTITION BY ticker ORDER BY session_idx RANGE BETWEEN 19 PRECEDING AND CURRENT ROW) AS vol_20d,
-        stddev_samp(ret_1d) OVER (PARTITION BY ticker ORDER BY session_idx RANGE BETWEEN 251 PRECEDING AND CURRENT ROW) AS vol_252d,
-        count(ret_1d) OVER (PARTITION BY ticker ORDER BY session_idx RANGE BETWEEN 251 PRECEDING AND CURRENT ROW) AS n_obs_252d
+-- Window sums are taken in DECIMAL, which DuckDB adds exactly: a float window aggregate's
+-- rounding depends on how the engine splits the partition (which includes later rows), and
+-- the time-travel test caught that in the last bits. Exact sums make each row a function of
+-- its own trailing window only.
+exact AS (
+    SELECT *, CAST(ret_1d AS DECIMAL(38, 18)) AS r, CAST(ret_1d * ret_1d AS DECIMAL(38, 18)) AS r2
     FROM lagged
+),
+sums AS (
+    SELECT *,
+        sum(r) OVER w20 AS s1_20, sum(r2) OVER w20 AS s2_20, count(r) OVER w20 AS n_20,
+        sum(r) OVER w252 AS s1_252, sum(r2) OVER w252 AS s2_252, count(r) OVER w252 AS n_252
+    FROM exact
+    WINDOW w20 AS (PARTITION BY ticker ORDER BY session_idx RANGE BETWEEN 19 PRECEDING AND CURRENT ROW),
+           w252 AS (PARTITION BY ticker ORDER BY session_idx RANGE BETWEEN 251 PRECEDING AND CURRENT ROW)
 )
-SELECT ticker, date, adj_close, ret_1d, ret_3d, ret_5d, ret_10d, ret_20d, vol_20d, vol_252d, n_obs_252d
-FROM vols
+SELECT ticker, date, adj_close, ret_1d, ret_3d, ret_5d, ret_10d, ret_20d,
+    CASE WHEN n_20 > 1 THEN sqrt(greatest(0, (CAST(s2_20 AS DOUBLE) - CAST(s1_20 AS DOUBLE) * CAST(s1_20 AS DOUBLE) / n_20) / (n_20 - 1))) END AS vol_20d,
+    CASE WHEN n_252 > 1 THEN sqrt(greatest(0, (CAST(s2_252 AS DOUBLE) - CAST(s1_252 AS DOUBLE) * CAST(s1_252 AS DOUBLE) / n_252) / (n_252 - 1))) END AS vol_252d,
+    n_252 AS n_obs_252d
+FROM sums
 WHERE date BETWEEN $start AND $end

@@ -51,6 +51,7 @@ def run_range(
     resource: FinragResource | None = None,
     only: Sequence[str] | None = None,
     on_stage=None,
+    log_level: str = "WARNING",
 ) -> list[dg.ExecuteInProcessResult]:
     """Materialise every stage over [calendar.start | decision_start, end] in one process."""
     cal = nyse()
@@ -73,9 +74,9 @@ def run_range(
             if not days:
                 continue
             tags = {RANGE_START: days[0].isoformat(), RANGE_END: days[-1].isoformat()}
-        run_config = {}
+        run_config: dict = {"loggers": {"console": {"config": {"log_level": log_level}}}}
         if "synthetic_world" in names and world_config:
-            run_config = {"ops": {"synthetic_world": {"config": world_config}}}
+            run_config["ops"] = {"synthetic_world": {"config": world_config}}
         if on_stage:
             on_stage(st, names)
         res = dg.materialize(

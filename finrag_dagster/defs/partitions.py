@@ -13,11 +13,13 @@ from ..core.calendar import nyse
 def trading_day_partitions(start: dt.date, end: dt.date) -> dg.TimeWindowPartitionsDefinition:
     """Partitions keyed YYYY-MM-DD for every XNYS session in [start, end]."""
     cal = nyse()
-    sessions = set(cal.sessions_in_range(start, end))
-    exclusions = [d.to_pydatetime() for d in pd.bdate_range(start, end) if d.date() not in sessions]
+    stop = cal.next_session(end)
+    sessions = set(cal.sessions_in_range(start, stop))
+    exclusions = [d.to_pydatetime() for d in pd.bdate_range(start, stop) if d.date() not in sessions]
     return dg.TimeWindowPartitionsDefinition(
         start=start.isoformat(),
-        end=(end + dt.timedelta(days=1)).isoformat(),
+        # a session's window closes at the next weekday's midnight, so end at the next session
+        end=stop.isoformat(),
         fmt="%Y-%m-%d",
         cron_schedule="0 0 * * 1-5",
         timezone="America/New_York",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import glob
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 
@@ -64,3 +66,33 @@ def quarantine_rows(df: pl.DataFrame, reason: str | pl.Expr, source_file: str | 
 def stable_id(prefix: str, *parts: object) -> str:
     """Deterministic short id from its parts (sha1, 16 hex chars)."""
     return prefix + stable_hash(*parts)
+
+
+def expand_paths(paths, dir_patterns: tuple[str, ...] = ("*.csv", "*.parquet")) -> list[Path]:
+    """Files named by paths or globs (a directory means its files matching ``dir_patterns``,
+    recursively), de-duplicated and in sorted order.
+
+    Raises
+    ------
+    SourceError
+        When a path or glob matches no file.
+    """
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    found: set[Path] = set()
+    for raw in paths:
+        p = str(Path(str(raw)).expanduser())
+        if glob.has_magic(p):
+            hits = [Path(h) for h in glob.glob(p, recursive=True)]
+        else:
+            hits = [Path(p)] if Path(p).exists() else []
+        files: list[Path] = []
+        for h in hits:
+            if h.is_dir():
+                files += [f for pat in dir_patterns for f in h.rglob(pat) if f.is_file()]
+            elif h.is_file():
+                files.append(h)
+        if not files:
+            raise SourceError(f"source path {raw!s} matches no file")
+        found.update(f.resolve() for f in files)
+    return sorted(found, key=str)

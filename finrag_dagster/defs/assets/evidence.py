@@ -2,6 +2,7 @@
 
 
 import datetime as dt
+import sys
 
 import dagster as dg
 import numpy as np
@@ -102,7 +103,7 @@ def build_evidence_asset(partitions_def) -> dg.AssetsDefinition:
         counts: dict[str, int] = {}
         fam_counts = {"news": 0, "sec_filing": 0}
         preview = None
-        for d in tqdm(days, desc="evidence", disable=len(days) < 20, leave=False):
+        for d in tqdm(days, desc="evidence", disable=len(days) < 20 or not sys.stderr.isatty(), leave=False, mininterval=2):
             i = cal.session_index(d)
             if i - es.dup_lookback_sessions - 1 >= 0:
                 index.evict_before((int(cal.closes_ns[i - es.dup_lookback_sessions - 1]) + 1, ""))

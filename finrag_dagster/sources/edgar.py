@@ -1,0 +1,843 @@
+"""EDGAR filings (submissions JSON, SGML full submissions, sample parquets) -> ``filings_raw``.
+
+Formats read (each path may be a file, a glob, or a directory walked for ``full-submission.txt``)
+-----------------------------------------------------------------------------------------------
+* SEC submissions JSON ``CIK##########.json``: ``filings.recent`` parallel arrays
+  (``acceptanceDateTime`` is UTC ISO, e.g. "2023-02-02T23:01:30.000Z"), top-level
+  ``fiscalYearEnd`` ("0926"), ``tickers``; also its overflow pages (the arrays at top level).
+* sec-edgar-downloader ``<root>/<TICKER>/<FORM>/<ACCESSION>/full-submission.txt``: the SGML header
+  (``<ACCEPTANCE-DATETIME>YYYYMMDDhhmmss`` is US/Eastern wall-clock) and, in ``text_paths``, the
+  body: the main document (TYPE = form type) plus EX-99.1 for 8-Ks, tags stripped.
+* ``filings_index.parquet`` (cik, ticker, company, form_type, accession, acceptance_datetime_utc,
+  filed_date, report_date, items, acceptance_source) and ``filings_text.parquet`` (section rows,
+  joined in ``section_idx`` order with their headings). A parquet is recognised by its columns.
+
+Rows of one accession from several sources are merged: ``public_time`` is the latest known
+acceptance time (conservative), ``acceptance_source`` lists the sources that gave one, the text
+is the longest any source has. The filing date is never used as the public time: a filing
+without an acceptance time is quarantined.
+
+``rows_in`` counts filings (distinct accessions) plus source records without an accession, so
+``rows_in == accepted + quarantined`` holds after merging.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import polars as pl
+
+from ..core.calendar import eastern_to_utc, nyse
+from ..core.schemas import FILINGS_RAW
+from .base import LoadResult, SourceError, empty_quarantine, expand_paths, quarantine_rows
+
+FORMS_USED = ("8-K", "8-K/A", "10-Q", "10-Q/A", "10-K", "10-K/A")
+R_NO_ACCESSION = "missing accession"
+R_FORM = "form not used"
+R_NO_TICKER = "ticker not in universe"
+R_NO_TIME = "no acceptance time"
+R_OUT_OF_CALENDAR = "public time outside the trading calendar"
+DEFAULT_FYE = "1231"
+FYE_SLACK_DAYS = 14  # 52/53-week fiscal years end up to a week either side of the nominal day
+
+# 8-K item numbers by the descriptions used in SGML headers (ITEM INFORMATION).
+ITEM_DESCRIPTIONS = {
+    "entry into a material definitive agreement": "1.01",
+    "termination of a material definitive agreement": "1.02",
+    "bankruptcy or receivership": "1.03",
+    "mine safety - reporting of shutdowns and patterns of violations": "1.04",
+    "material cybersecurity incidents": "1.05",
+    "completion of acquisition or disposition of assets": "2.01",
+    "results of operations and financial condition": "2.02",
+    "creation of a direct financial obligation or an obligation under an off-balance sheet arrangement of a registrant": "2.03",
+    "triggering events that accelerate or increase a direct financial obligation or an obligation under an off-balance sheet arrangement": "2.04",
+    "costs associated with exit or disposal activities": "2.05",
+    "material impairments": "2.06",
+    "notice of delisting or failure to satisfy a continued listing rule or standard; transfer of listing": "3.01",
+    "unregistered sales of equity securities": "3.02",
+    "material modifications to rights of security holders": "3.03",
+    "changes in registrant's certifying accountant": "4.01",
+    "non-reliance on previously issued financial statements or a related audit report or completed interim review": "4.02",
+    "changes in control of registrant": "5.01",
+    "departure of directors or certain officers; election of directors; appointment of certain officers: compensatory arrangements of certain officers": "5.02",
+    "amendments to articles of incorporation or bylaws; change in fiscal year": "5.03",
+    "temporary suspension of trading under registrant's employee benefit plans": "5.04",
+    "amendments to the registrant's code of ethics, or waiver of a provision of the code of ethics": "5.05",
+    "change in shell company status": "5.06",
+    "submission of matters to a vote of security holders": "5.07",
+    "shareholder director nominations": "5.08",
+    "regulation fd disclosure": "7.01",
+    "other events": "8.01",
+    "financial statements and exhibits": "9.01",
+}
+
+
+# ============================================================================ SGML header
+_HDR_FIELD = re.compile(r"^[ \t]*([A-Z][A-Z0-9 \-/]+?):[ \t]*(.*?)[ \t]*$", re.MULTILINE)
+_ACCEPT = re.compile(r"<ACCEPTANCE-DATETIME>\s*(\d{14})")
+_SECDOC = re.compile(r"<SEC-DOCUMENT>\s*(\d{10}-\d{2}-\d{6})")
+
+
+def _yyyymmdd(s: str | None) -> dt.date | None:
+    s = (s or "").strip().replace("-", "")
+    if len(s) < 8 or not s[:8].isdigit():
+        return None
+    try:
+        return dt.date(int(s[:4]), int(s[4:6]), int(s[6:8]))
+    except ValueError:
+        return None
+
+
+def _item_number(desc: str) -> str:
+    d = re.sub(r"\s+", " ", desc.strip().lower()).replace("\u2019", "'")
+    if re.fullmatch(r"\d\.\d{2}", d):
+        return d
+    return ITEM_DESCRIPTIONS.get(d, "")
+
+
+def parse_submission_header(text: str) -> dict:
+    """Fields of an EDGAR SGML submission header.
+
+    Parameters
+    ----------
+    text : str
+        A ``full-submission.txt`` (or just its first bytes).
+
+    Returns
+    -------
+    dict
+        ``accession`` (str|None), ``form_type`` (str|None), ``acceptance_utc`` (pd.Timestamp UTC
+        or None; the header's US/Eastern wall-clock converted), ``period_of_report`` and
+        ``filed_date`` (date|None), ``cik`` (int|None, first filer), ``company`` (str|None),
+        ``fiscal_year_end`` ("MMDD"|None), ``items`` (8-K item numbers, comma-separated, "" if none).
+    """
+    end = text.find("</SEC-HEADER>")
+    head = text if end < 0 else text[:end]
+    fields: dict[str, list[str]] = {}
+    for k, v in _HDR_FIELD.findall(head):
+        fields.setdefault(k.strip(), []).append(v.strip())
+
+    def first(key: str) -> str | None:
+        vals = [v for v in fields.get(key, []) if v]
+        return vals[0] if vals else None
+
+    acc = first("ACCESSION NUMBER")
+    if not acc:
+        m = _SECDOC.search(head)
+        acc = m.group(1) if m else None
+    m = _ACCEPT.search(head)
+    accepted = None
+    if m:
+        try:
+            accepted = eastern_to_utc(dt.datetime.strptime(m.group(1), "%Y%m%d%H%M%S"))
+        except ValueError:
+            accepted = None
+    cik = first("CENTRAL INDEX KEY")
+    items = [_item_number(v) for v in fields.get("ITEM INFORMATION", [])]
+    fye = first("FISCAL YEAR END")
+    return {
+        "accession": acc,
+        "form_type": first("CONFORMED SUBMISSION TYPE") or first("FORM TYPE"),
+        "acceptance_utc": accepted,
+        "period_of_report": _yyyymmdd(first("CONFORMED PERIOD OF REPORT")),
+        "filed_date": _yyyymmdd(first("FILED AS OF DATE")),
+        "cik": int(cik) if cik and cik.isdigit() else None,
+        "company": first("COMPANY CONFORMED NAME"),
+        "fiscal_year_end": fye if fye and re.fullmatch(r"\d{4}", fye) else None,
+        "items": ",".join(i for i in items if i),
+    }
+
+
+# ============================================================================ body text
+class _TextExtractor(HTMLParser):
+    """HTML -> plain text: block elements become line breaks, hidden/inline-XBRL headers dropped."""
+
+    BLOCK = {"p", "div", "br", "tr", "li", "h1", "h2", "h3", "h4", "h5", "h6", "table", "section", "ul", "ol",
+             "page", "hr", "center", "title"}
+    SKIP = {"script", "style", "head", "ix:header", "xbrl"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.skip = 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self.SKIP:
+            self.skip += 1
+        elif tag in self.BLOCK:
+            self.parts.append("\n")
+        elif tag in ("td", "th"):
+            self.parts.append(" ")
+
+    def handle_endtag(self, tag):
+        if tag in self.SKIP:
+            self.skip = max(0, self.skip - 1)
+        elif tag in self.BLOCK:
+            self.parts.append("\n")
+
+    def handle_data(self, data):
+        if not self.skip:
+            self.parts.append(data)
+
+
+def html_to_text(markup: str) -> str:
+    """Plain text of an HTML / SGML document, one paragraph per line."""
+    if re.search(r"<(html|body|div|p|font|table)\b", markup[:20000], re.IGNORECASE):
+        ex = _TextExtractor()
+        ex.feed(markup)
+        ex.close()
+        text = "".join(ex.parts)
+    else:  # plain-text filing with SGML page/table markers
+        text = re.sub(r"</?(PAGE|S|C|TABLE|CAPTION|FN|F\d+)>", "\n", markup, flags=re.IGNORECASE)
+        text = re.sub(r"<[^>\n]{1,200}>", " ", text)
+    text = text.replace("\xa0", " ").replace("\u200b", "")
+    lines = [re.sub(r"[ \t\r\f\v]+", " ", ln).strip() for ln in text.split("\n")]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+_DOC = re.compile(r"<DOCUMENT>(.*?)</DOCUMENT>", re.DOTALL | re.IGNORECASE)
+_DOC_TYPE = re.compile(r"<TYPE>\s*([^\s<]+)", re.IGNORECASE)
+_DOC_TEXT = re.compile(r"<TEXT>(.*?)(?:</TEXT>|$)", re.DOTALL | re.IGNORECASE)
+
+
+def submission_text(text: str, form_type: str) -> str:
+    """Main document (TYPE == form type) plus EX-99.1 for 8-Ks, as plain text ("" if absent).
+
+    The EX-99.1 exhibit follows the main document after a line ``EX-99.1``.
+    """
+    end = text.find("</SEC-HEADER>")
+    if end < 0:
+        return ""
+    form = (form_type or "").upper()
+    want = {form: "", **({"EX-99.1": "EX-99.1"} if form.startswith("8-K") else {})}
+    found: dict[str, str] = {}
+    for doc in _DOC.findall(text[end:]):
+        m = _DOC_TYPE.search(doc)
+        dtype = m.group(1).upper() if m else ""
+        if dtype in want and dtype not in found:
+            t = _DOC_TEXT.search(doc)
+            found[dtype] = html_to_text(t.group(1)) if t else ""
+    parts = []
+    for dtype, marker in want.items():
+        if found.get(dtype):
+            parts.append((marker + "\n" if marker else "") + found[dtype])
+    return "\n\n".join(parts)
+
+
+# ============================================================================ fiscal periods
+def _fye(fye: str | None) -> tuple[int, int]:
+    s = (fye or "").strip()
+    if re.fullmatch(r"\d{4}", s) and 1 <= int(s[:2]) <= 12 and 1 <= int(s[2:]) <= 31:
+        return int(s[:2]), int(s[2:])
+    return 12, 31
+
+
+def _fye_date(year: int, month: int, day: int) -> dt.date:
+    last = (dt.date(year + (month == 12), month % 12 + 1, 1) - dt.timedelta(days=1)).day
+    return dt.date(year, month, min(day, last))
+
+
+def fiscal_year_quarter(period_end: dt.date, fye: str | None) -> tuple[int, int]:
+    """(fiscal year, quarter 1-4) of a period ending ``period_end``.
+
+    The fiscal year is the calendar year in which it ends (``fye`` "MMDD", default 1231; a period
+    ending up to FYE_SLACK_DAYS after the nominal day still belongs to that year, for 52/53-week
+    years). The quarter counts ~91-day steps from the previous fiscal year end.
+    """
+    m, d = _fye(fye)
+    slack = dt.timedelta(days=FYE_SLACK_DAYS)
+    year = period_end.year - 1
+    while period_end > _fye_date(year, m, d) + slack:
+        year += 1
+    prev = _fye_date(year - 1, m, d)
+    q = int(round((period_end - prev).days / 91.31))
+    return year, min(4, max(1, q))
+
+
+_ORD = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4}
+_ORD_RE = r"(first|second|third|fourth|1st|2nd|3rd|4th)"
+_MONTHS = r"(January|February|March|April|May|June|July|August|September|October|November|December)"
+_PERIOD_PATTERNS = [
+    ("fy_ord", re.compile(rf"\bfiscal\s+(?:year\s+)?(\d{{4}})\s+{_ORD_RE}\s+quarter", re.IGNORECASE)),
+    ("ord_fy", re.compile(rf"\b{_ORD_RE}\s+(?:fiscal\s+)?quarter\s+(?:of\s+)?(?:fiscal\s+(?:year\s+)?)(\d{{4}})\b", re.IGNORECASE)),
+    ("ended", re.compile(
+        rf"\b(?:{_ORD_RE}\s+(?:fiscal\s+)?)?quarter\s+ended\s+{_MONTHS}\s+(\d{{1,2}}),?\s+(\d{{4}})", re.IGNORECASE)),
+    ("q_n", re.compile(r"\bQ([1-4])\s*(?:of\s+)?(?:fiscal\s+(?:year\s+)?|FY\s*)?(\d{4})\b", re.IGNORECASE)),
+    ("fyq", re.compile(r"\b(?:fiscal\s+(?:year\s+)?|FY\s*)(\d{4})\s+Q([1-4])\b", re.IGNORECASE)),
+    ("ord_cal", re.compile(rf"\b{_ORD_RE}\s+quarter\s+(?:of\s+)?(\d{{4}})\b", re.IGNORECASE)),
+]
+
+
+def period_in_text(text: str, fye: str | None = None, limit: int = 20000) -> str | None:
+    """The first fiscal quarter an 8-K's text names ("Q3 2024"), or None.
+
+    Recognises "fiscal 2024 third quarter", "third quarter of fiscal 2024", "Q3 2024",
+    "FY2024 Q3", "third quarter 2024" and "quarter ended September 28, 2024" (mapped through the
+    fiscal year end ``fye``; a stated ordinal, "fourth fiscal quarter ended ...", wins over the
+    computed quarter).
+    """
+    head = text[:limit]
+    best: tuple[int, str] | None = None
+    for kind, pat in _PERIOD_PATTERNS:
+        m = pat.search(head)
+        if not m or (best is not None and m.start() >= best[0]):
+            continue
+        if kind == "fy_ord":
+            out = f"Q{_ORD[m.group(2).lower()]} {m.group(1)}"
+        elif kind in ("ord_fy", "ord_cal"):
+            out = f"Q{_ORD[m.group(1).lower()]} {m.group(2)}"
+        elif kind == "ended":
+            try:
+                end = dt.datetime.strptime(f"{m.group(2)} {m.group(3)} {m.group(4)}", "%B %d %Y").date()
+            except ValueError:
+                continue
+            fy, q = fiscal_year_quarter(end, fye)
+            out = f"Q{_ORD[m.group(1).lower()] if m.group(1) else q} {fy}"
+        elif kind == "q_n":
+            out = f"Q{m.group(1)} {m.group(2)}"
+        else:  # fyq
+            out = f"Q{m.group(2)} {m.group(1)}"
+        best = (m.start(), out)
+    return best[1] if best else None
+
+
+def fiscal_period(form_type: str, report_date: dt.date | None, fye: str | None, text: str = "") -> str | None:
+    """"Qn YYYY" for 10-Q, "FYYYYY" for 10-K (from the report date), the text's period for 8-K."""
+    form = (form_type or "").upper()
+    if form.startswith("10-Q") and report_date:
+        fy, q = fiscal_year_quarter(report_date, fye)
+        return f"Q{q} {fy}"
+    if form.startswith("10-K") and report_date:
+        return f"FY{fiscal_year_quarter(report_date, fye)[0]}"
+    if form.startswith("8-K") and text:
+        return period_in_text(text, fye)
+    return None
+
+
+# ============================================================================ passages
+_HEADING = re.compile(
+    r"^[ \t>#*_]*(?:part\s+(?P<part>iv|i{1,3})\b[ \t,.:;—–\-]*)?item\s+(?P<num>\d{1,2}(?:\.\d{1,2})?[a-d]?)\b\.?"
+    r"(?P<rest>[^\n]*)$|^[ \t]*(?P<ex>EX-99\.1)[ \t]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_PART = re.compile(r"^[ \t>#*_]*part\s+(iv|i{1,3})\b(?![^\n]*\bitem\s+\d)", re.IGNORECASE | re.MULTILINE)
+_TABLE_RULE = re.compile(r"^[\s|:\-]*$")
+_PART_LINE = re.compile(r"(?i:part)\s+(?:IV|I{1,3})\b[\s.:—–\-]*(?:[A-Z][A-Z ,&]*)?")
+_PIPES = re.compile(r"[ \t]*(?:\|[ \t]*)+")
+_SENT_SPLIT = re.compile(r"(?<=[.!?;])\s+(?=[\"'“(\[]?[A-Z0-9])")
+
+
+def _clean_block(text: str) -> str:
+    """Drop markdown table rules and PART lines, collapse cell separators; one line per paragraph."""
+    out = []
+    for ln in text.split("\n"):
+        if "|" in ln:
+            if _TABLE_RULE.match(ln):
+                continue
+            ln = _PIPES.sub(" | ", ln).strip(" |")
+        ln = re.sub(r"[ \t]+", " ", ln).strip()
+        if ln and not _PART_LINE.fullmatch(ln):  # "PART II — OTHER INFORMATION": structure, not content
+            out.append(ln)
+    return "\n".join(out)
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def _chunk(text: str, max_words: int) -> list[str]:
+    """Consecutive chunks of at most ``max_words`` words, cut on sentence boundaries when possible."""
+    units: list[str] = []
+    for para in text.split("\n"):
+        for sent in _SENT_SPLIT.split(para):
+            w = sent.split()
+            while len(w) > max_words:  # a run-on "sentence" (tables): cut on words
+                units.append(" ".join(w[:max_words]))
+                w = w[max_words:]
+            if w:
+                units.append(" ".join(w))
+    chunks, cur, n = [], [], 0
+    for u in units:
+        k = _words(u)
+        if cur and n + k > max_words:
+            chunks.append(" ".join(cur))
+            cur, n = [], 0
+        cur.append(u)
+        n += k
+    if cur:
+        chunks.append(" ".join(cur))
+    return chunks
+
+
+def _item_label(num: str) -> str:
+    """"1a" -> "Item 1A", "2.02" -> "Item 2.02"."""
+    return "Item " + num.upper()
+
+
+def split_filing_passages(text: str, form_type: str, max_words: int = 160) -> list[dict]:
+    """Split filing text into item passages.
+
+    Parameters
+    ----------
+    text : str
+        Plain or markdown filing text.
+    form_type : str
+        "8-K", "10-Q", "10-K" (amendments too).
+    max_words : int
+        Longest passage, in words.
+
+    Returns
+    -------
+    list of dict
+        ``{"item", "text", "part"}`` in document order. ``item`` is "Item 2.02", "Item 1A", ...,
+        "Cover" for text before the first heading, "Exhibit 99.1" for an 8-K press release;
+        ``part`` is "I".."IV" when a PART heading precedes the item (10-Q items repeat across
+        parts), else None. A heading that recurs later with the same part and item is a
+        table-of-contents entry and does not start a section. Sections whose body has fewer than
+        5 words ("None.") are dropped, long ones are chunked on sentence boundaries, and any
+        passage under 5 words is dropped.
+    """
+    if not text or not text.strip():
+        return []
+    max_words = max(5, int(max_words))
+    parts = [(m.start(), m.group(1).upper()) for m in _PART.finditer(text)]
+    heads = []  # (match, item label, part)
+    for m in _HEADING.finditer(text):
+        if m.group("ex"):
+            heads.append((m, "Exhibit 99.1", None))
+            continue
+        part = (m.group("part") or "").upper() or next((p for pos, p in reversed(parts) if pos < m.start()), None)
+        heads.append((m, _item_label(m.group("num")), part))
+    # a heading repeated later (same part and item) is a table-of-contents entry: not a boundary
+    last = {(it, pt): i for i, (_, it, pt) in enumerate(heads)}
+    heads = [h for i, h in enumerate(heads) if last[(h[1], h[2])] == i]
+    bounds = [0] + [m.start() for m, _, _ in heads] + [len(text)]
+    out: list[dict] = []
+    for i in range(len(bounds) - 1):
+        seg = text[bounds[i]:bounds[i + 1]]
+        if i == 0:
+            item, part, heading, body = "Cover", None, "", seg
+        else:
+            m, item, part = heads[i - 1]
+            heading = seg[: seg.find("\n")] if "\n" in seg else seg
+            body = seg[len(heading):]
+            if m.group("ex") or _words(heading) > 25:  # marker line, or heading run into its paragraph
+                heading, body = "", (body if m.group("ex") else seg)
+        body = _clean_block(body)
+        if _words(body) < 5:
+            continue
+        section = (_clean_block(heading) + "\n" + body).strip() if heading else body
+        for chunk in _chunk(section, max_words):
+            if _words(chunk) >= 5:
+                out.append({"item": item, "text": chunk, "part": part})
+    return out
+
+
+# ============================================================================ index / text sources
+@dataclass
+class FilingRecord:
+    """What one source says about one filing."""
+
+    accession: str | None
+    source: str  # acceptance-source label: submissions_json | sgml_header | ...
+    source_file: str
+    source_row: int
+    file_index: int
+    form_type: str | None = None
+    cik: int | None = None
+    company: str | None = None
+    ticker: str | None = None
+    accepted_ns: int | None = None
+    filed_date: dt.date | None = None
+    report_date: dt.date | None = None
+    items: str = ""
+    fye: str | None = None
+    text: str = ""
+
+
+def _norm_accession(a: object) -> str | None:
+    s = re.sub(r"\s", "", str(a or ""))
+    digits = re.sub(r"\D", "", s)
+    if len(digits) == 18:
+        return f"{digits[:10]}-{digits[10:12]}-{digits[12:]}"
+    return None
+
+
+def _utc_ns(value: object) -> int | None:
+    if value is None or value == "":
+        return None
+    try:
+        ts = pd.Timestamp(value)
+    except (ValueError, TypeError):
+        return None
+    if ts is pd.NaT or pd.isna(ts):
+        return None
+    if ts.tzinfo is None:
+        ts = ts.tz_localize("UTC")
+    return int(ts.tz_convert("UTC").value)
+
+
+def _date(value: object) -> dt.date | None:
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    return _yyyymmdd(str(value))
+
+
+def _source_label(raw: object, default: str) -> str:
+    s = str(raw or "").lower()
+    if "sgml" in s or "header" in s:
+        return "sgml_header"
+    if "matched" in s:
+        return "submissions_json_matched"
+    if "submissions" in s or "acceptancedatetime" in s:
+        return "submissions_json"
+    return re.sub(r"[^a-z0-9_]+", "_", s).strip("_") or default
+
+
+def read_submissions_json(path: Path, file_index: int) -> list[FilingRecord]:
+    """Records of a submissions JSON (``filings.recent``, or an overflow page's top-level arrays)."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise SourceError(f"{path.name}: not valid JSON ({exc})") from exc
+    if not isinstance(doc, dict):
+        raise SourceError(f"{path.name}: not an SEC submissions JSON")
+    block = doc.get("filings", {}).get("recent") if isinstance(doc.get("filings"), dict) else None
+    if block is None and "accessionNumber" in doc:
+        block = doc
+    if not isinstance(block, dict) or "accessionNumber" not in block:
+        raise SourceError(f"{path.name}: not an SEC submissions JSON (no filings.recent.accessionNumber)")
+    m = re.search(r"CIK0*(\d+)", path.name, re.IGNORECASE)
+    cik = doc.get("cik") or (m.group(1) if m else None)
+    cik_i = int(cik) if cik is not None and str(cik).isdigit() else None
+    tickers = doc.get("tickers") or []
+    fye = doc.get("fiscalYearEnd")
+    n = len(block["accessionNumber"])
+
+    def arr(key: str) -> list:
+        v = block.get(key) or []
+        return list(v) + [None] * (n - len(v))
+
+    out = []
+    for i, (acc, form, acc_t, filed, rep, items) in enumerate(
+        zip(arr("accessionNumber"), arr("form"), arr("acceptanceDateTime"), arr("filingDate"),
+            arr("reportDate"), arr("items"))
+    ):
+        out.append(
+            FilingRecord(
+                accession=_norm_accession(acc), source="submissions_json", source_file=path.name, source_row=i,
+                file_index=file_index, form_type=(form or "").strip() or None, cik=cik_i,
+                company=doc.get("name"), ticker=(tickers[0] if tickers else None), accepted_ns=_utc_ns(acc_t),
+                filed_date=_date(filed), report_date=_date(rep), items=(items or "").strip(),
+                fye=fye if isinstance(fye, str) and re.fullmatch(r"\d{4}", fye) else None,
+            )
+        )
+    return out
+
+
+def read_full_submission(path: Path, file_index: int, with_text: bool) -> list[FilingRecord]:
+    """One record from a ``full-submission.txt`` (header always; body text when ``with_text``)."""
+    raw = path.read_text(encoding="utf-8", errors="replace")
+    if "<SEC-HEADER>" not in raw[:5000] and "ACCESSION NUMBER:" not in raw[:5000]:
+        raise SourceError(f"{path}: not an EDGAR SGML submission (no <SEC-HEADER>)")
+    h = parse_submission_header(raw)
+    # sec-edgar-downloader layout: <TICKER>/<FORM>/<ACCESSION>/full-submission.txt
+    ticker = path.parent.parent.parent.name.upper() if len(path.parts) >= 4 else None
+    acc = _norm_accession(h["accession"]) or _norm_accession(path.parent.name)
+    return [
+        FilingRecord(
+            accession=acc, source="sgml_header", source_file=f"{acc or path.parent.name}/{path.name}",
+            source_row=0, file_index=file_index, form_type=h["form_type"], cik=h["cik"],
+            company=h["company"], ticker=ticker,
+            accepted_ns=int(h["acceptance_utc"].value) if h["acceptance_utc"] is not None else None,
+            filed_date=h["filed_date"], report_date=h["period_of_report"], items=h["items"],
+            fye=h["fiscal_year_end"], text=submission_text(raw, h["form_type"] or "") if with_text else "",
+        )
+    ]
+
+
+def _pcol(df: pl.DataFrame, name: str) -> list:
+    return df[name].to_list() if name in df.columns else [None] * df.height
+
+
+def read_filings_parquet(path: Path, file_index: int) -> list[FilingRecord]:
+    """Records of ``filings_index.parquet`` (one per row) or ``filings_text.parquet`` (one per accession)."""
+    df = pl.read_parquet(path)
+    cols = set(df.columns)
+    if not {"accession", "form_type"} <= cols:
+        raise SourceError(f"{path.name}: unknown filings parquet (needs accession, form_type; has {df.columns})")
+    if "section_idx" in cols and "text" in cols:
+        return _text_parquet_records(df, path, file_index)
+    acc_col = next((c for c in ("acceptance_datetime_utc", "acceptance_utc", "public_time") if c in cols), None)
+    out = []
+    for i, (acc, form, cik, comp, tick, at, filed, rep, items, src) in enumerate(
+        zip(_pcol(df, "accession"), _pcol(df, "form_type"), _pcol(df, "cik"), _pcol(df, "company"),
+            _pcol(df, "ticker"), _pcol(df, acc_col) if acc_col else [None] * df.height, _pcol(df, "filed_date"),
+            _pcol(df, "report_date"), _pcol(df, "items"), _pcol(df, "acceptance_source"))
+    ):
+        out.append(
+            FilingRecord(
+                accession=_norm_accession(acc), source=_source_label(src, "filings_index"), source_file=path.name,
+                source_row=i, file_index=file_index, form_type=form, cik=int(cik) if cik is not None else None,
+                company=comp, ticker=tick, accepted_ns=_utc_ns(at), filed_date=_date(filed),
+                report_date=_date(rep), items=(items or "").strip(), fye=None,
+            )
+        )
+    return out
+
+
+def _text_parquet_records(df: pl.DataFrame, path: Path, file_index: int) -> list[FilingRecord]:
+    df = df.with_row_index("_row").sort("accession", "section_idx")
+    out = []
+    for (acc,), g in df.group_by(["accession"], maintain_order=True):
+        parts = []
+        for sec, body in zip(_pcol(g, "section"), _pcol(g, "text")):
+            body = (body or "").strip()
+            sec = (sec or "").strip()
+            if sec and not sec.lower().startswith("cover") and not body.lower().startswith(sec.lower()):
+                body = f"{sec}\n{body}"
+            if body:
+                parts.append(body)
+        r = g.row(0, named=True)
+        at = r.get("acceptance_datetime_utc")
+        out.append(
+            FilingRecord(
+                accession=_norm_accession(acc), source=_source_label(r.get("acceptance_source"), "filings_text"),
+                source_file=path.name, source_row=int(g["_row"].min()), file_index=file_index,
+                form_type=r.get("form_type"), cik=r.get("cik"), company=r.get("company"), ticker=r.get("ticker"),
+                accepted_ns=_utc_ns(at), filed_date=_date(r.get("filed_date")),
+                report_date=_date(r.get("report_date")), text="\n\n".join(parts),
+            )
+        )
+    return out
+
+
+def _read_records(index_paths, text_paths) -> list[FilingRecord]:
+    pats = ("full-submission.txt",)
+    idx_files = expand_paths(index_paths, pats) if index_paths else []
+    txt_files = set(expand_paths(text_paths, pats)) if text_paths else set()
+    files = sorted(set(idx_files) | txt_files, key=str)
+    records: list[FilingRecord] = []
+    for i, f in enumerate(files):
+        name = f.name.lower()
+        if name.endswith(".json"):
+            records += read_submissions_json(f, i)
+        elif name.endswith(".parquet"):
+            records += read_filings_parquet(f, i)
+        elif name.endswith(".txt"):
+            records += read_full_submission(f, i, with_text=f in txt_files)
+        else:
+            raise SourceError(f"{f.name}: unknown filings file format (expected .json, .parquet or full-submission .txt)")
+    return records
+
+
+# ============================================================================ merge + loader
+def _first(values):
+    return next((v for v in values if v not in (None, "")), None)
+
+
+def _cik_tickers(universe: pl.DataFrame) -> tuple[dict[int, list[str]], set[str]]:
+    """Universe tickers by CIK (sorted), and the set of all universe tickers."""
+    by_cik: dict[int, list[str]] = {}
+    for t, c in zip(universe["ticker"].to_list(), universe["cik"].to_list()):
+        if c is not None:
+            by_cik.setdefault(int(c), []).append(t)
+    return {k: sorted(v) for k, v in by_cik.items()}, set(universe["ticker"].to_list())
+
+
+def _pick_ticker(cik: int | None, src_tickers: list[str], by_cik, universe_set) -> str | None:
+    """Ticker of a CIK in the universe (a source's ticker breaks ties, e.g. GOOG/GOOGL)."""
+    cands = by_cik.get(cik, []) if cik is not None else []
+    src = sorted({(t or "").upper() for t in src_tickers if t})
+    if cands:
+        hit = [t for t in src if t in cands]
+        return hit[0] if hit else cands[0]
+    hit = [t for t in src if t in universe_set]
+    return hit[0] if hit else None
+
+
+def _empty_filings() -> pl.DataFrame:
+    return pl.from_arrow(FILINGS_RAW.schema.empty_table()).with_columns(pl.lit(None, dtype=pl.Date).alias("date"))
+
+
+def load_filings(index_paths, text_paths, universe: pl.DataFrame) -> LoadResult:
+    """Read EDGAR index and text sources into ``filings_raw`` rows plus quarantine.
+
+    Parameters
+    ----------
+    index_paths, text_paths : list of str/Path (or one)
+        Files, globs or directories (walked for ``full-submission.txt``). Full submissions in
+        ``text_paths`` also give their header; those only in ``index_paths`` give the header only.
+    universe : pl.DataFrame
+        UNIVERSE frame (ticker, cik): maps CIK to ticker.
+
+    Returns
+    -------
+    LoadResult
+        ``accepted``: FILINGS_RAW columns plus ``date`` (decision day of public_time), sorted by
+        (public_time, accession). Quarantine reasons, first failing check: missing accession
+        (per source record), form not used, ticker not in universe, no acceptance time, public
+        time outside the calendar.
+    """
+    records = _read_records(index_paths, text_paths)
+    by_cik, universe_set = _cik_tickers(universe)
+    cal = nyse()
+    q_rows: list[dict] = []
+    groups: dict[str, list[FilingRecord]] = {}
+    for r in records:
+        if r.accession is None:
+            q_rows.append({"source_file": r.source_file, "source_row": r.source_row, "reason": R_NO_ACCESSION,
+                           "raw": {"form_type": r.form_type, "cik": r.cik, "source": r.source}})
+        else:
+            groups.setdefault(r.accession, []).append(r)
+    rows_in = len(q_rows) + len(groups)
+
+    merged: list[dict] = []
+    for acc in sorted(groups):
+        g = sorted(groups[acc], key=lambda r: (r.file_index, r.source_row))
+        form = (_first(r.form_type for r in g) or "").strip().upper()
+        cik = _first(r.cik for r in g)
+        times = [(r.accepted_ns, r.source) for r in g if r.accepted_ns is not None]
+        public = max(t for t, _ in times) if times else None
+        ticker = _pick_ticker(cik, [r.ticker for r in g], by_cik, universe_set)
+        head = g[0]
+        raw = {"accession": acc, "form_type": form, "cik": cik,
+               "sources": sorted({f"{r.source}:{r.source_file}" for r in g})}
+        if public is not None:
+            raw["public_time"] = pd.Timestamp(public, tz="UTC").isoformat()
+        reason = None
+        if form not in FORMS_USED:
+            reason = R_FORM
+        elif ticker is None:
+            reason = R_NO_TICKER
+        elif public is None:
+            reason = R_NO_TIME
+        elif not (cal.opens_ns[0] <= public <= cal.closes_ns[-1]):
+            reason = R_OUT_OF_CALENDAR
+        if reason:
+            q_rows.append({"source_file": head.source_file, "source_row": head.source_row, "reason": reason, "raw": raw})
+            continue
+        text = max((r.text for r in g), key=len)
+        cik = int(cik) if cik is not None else int(acc[:10])
+        merged.append(
+            {
+                "accession": acc,
+                "cik": cik,
+                "ticker": ticker,
+                "company": _first(r.company for r in g) or ticker,
+                "form_type": form,
+                "public_ns": public,
+                "acceptance_source": "|".join(sorted({s for _, s in times})),
+                "filed_date": _first(r.filed_date for r in g),
+                "report_date": _first(r.report_date for r in g) or report_date_in_text(text),
+                "items": _first(r.items for r in g) or "",
+                "text": text,
+                "source_file": "|".join(sorted({r.source_file for r in g})),
+                "_fye_header": _first(r.fye for r in g if r.source == "sgml_header"),
+            }
+        )
+    json_fye = {}
+    for r in records:
+        if r.source == "submissions_json" and r.fye and r.cik is not None:
+            json_fye.setdefault(int(r.cik), r.fye)
+    history = _annual_report_history(merged)
+    for m in merged:
+        fye = m.pop("_fye_header") or _fye_from_history(history.get(m["cik"], []), m["public_ns"], json_fye.get(m["cik"]))
+        m["fiscal_period"] = fiscal_period(m["form_type"], m["report_date"], fye, m["text"])
+    quarantine = _quarantine_frame(q_rows)
+    out = _accepted_frame(merged, cal) if merged else _empty_filings()
+    return LoadResult("filings_raw", out, quarantine, rows_in).check()
+
+
+_COVER_PERIOD = re.compile(
+    rf"for\s+the\s+(?:quarterly\s+period|fiscal\s+year|fiscal\s+quarter|year)\s+ended\s+{_MONTHS}\s+(\d{{1,2}}),?\s+(\d{{4}})",
+    re.IGNORECASE,
+)
+
+
+def report_date_in_text(text: str, limit: int = 10000) -> dt.date | None:
+    """Period end stated on a 10-K/10-Q cover ("For the quarterly period ended June 29, 2024")."""
+    m = _COVER_PERIOD.search(text[:limit]) if text else None
+    if not m:
+        return None
+    try:
+        return dt.datetime.strptime(f"{m.group(1)} {m.group(2)} {m.group(3)}", "%B %d %Y").date()
+    except ValueError:
+        return None
+
+
+def _annual_report_history(merged: list[dict]) -> dict[int, list[tuple[int, str]]]:
+    """Per CIK, (public_ns, "MMDD" of the report date) of each 10-K, in time order."""
+    out: dict[int, list[tuple[int, str]]] = {}
+    for m in merged:
+        if m["form_type"].startswith("10-K") and m["report_date"] is not None:
+            out.setdefault(m["cik"], []).append((m["public_ns"], m["report_date"].strftime("%m%d")))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def _fye_from_history(history: list[tuple[int, str]], public_ns: int, json_fye: str | None) -> str:
+    """Fiscal year end for a filing without a header one.
+
+    The latest 10-K accepted at or before the filing (point in time), else the submissions
+    JSON's company-level ``fiscalYearEnd``, else "1231". A later 10-K is never consulted: what a
+    filing says about itself must not change when a future filing arrives (time-travel test).
+    """
+    prior = [f for t, f in history if t <= public_ns]
+    if prior:
+        return prior[-1]
+    if json_fye:
+        return json_fye
+    return DEFAULT_FYE
+
+
+def _quarantine_frame(rows: list[dict]) -> pl.DataFrame:
+    if not rows:
+        return empty_quarantine()
+    parts = []
+    for reason in sorted({r["reason"] for r in rows}):
+        sel = [r for r in rows if r["reason"] == reason]
+        df = pl.DataFrame(
+            {
+                "source_file": [r["source_file"] for r in sel],
+                "source_row": pl.Series([r["source_row"] for r in sel], dtype=pl.Int64),
+                "raw_json": [json.dumps(r["raw"], default=str, sort_keys=True) for r in sel],
+            }
+        )
+        q = quarantine_rows(df.select("source_file", "source_row"), reason)
+        parts.append(q.with_columns(df["raw_json"].alias("raw")))
+    return pl.concat(parts).sort("source_file", "source_row", "reason", "raw")
+
+
+def _accepted_frame(rows: list[dict], cal) -> pl.DataFrame:
+    public = np.array([r["public_ns"] for r in rows], dtype=np.int64)
+    days = cal.decision_days(public).astype("datetime64[D]")
+    df = pl.DataFrame(
+        {
+            **{k: [r[k] for r in rows] for k in ("accession", "cik", "ticker", "company", "form_type")},
+            "public_time": pl.Series(public).cast(pl.Datetime("ns", "UTC")).dt.cast_time_unit("us"),
+            **{k: [r[k] for r in rows] for k in ("acceptance_source", "filed_date", "report_date", "fiscal_period",
+                                                 "items", "text", "source_file")},
+            "date": pl.Series(days).cast(pl.Date),
+        },
+        schema_overrides={"filed_date": pl.Date, "report_date": pl.Date, "fiscal_period": pl.Utf8, "cik": pl.Int64},
+    )
+    schema = _empty_filings().schema
+    return df.select([pl.col(c).cast(t) for c, t in schema.items()]).sort("public_time", "accession")
+
+
+__all__ = [
+    "load_filings", "split_filing_passages", "parse_submission_header", "submission_text", "html_to_text",
+    "fiscal_period", "fiscal_year_quarter", "period_in_text", "read_submissions_json", "read_full_submission",
+    "read_filings_parquet", "FORMS_USED",
+]

@@ -1,0 +1,156 @@
+"""The ticker universe from a ``tickers.csv`` (ticker, cik, sec_title, Security, gics_sector, ...).
+
+``company`` = Security (else a ``company`` column, else sec_title); ``sector`` = gics_sector or
+"Unknown"; ``aliases`` = the distinct lower-case names (Security/company, ``short_name`` when
+present, sec_title) and their forms without legal suffixes, share class or SEC state codes.
+
+Output follows :data:`core.schemas.UNIVERSE`: one row per ticker, sorted by ticker, with the
+market proxy (QQQ by default) flagged ``is_benchmark`` and added when the file lacks it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import polars as pl
+
+from ..core.schemas import UNIVERSE
+from .base import SourceError, expand_paths
+
+UNKNOWN_SECTOR = "Unknown"
+BENCHMARK_SECTOR = "ETF"
+
+# Trailing words that are legal form / share class, not part of how people name a company.
+_SUFFIX = re.compile(
+    r"(?:[\s,]+(?:inc|incorporated|corp|corporation|co|company|companies|holdings?|group|ltd|limited|"
+    r"plc|llc|lp|l\.p|n\.?v|s\.?a|ag|se|the|class\s+[a-c]|series\s+\d+)\.?)+\s*$",
+    re.IGNORECASE,
+)
+_PAREN = re.compile(r"\s*\([^)]*\)")
+_STATE = re.compile(r"\s*/\s*[a-z]{2,3}\s*/?\s*$", re.IGNORECASE)  # SEC titles: "INC /DE", "/MD/"
+_WS = re.compile(r"\s+")
+
+
+def _text(value: object) -> str:
+    """A cell as stripped text ('' for null / NaN)."""
+    if value is None:
+        return ""
+    if isinstance(value, float) and value != value:
+        return ""
+    return str(value).strip()
+
+
+def short_name(name: str) -> str:
+    """Company name without parentheses, legal suffixes and share class, lower-case.
+
+    Examples
+    --------
+    >>> short_name("Alphabet Inc. (Class A)")
+    'alphabet'
+    >>> short_name("The Kraft Heinz Company")
+    'kraft heinz'
+    """
+    s = _STATE.sub("", _PAREN.sub("", name.lower()).strip())
+    s = re.sub(r"^the\s+", "", s)
+    prev = None
+    while prev != s:
+        prev = s
+        s = _SUFFIX.sub("", s).strip(" ,.-&")
+    return _WS.sub(" ", s)
+
+
+def company_aliases(*names: str) -> str:
+    """'|'-joined distinct lower-case names: each full name, then its short form.
+
+    >>> company_aliases("Apple Inc.", "Apple Inc.")
+    'apple inc.|apple'
+    """
+    out: list[str] = []
+    for n in names:
+        n = _STATE.sub("", _WS.sub(" ", n.strip().lower()))
+        if not n:
+            continue
+        for a in (n, _PAREN.sub("", n).strip(), short_name(n)):
+            a = a.replace("|", " ").strip()
+            if len(a) >= 2 and a not in out:
+                out.append(a)
+    return "|".join(out)
+
+
+def _parse_cik(value: object) -> int | None:
+    s = _text(value)
+    if not s:
+        return None
+    try:
+        return int(float(s))
+    except ValueError as exc:
+        raise SourceError(f"universe: CIK {s!r} is not a number") from exc
+
+
+def load_universe(path: str | Path, market_ticker: str = "QQQ") -> pl.DataFrame:
+    """Read the universe CSV into the UNIVERSE schema.
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``tickers.csv`` (or a glob matching exactly one file).
+    market_ticker : str
+        The market proxy; flagged ``is_benchmark`` (sector "ETF") and added if missing.
+
+    Returns
+    -------
+    pl.DataFrame
+        Columns of :data:`UNIVERSE`, sorted by ticker.
+
+    Raises
+    ------
+    SourceError
+        Missing file, no ``ticker`` column, an empty ticker, or a duplicate ticker.
+    """
+    files = expand_paths([path], dir_patterns=("tickers.csv",))
+    if len(files) != 1:
+        raise SourceError(f"universe: expected one file, {path!s} matches {len(files)}")
+    f = files[0]
+    if not f.name.lower().endswith(".csv"):
+        raise SourceError(f"universe: {f.name} is not a CSV file")
+    raw = pl.read_csv(f, infer_schema=False)
+    cols = {c.strip().lower(): c for c in raw.columns}
+    if "ticker" not in cols:
+        raise SourceError(f"universe: {f.name} has no 'ticker' column (columns: {raw.columns})")
+
+    def col(name: str) -> list:
+        return raw[cols[name]].to_list() if name in cols else [None] * raw.height
+
+    market = market_ticker.strip().upper()
+    rows, seen = [], set()
+    for i, (t, cik, cik2, title, sec, comp, short, sector, sub) in enumerate(
+        zip(col("ticker"), col("cik"), col("cik_sp500"), col("sec_title"), col("security"), col("company"),
+            col("short_name"), col("gics_sector"), col("gics_sub_industry"))
+    ):
+        ticker = _text(t).upper()
+        if not ticker:
+            raise SourceError(f"universe: {f.name} data row {i} has an empty ticker")
+        if ticker in seen:
+            raise SourceError(f"universe: duplicate ticker {ticker} in {f.name}")
+        seen.add(ticker)
+        company = _text(sec) or _text(comp) or _text(title) or ticker
+        is_bench = ticker == market
+        rows.append(
+            {
+                "ticker": ticker,
+                "company": company,
+                "sector": BENCHMARK_SECTOR if is_bench else (_text(sector) or UNKNOWN_SECTOR),
+                "sub_industry": _text(sub) or None,
+                "cik": _parse_cik(cik) if _text(cik) else _parse_cik(cik2),
+                "aliases": company_aliases(_text(sec) or _text(comp), _text(short), _text(title)) or ticker.lower(),
+                "is_benchmark": is_bench,
+            }
+        )
+    if market not in seen:
+        rows.append(
+            {"ticker": market, "company": market, "sector": BENCHMARK_SECTOR, "sub_industry": None,
+             "cik": None, "aliases": market.lower(), "is_benchmark": True}
+        )
+    schema = pl.from_arrow(UNIVERSE.schema.empty_table()).schema
+    return pl.DataFrame(rows, schema=schema).sort("ticker")

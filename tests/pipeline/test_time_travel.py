@@ -1,0 +1,145 @@
+"""The test of record (SPEC §1): changing or deleting any input stamped after decision_time(D)
+changes no byte of any decision-time table partition <= D.
+
+Two lakes are built from the same small world: A from the original raw files, B from a copy in
+which every news row, price bar and filing stamped after close(D) was edited or deleted. Every
+table declared ``decision_time=True`` (evidence, anchors, context cards, candidates, contexts,
+memory snapshots, reader outputs, ...) must have byte-identical partitions <= D in A and B, while
+the partitions after D must show that the mutation reached the pipeline.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+import random
+import re
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from finrag_dagster.core.calendar import nyse
+from finrag_dagster.core.lake import Lake, file_digest
+from finrag_dagster.core.schemas import TABLES
+
+from .world import END, copy_raw, files_settings, materialize
+
+cal = nyse()
+D = dt.date(2019, 2, 20)  # the decision day under test
+CLOSE_D = cal.close_time(D)
+
+
+def effective_time(stamp: str) -> pd.Timestamp:
+    t = pd.Timestamp(stamp)
+    t = t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
+    if (t.hour, t.minute, t.second) == (0, 0, 0):  # date-only: after that day's close
+        return pd.Timestamp(dt.datetime(t.year, t.month, t.day, 23, 59, 59), tz="America/New_York").tz_convert("UTC")
+    return t
+
+
+def mutate_news(folder: Path, rng: random.Random) -> int:
+    changed = 0
+    for f in sorted(folder.glob("*.csv")):
+        with open(f, newline="", encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh))
+            fields = list(rows[0].keys()) if rows else []
+        out = []
+        for r in rows:
+            if effective_time(r["Date"]) > CLOSE_D:
+                changed += 1
+                if rng.random() < 0.3:
+                    continue  # deleted
+                r["Article_title"] = "Shares plunge after revealed outcome " + r["Article_title"][::-1]
+                for k in ("Lsa_summary", "Luhn_summary", "Textrank_summary", "Lexrank_summary", "Article"):
+                    r[k] = "LEAKED FUTURE TEXT: the stock jumped 9% over the next five sessions. " + r[k]
+            out.append(r)
+        with open(f, "w", newline="", encoding="utf-8") as fh:
+            w = csv.DictWriter(fh, fieldnames=fields, lineterminator="\n")
+            w.writeheader()
+            w.writerows(out)
+    return changed
+
+
+def mutate_prices(folder: Path, rng: random.Random) -> int:
+    changed = 0
+    for f in sorted(folder.glob("*.csv")):
+        lines = f.read_text().splitlines()
+        out = [lines[0]]
+        for line in lines[1:]:
+            parts = line.split(",")
+            if dt.date.fromisoformat(parts[0]) > D:
+                changed += 1
+                if rng.random() < 0.2:
+                    continue
+                parts[1:6] = [f"{float(x) * 1.37:.6f}" for x in parts[1:6]]
+                line = ",".join(parts)
+            out.append(line)
+        f.write_text("\r\n".join(out) + "\r\n")
+    return changed
+
+
+def mutate_filings(sec: Path, rng: random.Random) -> int:
+    changed = 0
+    deleted: set[str] = set()
+    for f in sorted(sec.glob("sec-edgar-filings/*/*/*/full-submission.txt")):
+        text = f.read_text()
+        m = re.search(r"<ACCEPTANCE-DATETIME>(\d{14})", text)
+        t = pd.Timestamp(dt.datetime.strptime(m.group(1), "%Y%m%d%H%M%S"), tz="America/New_York").tz_convert("UTC")
+        if t > CLOSE_D:
+            changed += 1
+            if rng.random() < 0.3:
+                deleted.add(f.parent.name)
+                shutil.rmtree(f.parent)
+            else:
+                f.write_text(text.replace("revenue", "LEAKED revenue collapse").replace("Item 2.", "Item 2. Future outcome: shares fell 20%."))
+    for j in sorted(sec.glob("submissions/*.json")):
+        data = json.loads(j.read_text())
+        rec = data["filings"]["recent"]
+        keep = [i for i, a in enumerate(rec["accessionNumber"]) if a not in deleted]
+        data["filings"]["recent"] = {k: [v[i] for i in keep] for k, v in rec.items()}
+        j.write_text(json.dumps(data))
+    return changed
+
+
+def decision_files(lake: Lake) -> dict[str, str]:
+    """Digest of every decision-time partition file dated <= D."""
+    out = {}
+    for name, spec in TABLES.items():
+        if not spec.decision_time or "date" not in spec.hive:
+            continue
+        for f in lake.partition_files(name):
+            day = next(p[5:] for p in f.parts if p.startswith("date="))
+            if day <= D.isoformat():
+                out[str(f.relative_to(lake.root))] = file_digest(f)
+    return out
+
+
+@pytest.mark.slow
+def test_time_travel(world_raw, small_lake, tmp_path):
+    rng = random.Random(5)
+    raw_b = copy_raw(world_raw, tmp_path / "raw_b")
+    n_news = mutate_news(raw_b / "news", rng)
+    n_px = mutate_prices(raw_b / "prices", rng)
+    n_fil = mutate_filings(raw_b / "sec", rng)
+    assert n_news > 100 and n_px > 100 and n_fil > 5, "the mutation must touch many future inputs"
+
+    lake_a = small_lake[0]  # the original inputs, materialised through END > D
+    lake_b = Lake(tmp_path / "lake_b")
+    materialize(files_settings(raw_b, lake_b.root), end=END)
+
+    a, b = decision_files(lake_a), decision_files(lake_b)
+    tables = {k.split("/")[0] for k in a}
+    expected = {n for n, s in TABLES.items() if s.decision_time and "date" in s.hive and (lake_a.root / n).exists()}
+    assert tables == expected and {"evidence", "anchors", "context_cards"} <= tables
+    assert a.keys() == b.keys()
+    differing = sorted(k for k in a if a[k] != b[k])
+    assert not differing, f"decision-time partitions <= {D} changed: {differing[:10]}"
+
+    # ... and the future did change: partitions after D differ for raw and decision tables
+    after = [d for d in lake_a.materialized_dates("news_raw") if d > D.isoformat()]
+    assert after
+    assert any(file_digest(lake_a.path("news_raw", date=d)) != file_digest(lake_b.path("news_raw", date=d)) for d in after)
+    assert any(file_digest(lake_a.path("evidence", date=d)) != file_digest(lake_b.path("evidence", date=d)) for d in after)

@@ -1,0 +1,65 @@
+"""A small embedded world and a files-mode settings object over it, shared by pipeline tests."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from pathlib import Path
+
+import dagster as dg
+
+from finrag_dagster.core.settings import Settings, WorldSettings
+from finrag_dagster.pipeline import run_range
+from finrag_dagster.sources.synthetic import generate_world
+
+WORLD = WorldSettings(
+    seed=11,
+    n_tickers=6,
+    n_sectors=3,
+    start=dt.date(2017, 11, 1),
+    end=dt.date(2019, 6, 28),
+    news_start=dt.date(2018, 11, 1),
+)
+HISTORY_START = dt.date(2017, 11, 1)
+DECISION_START = dt.date(2019, 2, 1)
+END = dt.date(2019, 3, 6)  # pipeline tests materialise decisions DECISION_START .. END
+
+
+def build_world(root: Path) -> Path:
+    """Generate the world once; returns its raw/ folder."""
+    m = generate_world(WORLD, root / "world")
+    return m.raw_dir
+
+
+def files_settings(raw: Path, lake: Path, **sections) -> Settings:
+    """Settings that read a world's raw files in files mode (so a copy can be mutated)."""
+    s = Settings(
+        lake_dir=lake,
+        world=WORLD,
+        sources={
+            "kind": "files",
+            "universe": str(raw / "universe" / "tickers.csv"),
+            "news": [str(raw / "news" / "*.csv")],
+            "prices": [str(raw / "prices" / "*.csv")],
+            "filings_index": [str(raw / "sec" / "submissions" / "*.json"), str(raw / "sec" / "sec-edgar-filings")],
+            "filings_text": [str(raw / "sec" / "sec-edgar-filings")],
+            "market_ticker": "QQQ",
+        },
+        calendar={"start": HISTORY_START, "end": WORLD.end, "decision_start": DECISION_START},
+        splits={
+            "train": (dt.date(2019, 1, 1), dt.date(2019, 1, 31)),
+            "validation": (dt.date(2019, 2, 1), dt.date(2019, 2, 28)),
+            "test": (dt.date(2019, 3, 1), dt.date(2019, 6, 28)),
+        },
+    )
+    return s.with_overrides(**sections) if sections else s
+
+
+def copy_raw(raw: Path, dest: Path) -> Path:
+    shutil.copytree(raw, dest)
+    return dest
+
+
+def materialize(settings: Settings, end: dt.date, decision_start: dt.date = DECISION_START, only=None):
+    with dg.instance_for_test() as inst:
+        return run_range(settings, end=end, decision_start=decision_start, instance=inst, only=only)

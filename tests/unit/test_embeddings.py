@@ -1,0 +1,18 @@
+"""A passage's vector depends only on its own text (no padding inside a batch)."""
+
+import numpy as np
+
+from finrag_dagster.core.embeddings import embed
+
+
+def test_vectors_do_not_depend_on_batch_mates():
+    rng = np.random.default_rng(0)
+    words = "apple revenue guidance quarter profit margin lawsuit merger ceo resigns dividend growth decline".split()
+    texts = [" ".join(rng.choice(words, size=rng.integers(3, 60))) for _ in range(40)]
+    all_at_once = embed(texts, batch_size=16)
+    alone = np.stack([embed([t])[0] for t in texts[:8]])
+    reversed_ = embed(texts[::-1], batch_size=7)[::-1]
+    assert np.array_equal(all_at_once[:8], alone)
+    assert np.array_equal(all_at_once, reversed_)
+    assert all_at_once.dtype == np.float32 and np.allclose(np.linalg.norm(all_at_once, axis=1), 1, atol=1e-5)
+    assert embed([]).shape == (0, 384)

@@ -1,0 +1,125 @@
+"""Price loader: FNSPID CSV, yfinance two-row header, the sample parquet, one source per ticker."""
+
+import datetime as dt
+
+import polars as pl
+import pytest
+
+from finrag_dagster.core.calendar import nyse
+from finrag_dagster.core.schemas import PRICES
+from finrag_dagster.sources import prices
+from finrag_dagster.sources.base import SourceError
+from finrag_dagster.sources.prices import load_prices
+
+UNIVERSE = {"AAL", "AAPL", "AMD", "AMGN", "AMZN", "BIIB", "CMCSA", "COST", "GOOG", "GOOGL", "INTC", "META",
+            "MSFT", "MU", "NVDA", "PEP", "PYPL", "QQQ", "SBUX", "TSLA"}
+FNSPID_HEADER = "Date,Open,High,Low,Close,Adj Close,Volume\n"
+
+
+def test_yfinance_two_row_header(real_data):
+    f = real_data / "raw" / "yfinance" / "NVDA_historical_data.csv"
+    n_data = len(f.read_text().splitlines()) - 2
+    r = load_prices(f, UNIVERSE)
+    assert r.rows_in == n_data == 1006 and r.quarantine.height == 0
+    acc = r.accepted
+    assert acc.columns == PRICES.schema.names + ["date"]
+    assert set(acc["ticker"]) == {"NVDA"}  # from the second header row, not the file stem
+    first = acc.row(0, named=True)
+    assert first["date"] == dt.date(2020, 1, 2)
+    assert first["adj_close"] == pytest.approx(5.971410274505615)
+    assert first["open"] == pytest.approx(5.942537823696139)
+    assert first["volume"] == 237536000
+    assert (acc["close"] == acc["adj_close"]).all()  # auto-adjusted export: Close is the adjusted close
+
+
+def test_fnspid_price_csv(real_data):
+    r = load_prices(real_data / "raw" / "fnspid_prices" / "aapl.csv", UNIVERSE)
+    assert r.rows_in == 10876
+    acc = r.accepted
+    assert set(acc["ticker"]) == {"AAPL"}
+    assert acc["date"].min() == dt.date(2000, 1, 3)  # the calendar starts in 2000
+    assert set(r.quarantine["reason"]) == {prices.R_OUT_OF_CALENDAR}
+    assert r.quarantine.height == 4816 and acc.height == 10876 - 4816
+    assert (acc["adj_close"] < acc["close"]).mean() > 0.9  # dividends: Adj Close below Close
+    assert acc.schema["date"] == pl.Date and acc.schema["volume"] == pl.Int64
+
+
+def test_sample_parquet_keeps_one_source_per_ticker(real_data):
+    r = load_prices(real_data / "prices" / "prices.parquet", UNIVERSE)
+    assert r.rows_in == 30532
+    acc = r.accepted
+    assert acc.select("ticker", "date").is_unique().all()
+    # AMZN, MSFT, NVDA, TSLA come from two repos in the file; the second source's rows are quarantined
+    q = r.quarantine
+    assert q.height == 1608
+    assert q["reason"].str.starts_with("ticker already supplied by an earlier source: prices.parquet:").all()
+    dropped = {pl.Series([s]).str.json_decode()[0]["ticker"] for s in q["raw"]}
+    assert dropped == {"AMZN", "MSFT", "NVDA", "TSLA"}
+    src = pl.read_parquet(real_data / "prices" / "prices.parquet")
+    kept = src.filter(pl.col("ticker") == "MSFT").group_by("source_path").len().sort("source_path")
+    assert acc.filter(pl.col("ticker") == "MSFT").height == kept["len"][0]
+    assert acc.filter(pl.col("ticker") == "GOOGL")["close"].null_count() == 1006  # yfinance rows: close is null
+    sessions = set(nyse().sessions_in_range("2017-01-01", "2023-12-31"))
+    assert set(acc["date"].unique()) <= sessions
+
+
+def test_later_files_cannot_add_a_supplied_ticker(real_data):
+    paths = [
+        real_data / "raw" / "yfinance" / "NVDA_historical_data.csv",
+        real_data / "raw" / "fnspid_prices" / "aapl.csv",
+        real_data / "prices" / "prices.parquet",
+    ]
+    r = load_prices(paths, UNIVERSE)
+    assert r.rows_in == 1006 + 10876 + 30532
+    # sorted paths: .../prices/prices.parquet precedes .../raw/..., so it supplies AAPL and NVDA
+    csv_rows = r.quarantine.filter(pl.col("source_file").is_in(["aapl.csv", "NVDA_historical_data.csv"]))
+    assert csv_rows.height == 1006 + 10876
+    assert csv_rows["reason"].str.contains("prices.parquet").all()
+    assert set(r.accepted["source_file"]) == {"prices.parquet"}
+    assert r.accepted.sort("date", "ticker").equals(r.accepted)
+    again = load_prices(list(reversed(paths)), UNIVERSE)  # the sorted path list decides, not argument order
+    assert again.accepted.equals(r.accepted) and again.quarantine.equals(r.quarantine)
+
+
+def test_malformed_rows_are_quarantined(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "aapl.csv").write_text(
+        FNSPID_HEADER
+        + "2021-01-04,10,11,9,10.5,10.0,100\n"  # 0 ok
+        + "2021-01-02,10,11,9,10.5,10.0,100\n"  # 1 Saturday
+        + "2021-01-05,10,11,9,10.5,-1.0,100\n"  # 2 negative adj close
+        + "2021-01-06,10,11,9,10.5,,100\n"  # 3 missing adj close
+        + "2021-01-07,10,11,9,10.5,nan,100\n"  # 4 NaN adj close
+        + "2021-01-04,10,11,9,10.6,10.1,100\n"  # 5 duplicate date
+        + "01/08/2021,10,11,9,10.5,10.0,100\n"  # 6 unparseable date
+    )
+    (tmp_path / "b" / "aapl.csv").write_text(FNSPID_HEADER + "2021-01-11,10,11,9,10.5,10.0,100\n")
+    (tmp_path / "b" / "zzzz.csv").write_text(FNSPID_HEADER + "2021-01-11,10,11,9,10.5,10.0,100\n")
+    r = load_prices([tmp_path / "b", tmp_path / "a" / "*.csv"], UNIVERSE)
+    assert r.rows_in == 9 and r.accepted.height == 1
+    assert r.accepted.row(0, named=True)["date"] == dt.date(2021, 1, 4)
+    got = {(f, i): reason for f, i, reason in r.quarantine.select("source_file", "source_row", "reason").iter_rows()}
+    assert got == {
+        ("aapl.csv", 1): prices.R_NOT_SESSION,
+        ("aapl.csv", 2): prices.R_BAD_ADJ,
+        ("aapl.csv", 3): prices.R_BAD_ADJ,
+        ("aapl.csv", 4): prices.R_BAD_ADJ,
+        ("aapl.csv", 5): prices.R_DUPLICATE,
+        ("aapl.csv", 6): prices.R_BAD_DATE,
+        ("aapl.csv", 0): "ticker already supplied by an earlier source: aapl.csv",  # b/aapl.csv: a/ sorts first
+        ("zzzz.csv", 0): prices.R_NOT_UNIVERSE,
+    }
+    b_row = r.quarantine.filter(pl.col("raw").str.contains("2021-01-11") & pl.col("source_file").eq("aapl.csv"))
+    assert b_row["reason"].to_list() == ["ticker already supplied by an earlier source: aapl.csv"]
+
+
+def test_bad_paths_and_formats_are_errors(tmp_path):
+    with pytest.raises(SourceError, match="matches no file"):
+        load_prices(tmp_path / "*.csv", UNIVERSE)
+    (tmp_path / "p.xlsx").write_text("x")
+    with pytest.raises(SourceError, match="unknown price file format"):
+        load_prices(tmp_path / "p.xlsx", UNIVERSE)
+    (tmp_path / "q.csv").write_text("when,price\n2021-01-04,1\n")
+    with pytest.raises(SourceError, match="not a price CSV"):
+        load_prices(tmp_path / "q.csv", UNIVERSE)
