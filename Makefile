@@ -39,4 +39,4 @@ dev: $(STAMP)
 	$(BIN)/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml
 
 clean-lake:
-	rm -rf data_lake/* .dagster_home/history .dagster_home/storage .dagster_home/schedules .dagster_home/logs
+	rm -rf data_lake/* .dagster_home/history .dagster_home/storage .dagster_home/schedules .dagster_home/logs .dagster_home/event_log.db

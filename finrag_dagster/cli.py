@@ -27,17 +27,26 @@ def _settings(config: Optional[Path], lake: Optional[Path]):
     return s
 
 
+DAGSTER_YAML = """event_log_storage:
+  module: dagster._core.storage.event_log
+  class: ConsolidatedSqliteEventLogStorage
+  config:
+    base_dir:
+      env: DAGSTER_HOME
+telemetry:
+  enabled: false
+nux:
+  enabled: false
+"""
+
+
 def ensure_dagster_home() -> Path:
     """DAGSTER_HOME for the demo: $DAGSTER_HOME, else ./.dagster_home (created with our dagster.yaml)."""
     home = Path(os.environ.get("DAGSTER_HOME") or ".dagster_home").resolve()
     home.mkdir(parents=True, exist_ok=True)
     cfg = home / "dagster.yaml"
     if not cfg.exists():
-        cfg.write_text(
-            "event_log_storage:\n  module: dagster._core.storage.event_log\n"
-            "  class: ConsolidatedSqliteEventLogStorage\n  config:\n    base_dir: history\n"
-            "telemetry:\n  enabled: false\nnux:\n  enabled: false\n"
-        )
+        cfg.write_text(DAGSTER_YAML)
     os.environ["DAGSTER_HOME"] = str(home)
     return home
 
