@@ -147,5 +147,47 @@ def summary(
     print_summary(s.lake_dir, dt.date.fromisoformat(start), dt.date.fromisoformat(end))
 
 
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help='e.g. "NVDA gross margin Q3 2021"')],
+    as_of: Annotated[Optional[str], typer.Option("--as-of", help="only documents public before this time (YYYY-MM-DD = end of that New York day); default: now")] = None,
+    k: Annotated[int, typer.Option("--k", help="results to show")] = 10,
+    budget: Annotated[int, typer.Option("--budget", help="context token budget")] = 5000,
+    mode: Annotated[str, typer.Option(help="full | hybrid | bm25 | dense")] = "full",
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
+    show_context: Annotated[bool, typer.Option("--context/--no-context", help="print the assembled context")] = True,
+    config: Annotated[Optional[Path], typer.Option(help="settings TOML")] = None,
+    lake: Annotated[Optional[Path], typer.Option(help="lake folder")] = None,
+):
+    """Hybrid financial retrieval (seed 001) over the evidence public before --as-of."""
+    import json
+
+    from .core.lake import Lake
+    from .core.retrieval.engine import SearchEngine
+
+    s = _settings(config, lake)
+    engine = SearchEngine(Lake(s.lake_dir), as_of)
+    res = engine.search(query, k=k, budget=budget, mode=mode)
+    if as_json:
+        print(json.dumps(res.to_dict(), indent=2, default=str))
+        return
+    q = res.query
+    console.print(f"[bold]{query}[/bold]  (as of {res.as_of}, {len(engine.index.pid):,} passages visible)")
+    console.print(
+        f"tickers={q.tickers} metrics={q.metrics} periods={q.periods} forms={q.form_types} "
+        f"type={q.query_type} comparison={q.is_comparison} latest={q.latest}"
+    )
+    t = Table()
+    for col in ("#", "score", "ticker", "source", "period", "public", "title"):
+        t.add_column(col)
+    for i, h in enumerate(res.hits, 1):
+        src = h.form_type + (f" {h.item}" if h.item else "") if h.form_type else "news"
+        t.add_row(str(i), f"{h.score:.4f}", h.ticker, src, h.fiscal_period or "", h.public_time[:10], h.title[:70])
+    console.print(t)
+    if show_context:
+        console.print(f"[bold]context[/bold] ({res.context_tokens} of {budget} tokens, {len(res.citations)} citations)")
+        console.print(res.context, markup=False, highlight=False)
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()

@@ -80,6 +80,7 @@ def parse_periods(text: str, as_of: dt.date) -> tuple[list[str], dt.date | None,
         periods.append(f"Q{m.group(1)} {y + 2000 if y < 100 else y}")
     for m in re.finditer(r"\b(first|second|third|fourth|1st|2nd|3rd|4th) quarter(?: of)?(?: fiscal(?: year)?)? (\d{4})\b", t):
         periods.append(f"Q{_ORD[m.group(1)]} {m.group(2)}")
+    t = re.sub(r"\b(first|second|third|fourth|1st|2nd|3rd|4th) quarter(?: of)?(?: fiscal(?: year)?)? \d{4}\b", " ", t)
     for m in re.finditer(r"\b(?:fy\s?'?(\d{4}|\d{2})|fiscal(?: year)? (\d{4}))\b", t):
         y = int(m.group(1) or m.group(2))
         periods.append(f"FY{y + 2000 if y < 100 else y}")

@@ -113,14 +113,15 @@ class SearchIndex:
         self.row = {p: i for i, p in enumerate(self.pid)}
 
     def keyword(self, text: str) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, scores) of every passage by BM25, best first (zero scores dropped)."""
+        """(rows, scores) of the passages containing a query term, by BM25, best first."""
         q = self.tm.vocab.lookup(bm25_tokens(text))
         if not q or not self.pid:
             return np.zeros(0, np.int64), np.zeros(0)
         W = self.stats.weights(np.arange(len(self.pid)))
         s = np.asarray((W @ query_matrix([q], W.shape[1], self.stats.idf()).T).todense()).ravel()
+        hit = np.asarray(W[:, sorted(set(q))].getnnz(axis=1)).ravel() > 0
         order = np.lexsort((-np.arange(len(s)), -s))
-        order = order[s[order] > 0]
+        order = order[hit[order]]
         return order, s[order]
 
     def semantic(self, q_emb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

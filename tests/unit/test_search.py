@@ -1,0 +1,118 @@
+"""Query retrieval (seed 001): parsing, as-of, period match, diversity, numeric density, budget."""
+
+import datetime as dt
+
+import numpy as np
+import polars as pl
+import pytest
+
+from finrag_dagster.core.lake import Lake
+from finrag_dagster.core.retrieval.query import parse_query
+from finrag_dagster.core.retrieval.search import (
+    SearchConfig, SearchIndex, assemble_context, estimate_tokens, numeric_density, run_search, structured_sql,
+)
+
+ALIASES = {"NVDA": ["nvidia corporation", "nvidia"], "AAPL": ["apple inc.", "apple"], "MSFT": ["microsoft"],
+           "GOOGL": ["alphabet", "google"], "AMZN": ["amazon"], "META": ["meta platforms", "meta"], "INTC": ["intel"]}
+AS_OF = dt.date(2024, 12, 31)
+
+
+def test_parses_the_seed_001_queries():
+    q = parse_query("NVDA gross margin Q3 2024", ALIASES, AS_OF)
+    assert (q.tickers, q.metrics, q.periods, q.is_quantitative) == (["NVDA"], ["gross margin"], ["Q3 2024"], True)
+    q = parse_query("Compare operating margins across AAPL, MSFT, GOOGL, AMZN and META", ALIASES, AS_OF)
+    assert q.tickers == ["AAPL", "MSFT", "GOOGL", "AMZN", "META"] and q.is_comparison and q.query_type == "comparison"
+    q = parse_query("Which company has the highest operating margin?", ALIASES, AS_OF)
+    assert q.tickers == [] and q.is_comparison and q.is_quantitative
+    q = parse_query("What did Intel say about guidance?", ALIASES, AS_OF)
+    assert q.tickers == ["INTC"] and q.metrics == ["guidance"] and q.query_type == "statement"
+    q = parse_query("risks in Apple's latest 10-K", ALIASES, AS_OF)
+    assert q.tickers == ["AAPL"] and q.form_types == ["10-K"] and q.latest and q.query_type == "risk"
+    assert parse_query("revenue last quarter", ALIASES, dt.date(2024, 5, 10)).periods == ["Q1 2024"]
+    assert parse_query("third quarter of fiscal 2021 and FY2023", ALIASES, AS_OF).periods == ["Q3 2021", "FY2023"]
+    q = parse_query("news between 2021-01-01 and 2021-03-31", ALIASES, AS_OF)
+    assert (q.date_from, q.date_to) == (dt.date(2021, 1, 1), dt.date(2021, 3, 31))
+
+
+def _evidence(rows):
+    """rows: (pid, ticker, family, day, fiscal_period, text)"""
+    rng = np.random.default_rng(0)
+    emb = rng.normal(size=(len(rows), 384)).astype(np.float32)
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    return pl.DataFrame(
+        {
+            "passage_id": [r[0] for r in rows], "ticker": [r[1] for r in rows], "source_family": [r[2] for r in rows],
+            "public_time": [dt.datetime.combine(dt.date.fromisoformat(r[3]), dt.time(15), tzinfo=dt.timezone.utc) for r in rows],
+            "form_type": ["10-Q" if r[2] == "sec_filing" else None for r in rows], "item": [None] * len(rows),
+            "fiscal_period": [r[4] for r in rows], "title": [r[0] for r in rows], "text": [r[5] for r in rows],
+            "url": [f"u{r[0]}" for r in rows], "embedding": pl.Series(emb, dtype=pl.Array(pl.Float32, 384)),
+        },
+        schema_overrides={"public_time": pl.Datetime("us", "UTC"), "form_type": pl.Utf8, "item": pl.Utf8, "fiscal_period": pl.Utf8},
+    )
+
+
+def _ns(day: str) -> int:
+    return int(dt.datetime.combine(dt.date.fromisoformat(day), dt.time(23), tzinfo=dt.timezone.utc).timestamp() * 1e9)
+
+
+def test_as_of_hides_later_documents():
+    ev = _evidence([("old", "NVDA", "news", "2021-01-04", None, "nvidia margin"), ("new", "NVDA", "news", "2021-02-01", None, "nvidia margin")])
+    idx = SearchIndex(ev, _ns("2021-01-20"))
+    assert idx.pid == ["old"]
+    q = parse_query("NVDA margin", ALIASES, dt.date(2021, 1, 20))
+    for mode in ("bm25", "dense", "hybrid", "full"):
+        res = run_search(idx, q, np.ones(384, dtype=np.float32) / np.sqrt(384), ["new", "old"], SearchConfig(k=5), mode)
+        assert [h.passage_id for h in res.hits] == ["old"]
+
+
+def test_exact_fiscal_period_is_boosted():
+    ev = _evidence([
+        ("q2", "NVDA", "sec_filing", "2021-08-20", "Q2 2021", "NVIDIA gross margin was 64.1% for the quarter"),
+        ("q3", "NVDA", "sec_filing", "2021-11-20", "Q3 2021", "NVIDIA gross margin was 65.2% for the quarter"),
+    ])
+    idx = SearchIndex(ev, _ns("2021-12-31"))
+    q = parse_query("NVDA gross margin Q2 2021", ALIASES, dt.date(2021, 12, 31))
+    res = run_search(idx, q, np.asarray(ev["embedding"][1].to_numpy()), ["q3", "q2"], SearchConfig(k=2), "full")
+    assert res.hits[0].passage_id == "q2" and res.hits[0].components["period_match"] == 1.0
+    assert "recency" not in res.hits[0].components  # a period was asked: no recency decay
+
+
+def test_comparison_shows_three_companies_in_top_five():
+    rows = [(f"n{i}", "NVDA", "sec_filing", "2021-11-20", "Q3 2021", f"NVIDIA operating margin {40 + i}.0% operating margin") for i in range(8)]
+    rows += [("a1", "AAPL", "sec_filing", "2021-11-01", "Q3 2021", "Apple results"), ("m1", "MSFT", "sec_filing", "2021-11-01", "Q3 2021", "Microsoft results")]
+    ev = _evidence(rows)
+    idx = SearchIndex(ev, _ns("2021-12-31"))
+    q = parse_query("Compare operating margins across NVDA, AAPL and MSFT", ALIASES, dt.date(2021, 12, 31))
+    q_emb = np.asarray(ev["embedding"][0].to_numpy())
+    res = run_search(idx, q, q_emb, [f"n{i}" for i in range(8)], SearchConfig(k=10), "full")
+    assert len({h.ticker for h in res.hits[:5]}) >= 3
+    assert res.hits[0].ticker == "NVDA"  # the best match stays first
+    plain = run_search(idx, parse_query("NVDA operating margin", ALIASES, dt.date(2021, 12, 31)), q_emb, [f"n{i}" for i in range(8)], SearchConfig(k=10), "full")
+    assert {h.ticker for h in plain.hits[:5]} == {"NVDA"}  # no diversity for a single-company query
+
+
+def test_numeric_density_and_context_budget():
+    assert numeric_density("Revenue $4.2B, margin 64.1%, capex $1,250 and $3.1M, growth 12%") == 5
+    from finrag_dagster.core.retrieval.search import Hit
+
+    hits = [Hit(f"p{i}", "NVDA", "news", None, None, None, "2021-01-01T00:00:00", f"title {i}", "x " * 400, "u", 1.0) for i in range(10)]
+    ctx, cites, used = assemble_context(hits, budget=800)
+    assert used <= 800 and 1 <= len(cites) < 10 and ctx.startswith("[1]")
+    assert estimate_tokens("abcd" * 10) == 10
+
+
+def test_structured_sql_runs_on_duckdb_over_the_lake(tmp_path):
+    lake = Lake(tmp_path)
+    ev = _evidence([("a", "NVDA", "sec_filing", "2021-11-20", "Q3 2021", "gross margin 65%"), ("b", "AAPL", "sec_filing", "2021-11-20", "Q3 2021", "gross margin 40%"),
+                    ("c", "NVDA", "sec_filing", "2022-02-20", "Q4 2021", "gross margin 66%")])
+    from finrag_dagster.core.text import title_key
+
+    full = ev.with_columns(pl.lit("second").alias("time_precision"), pl.col("passage_id").alias("doc_id"), pl.lit("IT").alias("sector"),
+                           pl.col("title").map_elements(title_key, return_dtype=pl.Utf8).alias("title_key"), pl.col("passage_id").alias("dup_cluster"))
+    lake.write("evidence", full, date="2022-03-01")
+    q = parse_query("NVDA gross margin Q3 2021", ALIASES, dt.date(2022, 3, 1))
+    sql, params = structured_sql(q, 10)
+    con = lake.duckdb(tables=["evidence"])
+    got = [r[0] for r in con.execute(sql, {**params, "as_of": dt.datetime(2022, 3, 1, tzinfo=dt.timezone.utc)}).fetchall()]
+    assert got == ["a"]
+    assert structured_sql(parse_query("hello world", ALIASES, AS_OF), 10) is None
