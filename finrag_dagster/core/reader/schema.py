@@ -1,0 +1,48 @@
+"""The reader's JSON output schema (seed 000 App. B), built per prompt.
+
+The ``ids`` items are an enum of the retrieved evidence IDs of *this* prompt, arrays have
+``maxItems`` and strings ``maxLength``, and no extra properties are allowed — so constrained
+decoding cannot emit an ID that was not retrieved, whatever the evidence text says.
+"""
+
+from __future__ import annotations
+
+from ..events import EVENT_TYPES
+
+HORIZON_KEYS = ("1D", "3D", "5D")
+MAX_REASON = 300
+MAX_UNCERTAINTY = 300
+
+
+def horizon_schema(allowed_ids: list[str], max_ids: int) -> dict:
+    ids_items: dict = {"type": "string", "enum": list(allowed_ids)} if allowed_ids else {"type": "string", "maxLength": 0}
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["signal", "ids", "reason"],
+        "properties": {
+            "signal": {"type": "integer", "enum": [-1, 0, 1]},
+            "ids": {"type": "array", "items": ids_items, "maxItems": max_ids if allowed_ids else 0, "uniqueItems": True},
+            "reason": {"type": "string", "maxLength": MAX_REASON},
+        },
+    }
+
+
+def output_schema(allowed_ids: list[str], max_ids: int | None = None) -> dict:
+    """JSON schema of one reader answer for a prompt whose evidence IDs are ``allowed_ids``."""
+    max_ids = max_ids if max_ids is not None else max(1, len(allowed_ids))
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["event_type", "signals", "main_uncertainty"],
+        "properties": {
+            "event_type": {"type": "string", "enum": list(EVENT_TYPES)},
+            "signals": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": list(HORIZON_KEYS),
+                "properties": {h: horizon_schema(allowed_ids, max_ids) for h in HORIZON_KEYS},
+            },
+            "main_uncertainty": {"type": "string", "maxLength": MAX_UNCERTAINTY},
+        },
+    }
