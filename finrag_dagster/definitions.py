@@ -7,9 +7,13 @@ import dagster as dg
 from .core.settings import Settings, load_settings
 from .defs.assets.evidence import build_anchors_asset, build_cards_asset, build_evidence_asset
 from .defs.assets.ingest import RAW_DESCRIPTIONS, build_raw_asset, build_universe_asset, build_world_asset
+from .defs.assets.labels import build_labels_asset
+from .defs.assets.retrieval import build_candidates_asset
+from .defs.assets.variants import build_variant_assets
 from .defs.assets.sql import build_sql_asset, sql_models
 from .defs.partitions import trading_day_partitions
 from .defs.resources import FinragResource
+from .defs.sensors import build_daily_schedule, build_matured_feedback_sensor, build_new_market_data_sensor
 
 
 def build_definitions(settings: Settings | None = None, resource: FinragResource | None = None) -> dg.Definitions:
@@ -23,7 +27,15 @@ def build_definitions(settings: Settings | None = None, resource: FinragResource
         assets.append(build_universe_asset([]))
     assets += [build_raw_asset(t, days, d) for t, d in RAW_DESCRIPTIONS.items()]
     assets += [build_evidence_asset(days), build_anchors_asset(days), build_cards_asset(days)]
-    assets += [build_sql_asset(m, days) for m in sql_models()]
+    assets += [build_candidates_asset(days), build_labels_asset(days)]
+    for family in s.variants.families:
+        assets += build_variant_assets(family, days, s)
+    table_assets = {
+        t: [dg.AssetKey([f, t]) for f in s.variants.families]
+        for t in ("contexts", "reader_outputs", "feedback")
+    }
+    table_assets["memory_snapshot"] = [dg.AssetKey([f, "memory_snapshot"]) for f in s.variants.families if f != "no_memory"]
+    assets += [build_sql_asset(m, days, table_assets) for m in sql_models()]
     daily = dg.define_asset_job(
         "finrag_daily",
         selection=dg.AssetSelection.all() - dg.AssetSelection.assets("synthetic_world", "universe"),
@@ -33,6 +45,8 @@ def build_definitions(settings: Settings | None = None, resource: FinragResource
     return dg.Definitions(
         assets=assets,
         jobs=[daily],
+        schedules=[build_daily_schedule(daily)],
+        sensors=[build_matured_feedback_sensor(tuple(s.variants.families)), build_new_market_data_sensor(daily)],
         resources={"finrag": resource or FinragResource()},
     )
 

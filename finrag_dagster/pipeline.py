@@ -26,6 +26,12 @@ HISTORY = "history"  # from the first price day: look-back for returns, dedup, c
 DECISIONS = "decisions"  # from the first decision day
 
 
+LOOP_TABLES = {
+    False: ("contexts", "reader_outputs", "feedback"),
+    True: ("memory_snapshot", "contexts", "reader_outputs", "feedback"),
+}
+
+
 @dataclass(frozen=True)
 class Stage:
     name: str
@@ -38,7 +44,8 @@ def stages(settings: Settings) -> list[Stage]:
     return [
         Stage("sources", first, None),
         Stage("history", ("prices", "news_raw", "filings_raw", "returns", "evidence"), HISTORY),
-        Stage("decisions", ("anchors", "context_cards"), DECISIONS),
+        Stage("decisions", ("anchors", "context_cards", "candidates", "labels"), DECISIONS),
+        Stage("loop", tuple(f"{f}/{t}" for f in settings.variants.families for t in LOOP_TABLES[f != "no_memory"]) + ("stock_day_signals",), DECISIONS),
     ]
 
 
@@ -81,7 +88,7 @@ def run_range(
             on_stage(st, names)
         res = dg.materialize(
             all_assets,
-            selection=names,
+            selection=[dg.AssetKey.from_user_string(n) for n in names],
             instance=instance,
             tags=tags,
             run_config=run_config,

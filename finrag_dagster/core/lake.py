@@ -201,9 +201,24 @@ class Lake:
         """An in-memory DuckDB connection with one view per lake table (hive partitioning on)."""
         con = duckdb.connect()
         con.execute("SET TimeZone='UTC'")
-        names = list(tables) if tables is not None else [t for t in TABLES if (self.root / t).exists()]
-        for name in names:
-            self.register_view(con, name)
+        if tables is not None:
+            for name in tables:
+                self.register_view(con, name)
+            return con
+        from .schemas import load_all
+
+        load_all()
+        for d in sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))) if self.root.exists() else []:
+            if d.name in TABLES:
+                self.register_view(con, d.name)
+            else:  # e.g. a SQL model's table: hive keys read off its paths
+                first = next(iter(sorted(d.rglob(PART))), None)
+                if first is None:
+                    continue
+                keys = [part.split("=", 1)[0] for part in first.relative_to(d).parts[:-1]]
+                glob = str(d / "/".join(f"{k}=*" for k in keys) / PART) if keys else str(d / PART)
+                hive = ", hive_partitioning = true" if keys else ""
+                con.execute(f"CREATE OR REPLACE VIEW \"{d.name}\" AS SELECT * FROM read_parquet('{glob}'{hive})")
         return con
 
     def register_view(self, con: duckdb.DuckDBPyConnection, name: str) -> None:

@@ -213,3 +213,12 @@ def register(spec: TableSpec) -> TableSpec:
         raise ValueError(f"table {spec.name!r} declared twice with different specs")
     TABLES[spec.name] = spec
     return spec
+
+
+def load_all() -> dict[str, TableSpec]:
+    """Import every module that declares a table, so TABLES is complete."""
+    import importlib
+
+    for mod in ("retrieval.candidates", "reader.run", "reader.cache", "labels", "memory.source_memory", "memory.feedback", "loop"):
+        importlib.import_module(f"{__package__}.{mod}")
+    return TABLES

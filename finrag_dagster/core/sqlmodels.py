@@ -98,6 +98,7 @@ def load_model(path: Path) -> SqlModel:
         ("date",) if partitioned == "daily" else (),
         tuple(c.strip() for c in header.get("sort_by", "").split(",") if c.strip()),
         header.get("description", ""),
+        decision_time=header.get("decision_time", "false").lower() == "true",
     )
     if name not in TABLES or TABLES[name] != spec:
         register(spec)

@@ -36,18 +36,20 @@ def partition_meta(counts: dict[str, int], df_preview: pl.DataFrame, lake: Lake,
     }
 
 
-def check_schema(lake: Lake, table: str, days: list[str]) -> dg.AssetCheckResult:
+def check_schema(lake: Lake, table: str, days: list[str], variants: list[str] | None = None, asset_key=None) -> dg.AssetCheckResult:
     """Every written partition carries exactly the declared schema."""
     import pyarrow.parquet as pq
 
     spec = lake.spec(table)
     bad = []
-    for d in days:
-        f = lake.path(table, date=d)
-        if not f.exists() or not pq.read_schema(f).remove_metadata().equals(spec.schema):
-            bad.append(d)
+    for v in variants or [None]:
+        for d in days:
+            f = lake.path(table, date=d, **({"variant": v} if v is not None else {}))
+            if not f.exists() or not pq.read_schema(f).remove_metadata().equals(spec.schema):
+                bad.append(f"{v}/{d}" if v else d)
     return dg.AssetCheckResult(
         check_name="schema",
+        asset_key=asset_key,
         passed=not bad,
         metadata={"partitions_checked": len(days), "failing": ", ".join(bad[:10]) or "none"},
     )

@@ -38,7 +38,7 @@ def test_consecutive_partitions_materialise_and_checks_pass(small_lake):
     checks = [e for r in results for e in r.get_asset_check_evaluations()]
     assert checks and all(c.passed for c in checks), [(c.asset_key, c.check_name) for c in checks if not c.passed]
     days = [d.isoformat() for d in cal.sessions_in_range(DECISION_START, END)]
-    for table in ("anchors", "context_cards"):
+    for table in ("anchors", "context_cards", "candidates"):
         assert lake.materialized_dates(table) == days
     hist = [d.isoformat() for d in cal.sessions_in_range(HISTORY_START, END)]
     assert lake.materialized_dates("evidence") == hist
@@ -62,3 +62,37 @@ def test_rows_in_equal_accepted_plus_quarantined(small_lake):
         assert m["source_rows_in"] == m["source_rows_accepted"] + m["source_rows_quarantined"], name
         q = lake.read("quarantine", source_table=name)
         assert q.height == m["source_rows_quarantined"]
+
+
+def test_candidate_pools_follow_the_rules(small_lake):
+    lake, settings, _ = small_lake
+    days = [d.isoformat() for d in cal.sessions_in_range(DECISION_START, END)]
+    c = lake.read("candidates", dates=days)
+    ev = lake.read("evidence").select("passage_id", "public_time", "url", "title_key", "dup_cluster", "ticker")
+    a = lake.read("anchors", dates=days).select("anchor_id", "date", "decision_time", pl.col("url").alias("a_url"), pl.col("dup_cluster").alias("a_cl"), pl.col("ticker").alias("a_ticker"))
+    j = c.join(ev, on="passage_id").join(a, on="anchor_id")
+    assert j.height == c.height > 0
+    assert (j["public_time"] < j["decision_time"]).all()  # filter first: nothing at or after the decision
+    assert (j["passage_id"] != j["anchor_id"]).all() and (j["url"] != j["a_url"]).all() and (j["dup_cluster"] != j["a_cl"]).all()
+    per = c.group_by("anchor_id").agg(pl.len().alias("n"), pl.col("is_peer").sum().alias("peers"), pl.col("relevance").max().alias("rmax"))
+    assert per["n"].max() <= 20 and per["peers"].max() <= 4
+    assert ((j["ticker"] != j["a_ticker"]) == j["is_peer"]).all()
+    assert c["relevance"].min() >= 0 and c["relevance"].max() <= 1
+
+
+def test_search_cli_obeys_as_of(small_lake):
+    import json
+
+    from typer.testing import CliRunner
+
+    from finrag_dagster.cli import app
+
+    lake, settings, _ = small_lake
+    as_of = "2019-02-15"
+    res = CliRunner().invoke(app, ["search", "guidance revenue outlook", "--as-of", as_of, "--k", "30", "--json", "--lake", str(lake.root)])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["hits"], "the query should find something"
+    limit = dt.datetime(2019, 2, 16, 4, 59, 59, tzinfo=dt.timezone.utc)  # end of 2019-02-15 in New York
+    assert all(dt.datetime.fromisoformat(h["public_time"]) < limit for h in out["hits"])
+    assert out["context_tokens"] <= 5000 and out["citations"]

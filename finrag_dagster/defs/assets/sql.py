@@ -20,14 +20,19 @@ def sql_models(folder: Path = SQL_DIR) -> list[SqlModel]:
     return load_models(folder)
 
 
-def build_sql_asset(model: SqlModel, partitions_def) -> dg.AssetsDefinition:
+def build_sql_asset(model: SqlModel, partitions_def, table_assets: dict[str, list[dg.AssetKey]] | None = None) -> dg.AssetsDefinition:
+    """``table_assets`` maps a lake table to the assets that write it (the per-variant tables are
+    written by one asset per variant family); other tables are written by the asset of that name."""
     daily = model.partitioned == "daily"
+    deps = []
+    for t in model.upstream:
+        deps += (table_assets or {}).get(t, [dg.AssetKey(t)])
 
     @dg.asset(
         name=model.name,
         group_name="sql",
         kinds={"duckdb", "sql"},
-        deps=list(model.upstream),
+        deps=deps,
         partitions_def=partitions_def if daily else None,
         backfill_policy=dg.BackfillPolicy.single_run() if daily else None,
         description=f"{model.description}\n\nSQL model `{model.path.name}`; upstream tables parsed from the SQL: {', '.join(model.upstream)}.",

@@ -1,0 +1,77 @@
+"""Does the source memory learn the planted source utilities? (issue 5's oracle)
+
+Compares learned cells (source family, event type, horizon) with the synthetic world's planted
+probability that a document's tone agrees with the event's true direction.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import polars as pl
+
+from ..memory.source_memory import FAMILIES
+
+
+def planted_table(utility: pl.DataFrame) -> pl.DataFrame:
+    """truth/source_utility.parquet → source_family, event_type, horizon ("1D"), planted."""
+    return utility.select(
+        "source_family", "event_type", (pl.col("horizon").cast(pl.Utf8) + "D").alias("horizon"), pl.col("planted_prob").alias("planted")
+    )
+
+
+def family_ordering(snapshot: pl.DataFrame, planted: pl.DataFrame, min_n: float = 100) -> pl.DataFrame:
+    """Per (event type, horizon) where both families have n >= min_n: does the family with the
+    higher learned û have the higher planted utility?"""
+    j = snapshot.join(planted, on=["source_family", "event_type", "horizon"])
+    rows = []
+    for (c, h), g in j.group_by(["event_type", "horizon"], maintain_order=True):
+        if g.height != len(FAMILIES) or g["n"].min() < min_n:
+            continue
+        d = {r["source_family"]: r for r in g.iter_rows(named=True)}
+        du = d["news"]["u_hat"] - d["sec_filing"]["u_hat"]
+        dp = d["news"]["planted"] - d["sec_filing"]["planted"]
+        rows.append({"event_type": c, "horizon": h, "n_news": d["news"]["n"], "n_sec": d["sec_filing"]["n"],
+                     "u_news": d["news"]["u_hat"], "u_sec": d["sec_filing"]["u_hat"],
+                     "planted_news": d["news"]["planted"], "planted_sec": d["sec_filing"]["planted"], "agree": bool(du * dp > 0)})
+    return pl.DataFrame(rows) if rows else pl.DataFrame(schema={"event_type": pl.Utf8, "horizon": pl.Utf8, "agree": pl.Boolean})
+
+
+def pairwise_concordance(snapshot: pl.DataFrame, planted: pl.DataFrame, min_n: float = 100) -> tuple[float, int]:
+    """Share of cell pairs (n >= min_n) whose û order matches their planted order, and the pair count."""
+    j = snapshot.join(planted, on=["source_family", "event_type", "horizon"]).filter(pl.col("n") >= min_n)
+    good = total = 0
+    for a, b in itertools.combinations(j.iter_rows(named=True), 2):
+        if a["planted"] == b["planted"] or a["u_hat"] == b["u_hat"]:
+            continue
+        total += 1
+        good += int((a["u_hat"] - b["u_hat"]) * (a["planted"] - b["planted"]) > 0)
+    return (good / total if total else float("nan")), total
+
+
+def useful_family(planted: pl.DataFrame) -> dict[str, str]:
+    """Per event type, the family with the higher planted utility averaged over horizons
+    (the context is shared across horizons, seed 000 §3.5)."""
+    m = planted.group_by(["event_type", "source_family"]).agg(pl.col("planted").mean())
+    out = {}
+    for (c,), g in m.group_by(["event_type"]):
+        out[c] = g.sort(["planted", "source_family"], descending=[True, False])["source_family"][0]
+    return out
+
+
+def useful_share_by_period(contexts: pl.DataFrame, anchors: pl.DataFrame, planted: pl.DataFrame, every: str = "1q") -> pl.DataFrame:
+    """Share of context slots taken by the event type's useful family, per period (contexts with date)."""
+    use = useful_family(planted)
+    j = contexts.join(anchors.select("anchor_id", "event_type"), on="anchor_id")
+    j = j.with_columns(pl.col("event_type").replace_strict(use, default=None).alias("useful"))
+    j = j.with_columns((pl.col("source_family") == pl.col("useful")).alias("is_useful"))
+    return j.sort("date").group_by_dynamic("date", every=every).agg(pl.col("is_useful").mean().alias("useful_share"), pl.len().alias("slots"))
+
+
+def trend(values: list[float]) -> float:
+    """Least-squares slope per period."""
+    if len(values) < 2:
+        return float("nan")
+    x = np.arange(len(values), dtype=float)
+    return float(np.polyfit(x, np.asarray(values, dtype=float), 1)[0])

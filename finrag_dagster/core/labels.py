@@ -1,0 +1,180 @@
+"""Residual-impact labels (seed 000 §3.4 eqs 1-3, App. A.2; SPEC §5).
+
+For ticker i, decision day D (session index k) and horizon h: an OLS with intercept of
+overlapping h-day stock returns on h-day QQQ returns, close(t)→close(t+h) with t and t+h inside
+the 252 sessions k−271 … k−20 (252−h observations); at least 120 valid observations, else
+``insufficient_history``. R = close(D+h)/close(D) − 1 and Rm the same for QQQ (adjusted closes),
+ε = R − (α + βRm), σ = residual standard deviation of the estimation regression (ddof = 2),
+z = ε/σ, y = +1 if z > 1, −1 if z < −1, else 0. A label exists only once close(D+h) exists
+(``pending`` before); asking for one early is an error.
+
+Vectorised with statsmodels ``RollingOLS`` over the whole price panel; a test proves it equals a
+per-window ``statsmodels.OLS`` to 1e-10.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import warnings
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+from statsmodels.regression.rolling import RollingOLS
+
+from .calendar import TradingCalendar
+from .schemas import TableSpec, register
+from .settings import HORIZON_NAMES, HORIZONS
+
+LABELS = register(
+    TableSpec(
+        "labels",
+        pa.schema(
+            [
+                pa.field("ticker", pa.string(), nullable=False),
+                pa.field("horizon", pa.string(), nullable=False),
+                pa.field("maturity_day", pa.date32(), nullable=False),
+                pa.field("status", pa.string(), nullable=False),  # ok | pending | insufficient_history | missing_price
+                pa.field("n_obs", pa.int32(), nullable=False),
+                pa.field("R", pa.float64(), nullable=True),
+                pa.field("Rm", pa.float64(), nullable=True),
+                pa.field("alpha", pa.float64(), nullable=True),
+                pa.field("beta", pa.float64(), nullable=True),
+                pa.field("sigma", pa.float64(), nullable=True),
+                pa.field("epsilon", pa.float64(), nullable=True),
+                pa.field("z", pa.float64(), nullable=True),
+                pa.field("y", pa.int8(), nullable=True),
+            ]
+        ),
+        ("date",),
+        ("ticker", "horizon"),
+        "Residual-return label per ticker, decision day and horizon; pending until close(D+h) exists.",
+    )
+)
+
+
+class LabelNotMatured(RuntimeError):
+    """A label was asked for before its horizon matured (close(D+h) after the as-of day)."""
+
+
+def price_panel(prices: pl.DataFrame, cal: TradingCalendar, lo: int, hi: int) -> tuple[list[str], np.ndarray]:
+    """Adjusted closes as a (sessions lo..hi, tickers) matrix with NaN where a bar is missing."""
+    tickers = sorted(prices["ticker"].unique().to_list())
+    col = {t: j for j, t in enumerate(tickers)}
+    P = np.full((hi - lo + 1, len(tickers)), np.nan)
+    idx = np.searchsorted(cal.sessions, prices["date"].to_numpy().astype("datetime64[D]")) - lo
+    jj = np.array([col[t] for t in prices["ticker"].to_list()], dtype=np.int64)
+    ok = (idx >= 0) & (idx < P.shape[0])
+    P[idx[ok], jj[ok]] = prices["adj_close"].to_numpy()[ok]
+    return tickers, P
+
+
+def rolling_market_model(r: np.ndarray, rm: np.ndarray, window: int, min_obs: int) -> tuple[np.ndarray, ...]:
+    """alpha, beta, sigma (ddof 2), nobs of OLS r ~ 1 + rm over each trailing window (ends at t)."""
+    n = len(r)
+    alpha = np.full(n, np.nan)
+    beta = np.full(n, np.nan)
+    sigma = np.full(n, np.nan)
+    nobs = np.zeros(n, dtype=np.int64)
+    valid = ~(np.isnan(r) | np.isnan(rm))
+    cnt = np.convolve(valid.astype(np.int64), np.ones(window, dtype=np.int64))[:n]
+    nobs[:] = cnt
+    if n < window:
+        return alpha, beta, sigma, nobs
+    exog = np.column_stack([np.ones(n), rm])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = RollingOLS(r, exog, window=window, min_nobs=min_obs, missing="drop").fit(params_only=False)
+    params = np.asarray(res.params)
+    ssr = np.asarray(res.ssr)
+    nob = np.asarray(res.nobs)
+    alpha[:] = params[:, 0]
+    beta[:] = params[:, 1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sigma[:] = np.sqrt(ssr / (nob - 2))
+    enough = cnt >= min_obs
+    alpha[~enough] = beta[~enough] = sigma[~enough] = np.nan
+    return alpha, beta, sigma, nobs
+
+
+def compute_labels(
+    prices: pl.DataFrame,
+    days: list[str],
+    cal: TradingCalendar,
+    market: str,
+    tickers: list[str] | None = None,
+    window: int = 252,
+    gap: int = 20,
+    min_obs: int = 120,
+    z_threshold: float = 1.0,
+    horizons: tuple[int, ...] = HORIZONS,
+) -> pl.DataFrame:
+    """Labels for every (ticker, day, horizon). ``prices``: ticker, date, adj_close for every bar
+    needed (k−window−gap+1 … D+h); "now" is the last date with a market bar."""
+    ks = [cal.session_index(d) for d in days]
+    lo = min(ks) - (window + gap - 1)
+    hi = max(ks) + max(horizons)
+    if lo < 0:
+        raise ValueError("labels need a calendar with the estimation window before the first day")
+    names, P = price_panel(prices.filter(pl.col("ticker").is_not_null()), cal, lo, hi)
+    if market not in names:
+        raise ValueError(f"labels need the market proxy {market} in prices")
+    m = names.index(market)
+    mk = P[:, m]
+    last_market = int(np.max(np.flatnonzero(~np.isnan(mk)))) if np.any(~np.isnan(mk)) else -1
+    want = [t for t in (tickers if tickers is not None else names) if t != market and t in names]
+    rows: dict[str, list] = {k: [] for k in ("date", "ticker", "horizon", "maturity_day", "status", "n_obs", "R", "Rm", "alpha", "beta", "sigma", "epsilon", "z", "y")}
+    for h in horizons:
+        win = window - h  # overlapping h-day returns with both ends inside the window
+        # h-day return starting at t: P[t+h]/P[t]-1 (index t relative to lo)
+        Rh = np.full(P.shape, np.nan)
+        Rh[:-h] = P[h:] / P[:-h] - 1
+        for t in want:
+            j = names.index(t)
+            alpha, beta, sigma, nobs = rolling_market_model(Rh[:, j], Rh[:, m], win, min_obs)
+            for d, k in zip(days, ks):
+                i = k - lo
+                end = i - gap - h  # last start t with t+h = k-gap
+                mat = cal.sessions[k + h].item() if k + h < len(cal.sessions) else None
+                rec = dict(date=dt.date.fromisoformat(d), ticker=t, horizon=HORIZON_NAMES.get(h, f"{h}D"), maturity_day=mat, n_obs=int(nobs[end]) if end >= 0 else 0)
+                vals = dict(R=None, Rm=None, alpha=None, beta=None, sigma=None, epsilon=None, z=None, y=None)
+                if i + h > last_market:
+                    status = "pending"
+                elif end < 0 or np.isnan(alpha[end]) or not (nobs[end] >= min_obs):
+                    status = "insufficient_history"
+                elif np.isnan(P[i, j]) or np.isnan(P[i + h, j]) or np.isnan(mk[i]) or np.isnan(mk[i + h]):
+                    status = "missing_price"
+                else:
+                    status = "ok"
+                    R = P[i + h, j] / P[i, j] - 1
+                    Rm = mk[i + h] / mk[i] - 1
+                    eps = R - (alpha[end] + beta[end] * Rm)
+                    z = eps / sigma[end]
+                    vals = dict(R=R, Rm=Rm, alpha=alpha[end], beta=beta[end], sigma=sigma[end], epsilon=eps, z=z,
+                                y=1 if z > z_threshold else (-1 if z < -z_threshold else 0))
+                rec["status"] = status
+                rec.update(vals)
+                for key, v in rec.items():
+                    rows[key].append(v)
+    return pl.DataFrame(
+        rows,
+        schema={"date": pl.Date, "ticker": pl.Utf8, "horizon": pl.Utf8, "maturity_day": pl.Date, "status": pl.Utf8, "n_obs": pl.Int32,
+                "R": pl.Float64, "Rm": pl.Float64, "alpha": pl.Float64, "beta": pl.Float64, "sigma": pl.Float64,
+                "epsilon": pl.Float64, "z": pl.Float64, "y": pl.Int8},
+    )
+
+
+def matured(labels: pl.DataFrame, as_of_day: dt.date) -> pl.DataFrame:
+    """Labels usable by a decision whose feedback cut-off is ``as_of_day`` (maturity <= as_of_day).
+
+    Raises LabelNotMatured if any requested row is not matured by then (asking early is an error),
+    and ValueError if a row that should have matured is still pending (prices missing)."""
+    early = labels.filter(pl.col("maturity_day") > as_of_day)
+    if early.height:
+        r = early.row(0, named=True)
+        raise LabelNotMatured(f"label {r['ticker']} {r['date']} {r['horizon']} matures {r['maturity_day']}, after {as_of_day}")
+    stuck = labels.filter(pl.col("status") == "pending")
+    if stuck.height:
+        r = stuck.row(0, named=True)
+        raise ValueError(f"label {r['ticker']} {r['date']} {r['horizon']} matured on {r['maturity_day']} but is still pending: prices missing")
+    return labels

@@ -1,0 +1,326 @@
+"""The memory variants as first-class Dagster assets: one asset group per variant family.
+
+Design: an asset factory. Each variant family (no_memory, source_memory, top5_all_source,
+shuffled_labels, shuffled_event_types) gets its own assets ``<family>/memory_snapshot``,
+``<family>/contexts``, ``<family>/reader_outputs`` (one multi-asset, because contexts on D depend
+on feedback from D-2 and earlier, so the three must be stepped day by day together) and
+``<family>/feedback``. All families share anchors, candidates and labels; each writes its rows under
+``variant=<name>`` in the shared tables, and a shuffled family writes its seeds as
+``<family>_s0..s4``. A family is a row in the asset graph you can materialise, backfill and
+inspect on its own; we chose this over a variant partition dimension because Dagster records
+every asset-partition (~15-40 ms each) and a second dimension would multiply that bookkeeping by
+the number of variants and seeds, and over a column-only variant because the UI then hides it.
+"""
+
+import datetime as dt
+from functools import lru_cache
+
+import dagster as dg
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from ...core.calendar import TradingCalendar
+from ...core.lake import Lake
+from ...core.loop import DayData, LoopEnv, Past, Variant, memory_keys, run_days, variants_of
+from ...core.memory.feedback import build_feedback, label_frequencies, shuffle_labels
+from ...core.memory.source_memory import MemoryParams, SourceMemory, class_weights
+from ...core.reader.backends import BackendConfig, make_backend
+from ...core.reader.cache import PromptCache
+from ...core.reader.prompt import EvidenceItem
+from ...core.reader.run import DayStats
+from ...core.settings import Settings
+from ..context import days_of
+from ..reporting import check_schema, preview_md
+from ..resources import FinragResource
+from .labels import market_of
+
+class ReaderConfig(dg.Config):
+    """Which reader answers (defaults from settings.reader); memory strength (settings.memory)."""
+
+    backend: str = ""
+    model: str = ""
+    base_url: str = ""
+    lam: float = -1.0
+    delta: float = -1.0
+    kappa: float = -1.0
+
+
+def backend_config(s: Settings, cfg: ReaderConfig | None = None) -> BackendConfig:
+    r = s.reader
+    return BackendConfig(
+        backend=(cfg.backend if cfg and cfg.backend else r.backend),
+        model=(cfg.model if cfg and cfg.model else r.model),
+        base_url=(cfg.base_url if cfg and cfg.base_url else r.base_url),
+        api_key_env=r.api_key_env, response_format=r.response_format, concurrency=r.concurrency, timeout_s=r.timeout_s,
+        retries=r.retries, max_tokens=r.max_tokens, n_ctx=r.n_ctx, tensor_parallel_size=r.tensor_parallel_size,
+        gpu_memory_utilization=r.gpu_memory_utilization, max_model_len=r.max_model_len,
+    )
+
+
+def memory_params(s: Settings, cfg: ReaderConfig | None = None) -> MemoryParams:
+    m = s.memory
+    pick = lambda v, d: d if v is None or v < 0 else v  # noqa: E731
+    return MemoryParams(kappa=pick(cfg.kappa if cfg else None, m.kappa), delta=pick(cfg.delta if cfg else None, m.delta), lam=pick(cfg.lam if cfg else None, m.lam))
+
+
+# ------------------------------------------------------------------ splits and class weights
+def split_bounds(s: Settings, cal: TradingCalendar) -> list[tuple[str, str]]:
+    """(first session, last session) of train / validation / test, in order."""
+    out = []
+    for a, b in (s.splits.train, s.splits.validation, s.splits.test):
+        days = cal.sessions_in_range(a, b)
+        if days:
+            out.append((days[0].isoformat(), days[-1].isoformat()))
+    return out
+
+
+def split_start_of(s: Settings, cal: TradingCalendar, day: str) -> str:
+    """The day the memory resets for a decision on ``day`` (prequential protocol)."""
+    for a, b in split_bounds(s, cal):
+        if a <= day <= b:
+            return a
+    first = cal.sessions_in_range(s.calendar.decision_start, s.calendar.end)
+    return first[0].isoformat() if first and first[0].isoformat() <= day else day
+
+
+def weights_for(s: Settings, cal: TradingCalendar, lake: Lake, start: str) -> tuple[dict, dict]:
+    """w_y = 1/(3 pi_y) with pi from the previous split's labels that matured before ``start``
+    (for the test split: the validation split). Uniform when there is no previous split."""
+    bounds = split_bounds(s, cal)
+    prev = [b for b in bounds if b[1] < start]
+    if not prev:
+        return {h: {y: 1.0 for y in (-1, 0, 1)} for h in ("1D", "3D", "5D")}, {}
+    a, b = prev[-1]
+    lab = lake.read_range("labels", a, b)
+    lab = lab.filter(pl.col("maturity_day") < dt.date.fromisoformat(start))
+    freq = label_frequencies(lab)
+    if not freq:
+        return {h: {y: 1.0 for y in (-1, 0, 1)} for h in ("1D", "3D", "5D")}, {}
+    return class_weights(freq), freq
+
+
+# ------------------------------------------------------------------ reading inputs
+def evidence_items(lake: Lake, passage_ids: list[str]) -> dict[str, EvidenceItem]:
+    if not passage_ids:
+        return {}
+    con = lake.duckdb(tables=["evidence"])
+    con.register("wanted", pa.table({"passage_id": pa.array(sorted(set(passage_ids)))}))
+    rows = con.execute(
+        "SELECT e.passage_id, source_family, title, text, public_time, form_type, item FROM evidence e "
+        "JOIN wanted w USING (passage_id)"
+    ).fetchall()
+    con.close()
+    return {r[0]: EvidenceItem(r[0], r[1], r[2], r[3], r[4].isoformat(), r[5], r[6]) for r in rows}
+
+
+def _by_day(df: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    return {d.isoformat(): g.drop("date") for (d,), g in df.group_by(["date"])} if df.height else {}
+
+
+def _drop_hive(df: pl.DataFrame) -> pl.DataFrame:
+    return df.drop([c for c in ("date", "variant") if c in df.columns])
+
+
+def build_env(s: Settings, lake: Lake, cal: TradingCalendar, days: list[str], backend, params: MemoryParams, decoding: dict) -> LoopEnv:
+    anchors = _by_day(lake.read("anchors", dates=days))
+    cands = _by_day(lake.read("candidates", dates=days))
+    cards = _by_day(lake.read("context_cards", dates=days))
+    uni = lake.read("universe")
+    companies = dict(zip(uni["ticker"], uni["company"]))
+    pids = []
+    for c in cands.values():
+        pids += c["passage_id"].to_list()
+    # contexts of the days before the range are re-read from the lake when feedback needs them
+    evidence = evidence_items(lake, pids)
+    empty_a = pl.from_arrow(lake.spec("anchors").schema.empty_table())
+    empty_c = pl.from_arrow(lake.spec("candidates").schema.empty_table())
+
+    def day_data(d: str) -> DayData:
+        cd = cards.get(d)
+        card_map = {t: (txt, risk) for t, txt, risk in zip(cd["ticker"], cd["card_text"], cd["risk_state"])} if cd is not None else {}
+        return DayData(anchors.get(d, empty_a), cands.get(d, empty_c), card_map)
+
+    @lru_cache(maxsize=64)
+    def labels_of(d: str) -> pl.DataFrame:
+        return lake.read("labels", dates=[d])
+
+    def past_of(d: str, v: Variant) -> Past | None:
+        if not lake.exists("reader_outputs", variant=v.name, date=d):
+            raise dg.Failure(f"{v.name}: reader outputs of {d} are needed for feedback but not materialised; run the loop from the split start")
+        out = _drop_hive(lake.read("reader_outputs", dates=[d], variant=v.name))
+        ctx = _drop_hive(lake.read("contexts", dates=[d], variant=v.name))
+        a = lake.read("anchors", dates=[d])
+        return Past(out, ctx, memory_keys(a, v))
+
+    weights_cache: dict[str, dict] = {}
+
+    def weights(start: str) -> dict:
+        if start not in weights_cache:
+            weights_cache[start] = weights_for(s, cal, lake, start)[0]
+        return weights_cache[start]
+
+    return LoopEnv(
+        cal=cal,
+        day_data=day_data,
+        split_start=lambda d: split_start_of(s, cal, d),
+        class_weights=weights,
+        labels_of=labels_of,
+        past_of=past_of,
+        evidence=evidence,
+        companies=companies,
+        backend=backend,
+        cache_of=lambda d: PromptCache(lake, d),
+        decoding=decoding,
+        m=s.retrieval.m,
+        params=params,
+    )
+
+
+def initial_memory(lake: Lake, cal: TradingCalendar, s: Settings, v: Variant, first: str, params: MemoryParams) -> SourceMemory | None:
+    """The snapshot of the day before ``first`` (None at a split start: the memory resets)."""
+    if not v.uses_memory or first == split_start_of(s, cal, first):
+        return None
+    prev = cal.offset(first, -1).isoformat()
+    if not lake.exists("memory_snapshot", variant=v.name, date=prev):
+        raise dg.Failure(f"{v.name}: memory_snapshot for {prev} is missing; materialise from the split start {split_start_of(s, cal, first)}")
+    return SourceMemory.from_frame(_drop_hive(lake.read("memory_snapshot", dates=[prev], variant=v.name)), params)
+
+
+def reader_metadata(st: DayStats) -> dict:
+    mix = {h: {f"{k:+d}": round(v / max(1, sum(c.values())), 3) for k, v in c.items()} for h, c in st.label_mix.items()}
+    return {
+        "anchors": st.anchors,
+        "valid_json_rate": round(st.valid_json / st.anchors, 4) if st.anchors else 0.0,
+        "valid_citation_rate": round(st.horizons_with_valid_citation / st.horizons, 4) if st.horizons else 0.0,
+        "cache_hits": st.cache_hits,
+        "cache_misses": st.cache_misses,
+        "label_mix": dg.MetadataValue.json(mix),
+        "prompt_tokens_per_anchor": round(st.prompt_tokens / st.anchors, 1) if st.anchors else 0.0,
+        "output_tokens_per_anchor": round(st.output_tokens / st.anchors, 1) if st.anchors else 0.0,
+        "latency_ms_per_anchor_uncached": round(st.latency_ms / max(1, st.cache_misses), 2),
+        "backend_errors": len(st.errors),
+    }
+
+
+def build_variant_assets(family: str, partitions_def, settings: Settings) -> list[dg.AssetsDefinition]:
+    vs = variants_of(family, settings.memory.lam, settings.variants.shuffle_seeds)
+    uses_memory = vs[0].uses_memory
+    key = lambda t: dg.AssetKey([family, t])  # noqa: E731
+    outs = {}
+    if uses_memory:
+        outs["memory_snapshot"] = dg.AssetOut(key=key("memory_snapshot"), description="Source-memory cells used on D (feedback matured by D-1, reset at each split start).")
+    outs["contexts"] = dg.AssetOut(key=key("contexts"), description="Top-M context per anchor by r + lambda * mean_h adj.")
+    outs["reader_outputs"] = dg.AssetOut(key=key("reader_outputs"), description="Reader signals per anchor and horizon with cited IDs.")
+    deps = [
+        dg.AssetDep("candidates"), dg.AssetDep("anchors"), dg.AssetDep("context_cards"), dg.AssetDep("evidence"),
+    ]
+    if uses_memory:
+        deps += [
+            dg.AssetDep(key("memory_snapshot"), partition_mapping=dg.TimeWindowPartitionMapping(start_offset=-1, end_offset=-1, allow_nonexistent_upstream_partitions=True)),
+            dg.AssetDep("labels", partition_mapping=dg.TimeWindowPartitionMapping(start_offset=-6, end_offset=-2, allow_nonexistent_upstream_partitions=True)),
+        ]
+
+    @dg.multi_asset(
+        name=f"{family}_loop",
+        outs=outs,
+        deps=deps,
+        partitions_def=partitions_def,
+        backfill_policy=dg.BackfillPolicy.single_run(),
+        can_subset=False,
+        group_name=family,
+        description=f"The feedback loop of variant family `{family}` ({', '.join(v.name for v in vs)}), stepped day by day.",
+    )
+    def loop(context: dg.AssetExecutionContext, config: ReaderConfig, finrag: FinragResource):
+        s = finrag.settings()
+        lake, cal = finrag.lake(), finrag.calendar()
+        days = days_of(context)
+        params = memory_params(s, config)
+        bcfg = backend_config(s, config)
+        backend = make_backend(bcfg)
+        env = build_env(s, lake, cal, days, backend, params, bcfg.decoding())
+        total = DayStats()
+        written = {"memory_snapshot": 0, "contexts": 0, "reader_outputs": 0}
+        previews = {}
+        applied = 0
+        for v in vs:
+            v = Variant(v.name, v.family, params.lam if v.family != "no_memory" else 0.0, v.credit, v.shuffle_labels_seed, v.shuffle_types_seed)
+            mem = initial_memory(lake, cal, s, v, days[0], params)
+            for res in run_days(days, v, env, mem):
+                if res.snapshot is not None:
+                    lake.write("memory_snapshot", res.snapshot, variant=v.name, date=res.day)
+                    written["memory_snapshot"] += res.snapshot.height
+                lake.write("contexts", res.contexts, variant=v.name, date=res.day)
+                lake.write("reader_outputs", res.outputs, variant=v.name, date=res.day)
+                written["contexts"] += res.contexts.height
+                written["reader_outputs"] += res.outputs.height
+                applied += int(res.feedback_applied["applied"].sum()) if res.feedback_applied.height else 0
+                total.merge(res.stats)
+                if res.outputs.height and "reader_outputs" not in previews:
+                    previews["reader_outputs"] = res.outputs
+                    previews["contexts"] = res.contexts
+                if res.snapshot is not None:
+                    previews["memory_snapshot"] = res.snapshot
+        names = [v.name for v in vs]
+        if uses_memory:
+            snap = previews.get("memory_snapshot", pl.DataFrame())
+            md = snap.filter(pl.col("n") > 0).sort("n", descending=True).head(12) if snap.height else snap
+            yield dg.MaterializeResult(
+                asset_key=key("memory_snapshot"),
+                metadata={"rows": written["memory_snapshot"], "variants": ", ".join(names), "feedback_rows_applied": applied,
+                          "last_snapshot": dg.MetadataValue.md(preview_md(md, n=12, columns=["source_family", "event_type", "horizon", "a", "b", "u_hat", "adjustment"]))},
+            )
+        yield dg.MaterializeResult(
+            asset_key=key("contexts"),
+            metadata={"rows": written["contexts"], "variants": ", ".join(names), "lambda": params.lam, "delta": params.delta, "kappa": params.kappa,
+                      "preview": dg.MetadataValue.md(preview_md(previews.get("contexts", pl.DataFrame())))},
+        )
+        yield dg.MaterializeResult(
+            asset_key=key("reader_outputs"),
+            metadata={"rows": written["reader_outputs"], "backend": backend.name, "model": backend.model, **reader_metadata(total),
+                      "preview": dg.MetadataValue.md(preview_md(previews.get("reader_outputs", pl.DataFrame()), columns=["anchor_id", "horizon", "signal", "valid_ids", "reason"]))},
+        )
+
+    @dg.asset(
+        key=key("feedback"),
+        group_name=family,
+        kinds={"parquet"},
+        partitions_def=partitions_def,
+        backfill_policy=dg.BackfillPolicy.single_run(),
+        deps=[key("reader_outputs"), key("contexts"), "labels"],
+        description=(
+            "Lineage of the memory updates of this family: per anchor and matured horizon the prediction, label, "
+            "credited families and weight. Rows exist only once close(D+h) is in prices (keyed by decision day D)."
+        ),
+    )
+    def feedback(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
+        s = finrag.settings()
+        lake, cal = finrag.lake(), finrag.calendar()
+        days = days_of(context)
+        market = market_of(s)
+        last = lake.read_range("prices", days[0], s.calendar.end, columns=["ticker"]).filter(pl.col("ticker") == market)["date"].max()
+        as_of = last if last is not None else dt.date.fromisoformat(days[0]) - dt.timedelta(days=1)
+        n = 0
+        outcomes: dict[str, int] = {}
+        correct = []
+        for v in vs:
+            for d in days:
+                out = _drop_hive(lake.read("reader_outputs", dates=[d], variant=v.name))
+                ctx = _drop_hive(lake.read("contexts", dates=[d], variant=v.name))
+                lab = lake.read("labels", dates=[d])
+                if v.shuffle_labels_seed is not None:
+                    lab = shuffle_labels(lab, v.shuffle_labels_seed)
+                a = lake.read("anchors", dates=[d])
+                w, _ = weights_for(s, cal, lake, split_start_of(s, cal, d))
+                fb = build_feedback(out, lab, ctx, as_of, w, memory_keys(a, v), v.credit) if v.uses_memory else build_feedback(out, lab, ctx, as_of, w, memory_keys(a, v), "cited")
+                lake.write("feedback", fb, variant=v.name, date=d)
+                n += fb.height
+                for o, k in fb.group_by("outcome").len().rows():
+                    outcomes[o] = outcomes.get(o, 0) + k
+                correct += fb.filter(pl.col("correct").is_not_null())["correct"].to_list()
+        return dg.MaterializeResult(
+            metadata={"rows": n, "matured_as_of": str(as_of), "outcomes": dg.MetadataValue.json(outcomes),
+                      "accuracy_matured": round(float(np.mean(correct)), 4) if correct else 0.0}
+        )
+
+    return [loop, feedback]

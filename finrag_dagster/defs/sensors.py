@@ -1,0 +1,163 @@
+"""Sensors and the daily schedule.
+
+* ``matured_feedback`` — cursor = the last market day whose closes were seen in ``prices``. When
+  closes for new days m arrive, the horizons maturing on m belong to decision days m-1, m-3 and
+  m-5: it requests exactly those ``labels`` and ``<family>/feedback`` partitions, never earlier.
+  (The memory snapshot that uses this feedback is part of the next decision day's run.)
+* ``new_market_data`` — cursor = a fingerprint (path, size, mtime) of the configured source
+  files; when it changes, it requests the daily job for the sessions after the last materialised
+  ``anchors`` partition, up to the last completed session, as one single-run range.
+* ``finrag_daily_schedule`` — weekdays 18:30 New York: the day's whole chain, if it is a session.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import glob
+import hashlib
+import os
+
+import dagster as dg
+
+from ..core.calendar import nyse
+from ..core.lake import Lake
+from ..core.settings import HORIZON_NAMES, HORIZONS, Settings
+from ..sources.registry import source_paths
+from .resources import FinragResource
+
+RANGE_START = "dagster/asset_partition_range_start"
+RANGE_END = "dagster/asset_partition_range_end"
+
+
+def latest_market_day(lake: Lake, market: str) -> str | None:
+    """The last trading day with a bar for the market proxy in the lake's prices."""
+    for d in reversed(lake.materialized_dates("prices")):
+        if market in set(lake.read("prices", dates=[d], columns=["ticker"])["ticker"].to_list()):
+            return d
+    return None
+
+
+def matured_decision_days(new_market_days: list[str], first_day: str) -> dict[str, list[str]]:
+    """{decision day: horizons} whose close(D+h) is among the newly seen market days."""
+    cal = nyse()
+    out: dict[str, list[str]] = {}
+    for m in new_market_days:
+        i = cal.session_index(m)
+        for h in HORIZONS:
+            if i - h < 0:
+                continue
+            d = cal.sessions[i - h].item().isoformat()
+            if d >= first_day:
+                out.setdefault(d, []).append(HORIZON_NAMES[h])
+    return dict(sorted(out.items()))
+
+
+def market_ticker(s: Settings) -> str:
+    return s.sources.market_ticker if s.sources.kind == "files" else s.world.market_ticker
+
+
+def build_matured_feedback_sensor(families: tuple[str, ...], job: dg.UnresolvedAssetJobDefinition | None = None) -> dg.SensorDefinition:
+    targets = [dg.AssetKey("labels")] + [dg.AssetKey([f, "feedback"]) for f in families]
+
+    @dg.sensor(
+        name="matured_feedback",
+        minimum_interval_seconds=300,
+        default_status=dg.DefaultSensorStatus.STOPPED,
+        asset_selection=targets,
+        description="Requests labels and feedback partitions only once close(D+h) is in prices.",
+    )
+    def matured_feedback(context: dg.SensorEvaluationContext, finrag: FinragResource) -> dg.SensorResult:
+        s = finrag.settings()
+        lake = finrag.lake()
+        cal = nyse()
+        latest = latest_market_day(lake, market_ticker(s))
+        if latest is None:
+            return dg.SensorResult(skip_reason="no market bars in the lake yet")
+        cursor = context.cursor or cal.offset(latest, -1).isoformat()
+        if latest <= cursor:
+            return dg.SensorResult(skip_reason=f"no new closes since {cursor}")
+        new_days = [d.isoformat() for d in cal.sessions_in_range(cal.next_session(cursor), latest)]
+        first = cal.sessions_in_range(s.calendar.decision_start, s.calendar.end)[0].isoformat()
+        due = matured_decision_days(new_days, first)
+        requests = [
+            dg.RunRequest(
+                run_key=f"matured:{d}:{latest}",
+                partition_key=d,
+                asset_selection=targets,
+                tags={"finrag/matured_horizons": ",".join(hs), "finrag/market_day": latest},
+            )
+            for d, hs in due.items()
+        ]
+        return dg.SensorResult(run_requests=requests, cursor=latest)
+
+    return matured_feedback
+
+
+def source_fingerprint(s: Settings) -> str:
+    """Hash of (path, size, mtime) of every configured source file."""
+    sp = source_paths(s)
+    h = hashlib.sha256()
+    for pattern in [sp.universe, *sp.news, *sp.prices, *sp.filings_index, *sp.filings_text]:
+        paths = glob.glob(pattern, recursive=True) if glob.has_magic(pattern) else [pattern]
+        for p in sorted(paths):
+            for root, _, files in os.walk(p) if os.path.isdir(p) else [(os.path.dirname(p), None, [os.path.basename(p)])]:
+                for f in sorted(files):
+                    fp = os.path.join(root, f)
+                    try:
+                        st = os.stat(fp)
+                    except FileNotFoundError:
+                        continue
+                    h.update(f"{fp}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def build_new_market_data_sensor(job: dg.UnresolvedAssetJobDefinition) -> dg.SensorDefinition:
+    @dg.sensor(
+        name="new_market_data",
+        job=job,
+        minimum_interval_seconds=600,
+        default_status=dg.DefaultSensorStatus.STOPPED,
+        description="When source files change, runs the daily chain for the sessions not yet materialised (one range run).",
+    )
+    def new_market_data(context: dg.SensorEvaluationContext, finrag: FinragResource):
+        s = finrag.settings()
+        try:
+            fp = source_fingerprint(s)
+        except Exception as e:  # sources not there yet: say so instead of failing the daemon
+            return dg.SkipReason(f"sources not readable: {e}")
+        if fp == context.cursor:
+            return dg.SkipReason("source files unchanged")
+        cal = nyse()
+        lake = finrag.lake()
+        done = lake.materialized_dates("anchors")
+        today = dt.datetime.now(dt.timezone.utc)
+        last_complete = cal.decision_day(today) if cal.close_time(cal.decision_day(today)) <= today else cal.previous_session(cal.decision_day(today))
+        last = min(last_complete, s.calendar.end)
+        start = cal.next_session(done[-1]) if done else max(s.calendar.decision_start, s.calendar.start)
+        if start > last:
+            context.update_cursor(fp)
+            return dg.SkipReason("every completed session is materialised")
+        days = cal.sessions_in_range(start, last)
+        context.update_cursor(fp)
+        return dg.RunRequest(run_key=f"new-data:{fp[:16]}", tags={RANGE_START: days[0].isoformat(), RANGE_END: days[-1].isoformat()})
+
+    return new_market_data
+
+
+def build_daily_schedule(job: dg.UnresolvedAssetJobDefinition) -> dg.ScheduleDefinition:
+    @dg.schedule(
+        name="finrag_daily_schedule",
+        job=job,
+        cron_schedule="30 18 * * 1-5",
+        execution_timezone="America/New_York",
+        default_status=dg.DefaultScheduleStatus.STOPPED,
+        description="After the US close: the day's whole chain (ingest, evidence, anchors, pools, reader, labels, feedback).",
+    )
+    def finrag_daily_schedule(context: dg.ScheduleEvaluationContext):
+        day = context.scheduled_execution_time.date()  # already in America/New_York
+        cal = nyse()
+        if not cal.is_session(day):
+            return dg.SkipReason(f"{day} is not a trading day")
+        return dg.RunRequest(run_key=f"daily:{day}", partition_key=day.isoformat())
+
+    return finrag_daily_schedule
