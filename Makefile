@@ -8,6 +8,8 @@ export DAGSTER_HOME := $(CURDIR)/.dagster_home
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
+# the demo's settings (compact splits over 2019); `make dev` shows the same lake
+DEMO_CONFIG ?= configs/demo.toml
 
 .PHONY: install demo test dev clean-lake help
 
@@ -30,13 +32,13 @@ $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/finrag demo
+	FINRAG_CONFIG=$(DEMO_CONFIG) $(BIN)/finrag demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 dev: $(STAMP)
-	$(BIN)/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml
+	FINRAG_CONFIG=$${FINRAG_CONFIG:-$(DEMO_CONFIG)} $(BIN)/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml
 
 clean-lake:
 	rm -rf data_lake/* .dagster_home/history .dagster_home/storage .dagster_home/schedules .dagster_home/logs .dagster_home/event_log.db

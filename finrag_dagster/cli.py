@@ -98,9 +98,41 @@ def demo(
 
     with dg.instance_for_test() if os.environ.get("FINRAG_EPHEMERAL") else dg.DagsterInstance.get() as inst:
         run_range(s, end=end_d, decision_start=start_d, instance=inst, world_config=world_cfg or None, on_stage=on_stage)
+        _timing(timings, time.perf_counter())
     console.print(f"done in {time.perf_counter() - t_all:.0f}s")
     print_summary(s.lake_dir, start_d, end_d)
+    print_evaluation(s)
     console.print("Browse it: [bold]make dev[/bold] (Dagster UI on http://127.0.0.1:3000)")
+
+
+def _timing(timings: list, end: float) -> None:
+    t = Table(title="stage timings")
+    t.add_column("stage")
+    t.add_column("seconds", justify="right")
+    for (name, _, start), nxt in zip(timings, [x[2] for x in timings[1:]] + [end]):
+        t.add_row(name, f"{nxt - start:.0f}")
+    console.print(t)
+
+
+def print_evaluation(s) -> None:
+    """Table 2- and Table 4-style summaries of the test split, and where the report is."""
+    import polars as pl
+
+    from .core.lake import Lake
+    from .defs.assets.evaluation import METRICS, PORTFOLIO, md_table, report_path
+
+    lake = Lake(s.lake_dir)
+    if not lake.partition_files("evaluation"):
+        return
+    ev = lake.read("evaluation").filter(pl.col("split") == "test")
+    for name, cols, pct in (("Table 2", METRICS, set()), ("Table 4", PORTFOLIO, {"Ann. Ret.", "Ann. Vol.", "Max DD"})):
+        g = ev.filter(pl.col("table") == name)
+        if g.height:
+            console.print(f"[bold]{name}[/bold] (test split {s.splits.test[0]} .. {s.splits.test[1]})")
+            console.print(md_table(g, list(dict.fromkeys(g["row"].to_list())), cols, pct), markup=False, highlight=False)
+    p = report_path(s)
+    if p.exists():
+        console.print(f"report: [bold]{p}[/bold]")
 
 
 def print_summary(lake_dir: Path, start: dt.date, end: dt.date) -> None:
@@ -133,6 +165,28 @@ def print_summary(lake_dir: Path, start: dt.date, end: dt.date) -> None:
             note = con.execute(notes_sql[name], {"s": start, "e": end} if "$s" in notes_sql[name] else {}).fetchone()[0] or ""
         t.add_row(name, f"{rows:,}", f"{parts:,}", note)
     console.print(t)
+
+
+@app.command()
+def report(
+    config: Annotated[Optional[Path], typer.Option(help="settings TOML")] = None,
+    lake: Annotated[Optional[Path], typer.Option(help="lake folder")] = None,
+):
+    """Compute Tables 2-4 from the lake and write the self-contained HTML report."""
+    from .core.calendar import nyse
+    from .core.lake import Lake
+    from .defs.assets.evaluation import evaluate, write_report
+
+    s = _settings(config, lake)
+    lk = Lake(s.lake_dir)
+    ev, daily = evaluate(s, lk, nyse())
+    lk.write("evaluation", ev)
+    if daily.height:
+        for d in sorted(set(daily["date"].to_list())):
+            lk.write("portfolio_daily", daily.filter(daily["date"] == d).drop("date"), date=d)
+    path = write_report(s, lk)
+    print_evaluation(s)
+    console.print(f"report written to {path}")
 
 
 @app.command()

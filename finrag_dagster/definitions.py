@@ -7,6 +7,7 @@ import dagster as dg
 from .core.settings import Settings, load_settings
 from .defs.assets.evidence import build_anchors_asset, build_cards_asset, build_evidence_asset
 from .defs.assets.ingest import RAW_DESCRIPTIONS, build_raw_asset, build_universe_asset, build_world_asset
+from .defs.assets.evaluation import build_evaluation_assets
 from .defs.assets.labels import build_labels_asset
 from .defs.assets.retrieval import build_candidates_asset
 from .defs.assets.variants import build_variant_assets
@@ -36,9 +37,10 @@ def build_definitions(settings: Settings | None = None, resource: FinragResource
     }
     table_assets["memory_snapshot"] = [dg.AssetKey([f, "memory_snapshot"]) for f in s.variants.families if f != "no_memory"]
     assets += [build_sql_asset(m, days, table_assets) for m in sql_models()]
+    assets += build_evaluation_assets(s)
     daily = dg.define_asset_job(
         "finrag_daily",
-        selection=dg.AssetSelection.all() - dg.AssetSelection.assets("synthetic_world", "universe"),
+        selection=dg.AssetSelection.all() - dg.AssetSelection.assets("synthetic_world", "universe", "table1_audit", "evaluation", "sensitivity", "report"),
         partitions_def=days,
         description="The whole daily chain for one trading day (or a range, as one run).",
     )

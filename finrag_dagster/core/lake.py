@@ -86,6 +86,10 @@ class Lake:
 
     # ------------------------------------------------------------------ paths
     def spec(self, table: str) -> TableSpec:
+        if table not in TABLES:
+            from .schemas import load_all
+
+            load_all()
         try:
             return TABLES[table]
         except KeyError:

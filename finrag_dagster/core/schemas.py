@@ -219,6 +219,11 @@ def load_all() -> dict[str, TableSpec]:
     """Import every module that declares a table, so TABLES is complete."""
     import importlib
 
-    for mod in ("retrieval.candidates", "reader.run", "reader.cache", "labels", "memory.source_memory", "memory.feedback", "loop"):
+    for mod in ("retrieval.candidates", "reader.run", "reader.cache", "labels", "memory.source_memory", "memory.feedback", "loop",
+                "evaluation.tables"):
         importlib.import_module(f"{__package__}.{mod}")
+    from .sqlmodels import SQL_DIR, load_models
+
+    if SQL_DIR.exists():
+        load_models(SQL_DIR)
     return TABLES

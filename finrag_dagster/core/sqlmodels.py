@@ -9,8 +9,9 @@ A model is one ``.sql`` file whose header comments declare it::
     -- columns: ticker VARCHAR NOT NULL, ret_1d DOUBLE, ...
 
 Its upstream tables are read from the SQL itself with sqlglot (every table referenced outside
-its CTEs), never listed by hand. The built-in relation ``trading_sessions(date, session_idx)``
-(the XNYS calendar) is always available. Daily models receive ``$start`` / ``$end`` (DATE) and
+its CTEs), never listed by hand. The built-in relations ``trading_sessions(date, session_idx)``
+(the XNYS calendar) and ``splits(split, split_order, first_day, last_day)`` (the evaluation
+splits of the settings) are always available. Daily models receive ``$start`` / ``$end`` (DATE) and
 must return a ``date`` column; their rows land in the lake one partition per day, with the
 declared schema checked on write like any other table.
 """
@@ -31,7 +32,8 @@ from .calendar import TradingCalendar
 from .lake import Lake
 from .schemas import TABLES, TableSpec, register
 
-BUILTINS = {"trading_sessions"}
+BUILTINS = {"trading_sessions", "splits"}
+SQL_DIR = Path(__file__).resolve().parents[2] / "dbt_like_sql"
 _TYPES = {
     "VARCHAR": pa.string(), "TEXT": pa.string(), "DOUBLE": pa.float64(), "FLOAT": pa.float32(),
     "BIGINT": pa.int64(), "INTEGER": pa.int32(), "BOOLEAN": pa.bool_(), "DATE": pa.date32(),
@@ -113,11 +115,23 @@ def sessions_frame(cal: TradingCalendar) -> pa.Table:
     return pa.table({"date": pa.array(cal.sessions.astype("datetime64[D]")), "session_idx": pa.array(range(len(cal.sessions)), pa.int64())})
 
 
-def run_model(model: SqlModel, lake: Lake, cal: TradingCalendar, days: list[dt.date] | None = None) -> dict[str, int]:
+def splits_frame(splits: list[tuple[str, dt.date, dt.date]]) -> pa.Table:
+    return pa.table({
+        "split": pa.array([s[0] for s in splits], pa.string()),
+        "split_order": pa.array(list(range(len(splits))), pa.int64()),
+        "first_day": pa.array([s[1] for s in splits], pa.date32()),
+        "last_day": pa.array([s[2] for s in splits], pa.date32()),
+    })
+
+
+def run_model(
+    model: SqlModel, lake: Lake, cal: TradingCalendar, days: list[dt.date] | None = None, splits: list[tuple[str, dt.date, dt.date]] | None = None
+) -> dict[str, int]:
     """Execute a model over the lake and write its partitions (all of ``days`` for daily ones)."""
     con = lake.duckdb(tables=[t for t in model.upstream])
     try:
         con.register("trading_sessions", sessions_frame(cal))
+        con.register("splits", splits_frame(splits or []))
         if model.partitioned == "daily":
             if not days:
                 raise SqlModelError(f"{model.name}: a daily model needs the partition days to compute")

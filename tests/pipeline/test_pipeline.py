@@ -96,3 +96,21 @@ def test_search_cli_obeys_as_of(small_lake):
     limit = dt.datetime(2019, 2, 16, 4, 59, 59, tzinfo=dt.timezone.utc)  # end of 2019-02-15 in New York
     assert all(dt.datetime.fromisoformat(h["public_time"]) < limit for h in out["hits"])
     assert out["context_tokens"] <= 5000 and out["citations"]
+
+
+def test_evaluation_tables_and_report(small_lake):
+    lake, settings, _ = small_lake
+    ev = lake.read("evaluation")
+    assert {"Table 2", "Table 3", "Table 4"} <= set(ev["table"])
+    t4 = ev.filter((pl.col("table") == "Table 4") & (pl.col("metric") == "Turnover"))
+    qqq = t4.filter(pl.col("row") == "QQQ buy-and-hold")["value"][0]
+    assert qqq == 0.0 and t4.filter(pl.col("row") == "Frozen + No Memory")["value"][0] > 0
+    t3 = ev.filter((pl.col("table") == "Table 3") & (pl.col("row") == "+ Shuffled feedback labels"))
+    assert t3["std"].null_count() == 0  # five shuffles -> a standard deviation
+    sens = lake.read("sensitivity")
+    assert sens.filter(pl.col("row") == "selected").height == 2
+    assert len(set(sens["row"])) == 11  # 5 lambdas + 5 deltas + the selection
+    from finrag_dagster.defs.assets.evaluation import report_path
+
+    html = report_path(settings).read_text()
+    assert "Table 2. Event-level prediction quality" in html and "Table 6." in html and html.count("data:image/png;base64,") >= 2

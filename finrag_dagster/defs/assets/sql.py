@@ -6,12 +6,10 @@ from pathlib import Path
 
 import dagster as dg
 
-from ...core.sqlmodels import SqlModel, load_models, run_model
+from ...core.sqlmodels import SQL_DIR, SqlModel, load_models, run_model
 from ..context import days_of
 from ..reporting import check_schema, partition_meta
 from ..resources import FinragResource
-
-SQL_DIR = Path(__file__).resolve().parents[3] / "dbt_like_sql"
 
 
 def sql_models(folder: Path = SQL_DIR) -> list[SqlModel]:
@@ -42,7 +40,9 @@ def build_sql_asset(model: SqlModel, partitions_def, table_assets: dict[str, lis
     def _sql(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
         lake, cal = finrag.lake(), finrag.calendar()
         days = days_of(context) if daily else None
-        counts = run_model(model, lake, cal, [dt.date.fromisoformat(d) for d in days] if days else None)
+        st = finrag.settings().splits
+        splits = [("train", *st.train), ("validation", *st.validation), ("test", *st.test)]
+        counts = run_model(model, lake, cal, [dt.date.fromisoformat(d) for d in days] if days else None, splits)
         if daily:
             sample = lake.read(model.name, dates=days[-1:])
             meta = partition_meta(counts, sample, lake, model.name)

@@ -1,0 +1,176 @@
+"""The HTML report: seed 000's tables, Figure 2, the memory heatmap, label mix and citation validity.
+
+Self-contained (plots are inline PNGs), rendered from a jinja2 template. Every table says which
+split and lake it came from.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from jinja2 import Environment, select_autoescape
+
+from ..lake import Lake
+
+TEMPLATE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>finrag report</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#222}
+h1{margin-bottom:0}.sub{color:#666;margin-top:.2rem}
+table{border-collapse:collapse;margin:.6rem 0 1.4rem;font-size:.9rem}
+th,td{border:1px solid #ccc;padding:.25rem .55rem;text-align:right}th:first-child,td:first-child{text-align:left}
+th{background:#f3f3f3} img{max-width:100%} .note{color:#555;font-size:.88rem}
+</style></head><body>
+<h1>finrag report</h1>
+<p class="sub">lake <code>{{ lake }}</code> · generated from the lake's tables · splits {{ splits }}</p>
+{% for t in tables %}
+<h2>{{ t.title }}</h2>
+{% if t.note %}<p class="note">{{ t.note }}</p>{% endif %}
+{% if t.rows %}
+<table><tr>{% for c in t.columns %}<th>{{ c }}</th>{% endfor %}</tr>
+{% for r in t.rows %}<tr>{% for v in r %}<td>{{ v }}</td>{% endfor %}</tr>{% endfor %}</table>
+{% else %}<p class="note">no rows (not materialised for this split)</p>{% endif %}
+{% endfor %}
+{% for f in figures %}
+<h2>{{ f.title }}</h2>{% if f.note %}<p class="note">{{ f.note }}</p>{% endif %}
+<img alt="{{ f.title }}" src="data:image/png;base64,{{ f.png }}">
+{% endfor %}
+</body></html>
+"""
+
+
+def fmt(v, pct: bool = False) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    return f"{100 * v:.1f}%" if pct else f"{v:.3f}"
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def cumulative_figure(daily: pl.DataFrame, split: str) -> str | None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    d = daily.filter(pl.col("split") == split)
+    if d.height == 0:
+        return None
+    fig, ax = plt.subplots(figsize=(10, 4.2))
+    for (s,), g in sorted(d.group_by(["strategy"]), key=lambda x: x[0][0]):
+        g = g.sort("date")
+        ax.plot(g["date"].to_list(), (np.cumprod(1 + g["net"].to_numpy()) - 1) * 100, label=s, lw=1.4)
+    ax.set_ylabel("cumulative net return, %")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, ncol=2)
+    return _png(fig)
+
+
+def memory_heatmap(snap: pl.DataFrame) -> str | None:
+    """û per (family, event type, horizon) cell over time (weekly), from memory_snapshot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if snap.height == 0:
+        return None
+    snap = snap.with_columns(pl.col("date").dt.truncate("1w").alias("week"))
+    weekly = snap.group_by(["week", "source_family", "event_type", "horizon"]).agg(pl.col("u_hat").last(), pl.col("n").last())
+    fams = ["news", "sec_filing"]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    for ax, fam in zip(axes, fams):
+        w = weekly.filter(pl.col("source_family") == fam).with_columns((pl.col("event_type") + " · " + pl.col("horizon")).alias("cell"))
+        cells = sorted(w["cell"].unique().to_list())
+        weeks = sorted(w["week"].unique().to_list())
+        grid = np.full((len(cells), len(weeks)), np.nan)
+        ci = {c: i for i, c in enumerate(cells)}
+        wi = {x: i for i, x in enumerate(weeks)}
+        for c, x, u in zip(w["cell"], w["week"], w["u_hat"]):
+            grid[ci[c], wi[x]] = u
+        im = ax.imshow(grid, aspect="auto", cmap="RdBu", vmin=0.3, vmax=0.7)
+        ax.set_title(f"{fam}: û (0.5 = neutral prior)")
+        ax.set_yticks(range(len(cells)), cells, fontsize=7)
+        step = max(1, len(weeks) // 8)
+        ax.set_xticks(range(0, len(weeks), step), [weeks[i].isoformat() for i in range(0, len(weeks), step)], rotation=45, fontsize=7)
+    fig.colorbar(im, ax=axes, shrink=0.8)
+    return _png(fig)
+
+
+def label_mix_figure(t1: pl.DataFrame) -> str | None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if t1.height == 0:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    x = np.arange(t1.height)
+    width = 0.27
+    for k, h in enumerate(("1d", "3d", "5d")):
+        bottom = np.zeros(t1.height)
+        for lab, color in (("pos", "#2a9d8f"), ("zero", "#bbbbbb"), ("neg", "#e76f51")):
+            v = t1[f"{lab}_{h}"].fill_null(0).to_numpy()
+            ax.bar(x + (k - 1) * width, v, width, bottom=bottom, color=color, label=f"{lab}" if k == 0 else None)
+            bottom += v
+    ax.set_xticks(x, [f"{s}\n1D · 3D · 5D" for s in t1["split"].to_list()])
+    ax.set_ylabel("share of labels")
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def citation_figure(valid: pl.DataFrame) -> str | None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if valid.height == 0:
+        return None
+    fig, ax = plt.subplots(figsize=(10, 3.2))
+    for (v,), g in sorted(valid.group_by(["variant"]), key=lambda x: x[0][0]):
+        g = g.sort("month")
+        ax.plot(g["month"].to_list(), g["valid_citation_rate"].to_list(), label=v, lw=1)
+    ax.set_ylim(0, 1.02)
+    ax.set_ylabel("valid-citation rate")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=3)
+    return _png(fig)
+
+
+def render(lake: Lake, out: Path, splits: dict, tables: list[dict], figures: list[dict]) -> Path:
+    env = Environment(autoescape=select_autoescape(["html"]))
+    html = env.from_string(TEMPLATE).render(
+        lake=str(lake.root), splits=", ".join(f"{k} {a}..{b}" for k, (a, b) in splits.items()), tables=tables, figures=[f for f in figures if f.get("png")]
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(html)
+    tmp.replace(out)
+    return out
+
+
+def valid_citation_by_month(lake: Lake, variants: list[str]) -> pl.DataFrame:
+    frames = []
+    for v in variants:
+        o = lake.read("reader_outputs", variant=v, columns=["valid_ids"])
+        if o.height == 0:
+            continue
+        frames.append(
+            o.with_columns(pl.col("date").dt.truncate("1mo").alias("month"), (pl.col("valid_ids").list.len() > 0).alias("ok"))
+            .group_by("month").agg(pl.col("ok").mean().alias("valid_citation_rate")).with_columns(pl.lit(v).alias("variant"))
+        )
+    return pl.concat(frames) if frames else pl.DataFrame()

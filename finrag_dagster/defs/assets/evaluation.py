@@ -1,0 +1,210 @@
+"""Evaluation you can show: seed 000 Tables 2/3/4 (test split), Table 6 (validation) and the report."""
+
+import math
+
+import dagster as dg
+import polars as pl
+
+from ...core.calendar import TradingCalendar
+from ...core.evaluation import report as R
+from ...core.evaluation.sensitivity import grid, run_setting, select
+from ...core.evaluation.tables import VARIANT_LABEL, _rows, daily_returns, family_metrics, portfolio_books, summary
+from ...core.lake import Lake
+from ...core.loop import variants_of
+from ...core.reader.backends import make_backend
+from ...core.settings import Settings
+from ..resources import FinragResource
+from .labels import market_of
+from .variants import backend_config, build_env, memory_params
+
+METRICS = ["Non-neutral F1", "Macro-F1", "1D Macro-F1", "3D Macro-F1", "5D Macro-F1", "Rank IC"]
+PORTFOLIO = ["Ann. Ret.", "Ann. Vol.", "Sharpe", "Max DD", "Turnover"]
+
+
+def split_days(s: Settings, cal: TradingCalendar, lake: Lake, name: str) -> list[str]:
+    """Materialised decision days of a split (reader outputs of no_memory exist)."""
+    b = {"train": s.splits.train, "validation": s.splits.validation, "test": s.splits.test}[name]
+    have = set(lake.materialized_dates("anchors"))
+    return [d.isoformat() for d in cal.sessions_in_range(*b) if d.isoformat() in have]
+
+
+def md_table(df: pl.DataFrame, rows: list[str], cols: list[str], pct: set[str] = frozenset()) -> str:
+    lines = ["| | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
+    for r in rows:
+        g = df.filter(pl.col("row") == r)
+        vals = []
+        for c in cols:
+            x = g.filter(pl.col("metric") == c)
+            if x.height == 0:
+                vals.append("–")
+                continue
+            v, sd = x["value"][0], x["std"][0]
+            vals.append(R.fmt(v, c in pct) + (f" ± {R.fmt(sd, c in pct)}" if sd is not None and not (isinstance(sd, float) and math.isnan(sd)) else ""))
+        lines.append(f"| {r} | " + " | ".join(vals) + " |")
+    return "\n".join(lines)
+
+
+def evaluate(s: Settings, lake: Lake, cal: TradingCalendar) -> tuple[pl.DataFrame, pl.DataFrame]:
+    rows, daily = [], []
+    uni = lake.read("universe")
+    market = market_of(s)
+    for split in ("validation", "test"):
+        days = split_days(s, cal, lake, split)
+        if not days:
+            continue
+        fams = [f for f in s.variants.families if lake.exists("reader_outputs", variant=variants_of(f, 0.3, s.variants.shuffle_seeds)[0].name, date=days[-1])]
+        for f in fams:
+            names = [v.name for v in variants_of(f, s.memory.lam, s.variants.shuffle_seeds)]
+            mean, std, n = family_metrics(lake, f, names, days)
+            label = VARIANT_LABEL.get(f, f)
+            if f in ("no_memory", "source_memory"):
+                rows += _rows("Table 2", split, label, mean, n)
+            rows += _rows("Table 3", split, label, {k: mean[k] for k in ("Non-neutral F1", "Macro-F1", "Rank IC")}, n,
+                          {k: std[k] for k in ("Non-neutral F1", "Macro-F1", "Rank IC")} if len(names) > 1 else None)
+        strat = [f for f in ("no_memory", "source_memory") if f in fams]
+        books = portfolio_books(lake, strat, days, market, uni["ticker"].to_list())
+        for name, b in books.items():
+            label = VARIANT_LABEL.get(name, name)
+            rows += _rows("Table 4", split, label, summary(b), b.height)
+            daily.append(b.with_columns(pl.lit(label).alias("strategy"), pl.lit(split).alias("split"),
+                                        (pl.col("net") + 1).cum_prod().sub(1).alias("cum_net")))
+    ev = pl.DataFrame(rows, schema={"table": pl.Utf8, "split": pl.Utf8, "row": pl.Utf8, "metric": pl.Utf8, "value": pl.Float64, "std": pl.Float64, "n": pl.Int64})
+    pdaily = pl.concat(daily) if daily else pl.DataFrame()
+    return ev, pdaily
+
+
+def build_evaluation_assets(s: Settings) -> list[dg.AssetsDefinition]:
+    fam_outputs = [dg.AssetKey([f, "reader_outputs"]) for f in s.variants.families]
+
+    @dg.asset(
+        name="evaluation",
+        group_name="evaluation",
+        kinds={"parquet", "scikit-learn"},
+        deps=["stock_day_signals", "labels", "table1_audit", "returns", *fam_outputs],
+        description=(
+            "seed 000 Table 2 (event-level quality per variant), Table 3 (validity checks, mean +- std over the "
+            "shuffles) and Table 4 (the 3D portfolio diagnostic, 10 bps turnover cost, vs QQQ and the equal-weight "
+            "universe) on the validation and test splits; daily books in portfolio_daily."
+        ),
+    )
+    def evaluation(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
+        s2 = finrag.settings()
+        lake, cal = finrag.lake(), finrag.calendar()
+        ev, daily = evaluate(s2, lake, cal)
+        lake.write("evaluation", ev)
+        for d in sorted(set(daily["date"].to_list())) if daily.height else []:
+            lake.write("portfolio_daily", daily.filter(pl.col("date") == d).drop("date"), date=d)
+        test = ev.filter(pl.col("split") == "test")
+        t2 = md_table(test.filter(pl.col("table") == "Table 2"), [VARIANT_LABEL["no_memory"], VARIANT_LABEL["source_memory"]], METRICS)
+        t4 = md_table(test.filter(pl.col("table") == "Table 4"), sorted(set(test.filter(pl.col("table") == "Table 4")["row"].to_list())), PORTFOLIO, {"Ann. Ret.", "Ann. Vol.", "Max DD"})
+        return dg.MaterializeResult(metadata={
+            "table_2_test": dg.MetadataValue.md(t2), "table_4_test": dg.MetadataValue.md(t4), "rows": ev.height,
+            "report": dg.MetadataValue.path(str(report_path(s2))),
+        })
+
+    @dg.asset(
+        name="sensitivity",
+        group_name="evaluation",
+        kinds={"parquet"},
+        deps=["candidates", "anchors", "context_cards", "labels", "returns"],
+        description="seed 000 Table 6: lambda in {0,.1,.2,.3,.5} at delta=.2 and delta in {.05,.1,.15,.2,.3} at lambda=.3, source memory re-run on the validation split; the selection rule picks the best non-neutral F1, then Sharpe.",
+    )
+    def sensitivity(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
+        s2 = finrag.settings()
+        lake, cal = finrag.lake(), finrag.calendar()
+        days = split_days(s2, cal, lake, "validation")
+        if not days:
+            lake.write("sensitivity", pl.DataFrame(schema={"table": pl.Utf8, "split": pl.Utf8, "row": pl.Utf8, "metric": pl.Utf8, "value": pl.Float64, "std": pl.Float64, "n": pl.Int64}))
+            return dg.MaterializeResult(metadata={"note": "no validation days materialised"})
+        bcfg = backend_config(s2)
+        env = build_env(s2, lake, cal, days, make_backend(bcfg), memory_params(s2), bcfg.decoding())
+        labels = lake.read("labels", dates=days)
+        rets = daily_returns(lake, days, [])
+        results, rows = [], []
+        for kind, lam, delta in grid(s2.memory.lam, s2.memory.delta):
+            m = run_setting(env, days, lam, delta, s2.memory.kappa, labels, rets)
+            m.update({"kind": kind, "lambda": lam, "delta": delta})
+            results.append(m)
+            rows += _rows("Table 6", "validation", f"{kind}: lambda={lam:.2f} delta={delta:.2f}",
+                          {k: m[k] for k in ("Non-neutral F1", "Macro-F1", "Rank IC", "Sharpe")}, m["n"])
+        best = select(results)
+        rows += _rows("Table 6", "validation", "selected", {"lambda": best["lambda"], "delta": best["delta"]}, best["n"])
+        df = pl.DataFrame(rows, schema={"table": pl.Utf8, "split": pl.Utf8, "row": pl.Utf8, "metric": pl.Utf8, "value": pl.Float64, "std": pl.Float64, "n": pl.Int64})
+        lake.write("sensitivity", df)
+        return dg.MaterializeResult(metadata={
+            "selected_lambda": best["lambda"], "selected_delta": best["delta"],
+            "used_for_test": f"lambda={s2.memory.lam}, delta={s2.memory.delta} (settings.memory)",
+            "table_6": dg.MetadataValue.md(md_table(df, sorted(set(df["row"].to_list()) - {"selected"}), ["Non-neutral F1", "Macro-F1", "Rank IC", "Sharpe"])),
+        })
+
+    @dg.asset(
+        name="report",
+        group_name="evaluation",
+        kinds={"html"},
+        deps=["evaluation", "sensitivity", "table1_audit"],
+        description="Self-contained HTML report: Tables 1-4 and 6, cumulative net returns (Figure 2), source-memory utilities over time, label mix, citation validity.",
+    )
+    def report(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
+        s2 = finrag.settings()
+        path = write_report(s2, finrag.lake())
+        ev = finrag.lake().read("evaluation").filter((pl.col("split") == "test") & (pl.col("table") == "Table 4") & (pl.col("metric") == "Sharpe"))
+        return dg.MaterializeResult(metadata={"path": dg.MetadataValue.path(str(path)), "url": dg.MetadataValue.url(path.resolve().as_uri()),
+                                              **{f"Sharpe {r}": v for r, v in zip(ev["row"], ev["value"]) if v is not None}})
+
+    return [evaluation, sensitivity, report]
+
+
+def report_path(s: Settings):
+    return s.lake_dir.parent / "reports" / "finrag_report.html"
+
+
+def _table(df: pl.DataFrame, title: str, rows: list[str], cols: list[str], pct=frozenset(), note: str = "") -> dict:
+    out = []
+    for r in rows:
+        g = df.filter(pl.col("row") == r)
+        line = [r]
+        for c in cols:
+            x = g.filter(pl.col("metric") == c)
+            if x.height == 0:
+                line.append("–")
+                continue
+            v, sd = x["value"][0], x["std"][0]
+            line.append(R.fmt(v, c in pct) + (f" ± {R.fmt(sd, c in pct)}" if sd is not None and sd == sd else ""))
+        out.append(line)
+    return {"title": title, "columns": ["", *cols], "rows": out, "note": note}
+
+
+def write_report(s: Settings, lake: Lake):
+    ev = lake.read("evaluation") if lake.partition_files("evaluation") else pl.DataFrame(schema={"table": pl.Utf8, "split": pl.Utf8, "row": pl.Utf8, "metric": pl.Utf8, "value": pl.Float64, "std": pl.Float64})
+    sens = lake.read("sensitivity") if lake.partition_files("sensitivity") else ev.head(0)
+    t1 = lake.read("table1_audit") if (lake.root / "table1_audit").exists() else pl.DataFrame()
+    test = ev.filter(pl.col("split") == "test")
+    tables = []
+    if t1.height:
+        tables.append({"title": "Table 1. Benchmark audit and split usage", "columns": ["split", "days", "#anchors", "anchors/day", "active ticker-days", "SEC cov.", "1D +1/0/-1", "3D +1/0/-1", "5D +1/0/-1"],
+                       "rows": [[r["split"], f"{r['first_day']}..{r['last_day']}", r["anchors"], R.fmt(r["anchors_per_day"]), r["active_ticker_days"], R.fmt(r["sec_coverage"], True),
+                                 *["/".join(R.fmt(r[f"{k}_{h}"], True) for k in ("pos", "zero", "neg")) for h in ("1d", "3d", "5d")]] for r in t1.sort("split_order").iter_rows(named=True)],
+                       "note": "SEC cov. = share of anchors whose candidate pool holds at least one SEC passage; label mix over the anchors' ticker-days."})
+    tables.append(_table(test.filter(pl.col("table") == "Table 2"), "Table 2. Event-level prediction quality (test split)", [VARIANT_LABEL["no_memory"], VARIANT_LABEL["source_memory"]], METRICS))
+    t3rows = [VARIANT_LABEL[f] for f in ("no_memory", "source_memory", "top5_all_source", "shuffled_labels", "shuffled_event_types")]
+    tables.append(_table(test.filter(pl.col("table") == "Table 3"), "Table 3. Source-memory validity checks (test split, mean ± std over shuffles)", t3rows, ["Non-neutral F1", "Macro-F1", "Rank IC"]))
+    t4rows = sorted(set(test.filter(pl.col("table") == "Table 4")["row"].to_list()))
+    tables.append(_table(test.filter(pl.col("table") == "Table 4"), "Table 4. Portfolio diagnostic from 3D stock-day signals (test split, net of 10 bps turnover cost)", t4rows, PORTFOLIO, {"Ann. Ret.", "Ann. Vol.", "Max DD"}))
+    srows = [r for r in dict.fromkeys(sens["row"].to_list()) if r != "selected"] if sens.height else []
+    sel = sens.filter(pl.col("row") == "selected")
+    note = ""
+    if sel.height:
+        lam = sel.filter(pl.col("metric") == "lambda")["value"][0]
+        dl = sel.filter(pl.col("metric") == "delta")["value"][0]
+        note = f"selected on validation: lambda={lam:.2f}, delta={dl:.2f}; the test split above ran with lambda={s.memory.lam}, delta={s.memory.delta} (settings.memory)."
+    tables.append(_table(sens, "Table 6. Validation sensitivity to source-memory strength", srows, ["Non-neutral F1", "Macro-F1", "Rank IC", "Sharpe"], note=note))
+    daily = lake.read("portfolio_daily") if lake.partition_files("portfolio_daily") else pl.DataFrame()
+    snap = lake.read("memory_snapshot", variant="source_memory") if lake.partition_files("memory_snapshot", variant="source_memory") else pl.DataFrame()
+    figures = [
+        {"title": "Figure 2. Cumulative net returns, test split", "png": R.cumulative_figure(daily, "test") if daily.height else None},
+        {"title": "Source-memory utilities over time (source_memory variant)", "png": R.memory_heatmap(snap), "note": "û per cell at the end of each week; resets at each split start."},
+        {"title": "Label mix per split", "png": R.label_mix_figure(t1) if t1.height else None},
+        {"title": "Valid-citation rate per month", "png": R.citation_figure(R.valid_citation_by_month(lake, sorted({p.parent.parent.name.split('=', 1)[1] for p in lake.partition_files('reader_outputs')})))},
+    ]
+    st = s.splits
+    return R.render(lake, report_path(s), {"train": st.train, "validation": st.validation, "test": st.test}, tables, figures)
