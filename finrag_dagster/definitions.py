@@ -17,6 +17,9 @@ from .defs.resources import FinragResource
 from .defs.sensors import build_daily_schedule, build_matured_feedback_sensor, build_new_market_data_sensor
 
 
+NOT_DAILY = ("synthetic_world", "universe", "table1_audit", "evaluation", "sensitivity", "report")
+
+
 def build_definitions(settings: Settings | None = None, resource: FinragResource | None = None) -> dg.Definitions:
     s = settings or load_settings()
     days = trading_day_partitions(s.calendar.start, s.calendar.end)
@@ -38,9 +41,10 @@ def build_definitions(settings: Settings | None = None, resource: FinragResource
     table_assets["memory_snapshot"] = [dg.AssetKey([f, "memory_snapshot"]) for f in s.variants.families if f != "no_memory"]
     assets += [build_sql_asset(m, days, table_assets) for m in sql_models()]
     assets += build_evaluation_assets(s)
+    present = {k.to_user_string() for a in assets for k in a.keys}
     daily = dg.define_asset_job(
         "finrag_daily",
-        selection=dg.AssetSelection.all() - dg.AssetSelection.assets("synthetic_world", "universe", "table1_audit", "evaluation", "sensitivity", "report"),
+        selection=dg.AssetSelection.all() - dg.AssetSelection.assets(*[k for k in NOT_DAILY if k in present]),
         partitions_def=days,
         description="The whole daily chain for one trading day (or a range, as one run).",
     )

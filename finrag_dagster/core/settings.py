@@ -178,13 +178,18 @@ def _resolve_paths(raw: dict, base: Path) -> dict:
 
 
 def load_settings(path: str | os.PathLike | None = None) -> Settings:
-    """Defaults, then the TOML file (``path`` or ``$FINRAG_CONFIG``), then ``$FINRAG_LAKE``."""
+    """Defaults, then the TOML (or JSON) file (``path`` or ``$FINRAG_CONFIG``), then ``$FINRAG_LAKE``."""
     path = path or os.environ.get("FINRAG_CONFIG") or None
     raw: dict = {}
     if path:
         p = Path(path).resolve()
-        with open(p, "rb") as fh:
-            raw = _resolve_paths(tomllib.load(fh), p.parent)
+        if p.suffix == ".json":  # a dumped Settings object (Settings.model_dump_json())
+            import json
+
+            raw = _resolve_paths(json.loads(p.read_text()), p.parent)
+        else:
+            with open(p, "rb") as fh:
+                raw = _resolve_paths(tomllib.load(fh), p.parent)
     if os.environ.get("FINRAG_LAKE"):
         raw["lake_dir"] = os.environ["FINRAG_LAKE"]
     s = Settings.model_validate(raw)

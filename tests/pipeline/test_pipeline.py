@@ -114,3 +114,12 @@ def test_evaluation_tables_and_report(small_lake):
 
     html = report_path(settings).read_text()
     assert "Table 2. Event-level prediction quality" in html and "Table 6." in html and html.count("data:image/png;base64,") >= 2
+
+
+def test_files_mode_definitions_resolve_every_job(tmp_path):
+    from finrag_dagster.core.settings import Settings
+
+    s = Settings(lake_dir=tmp_path, sources={"kind": "files", "universe": "u.csv"})
+    defs = build_definitions(s)
+    assert "synthetic_world" not in {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
+    defs.resolve_all_job_defs()
