@@ -17,7 +17,7 @@ For every anchor of decision day D:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
@@ -60,6 +60,7 @@ class Store:
     ticker: np.ndarray  # object
     sector: np.ndarray  # object
     family: np.ndarray  # object
+    ticker_code: np.ndarray  # int64 code per ticker
     url_code: np.ndarray  # int64 codes shared by url/title/cluster columns
     title_code: np.ndarray
     cluster_code: np.ndarray
@@ -69,6 +70,19 @@ class Store:
     row_of: dict[str, int]
     sector_rows: dict[str, np.ndarray]
     ticker_rows: dict[str, np.ndarray]
+    blocks: dict = field(default_factory=dict)  # (kind, key) -> (rows, emb block, X block, doc lengths)
+
+    def block(self, kind: str, key: str):
+        """Rows of a sector (or ticker) with their embeddings and term counts stored contiguously,
+        so a day's eligible range is a slice (a view), not a gather of 384-float rows."""
+        b = self.blocks.get((kind, key))
+        if b is None:
+            rows = (self.sector_rows if kind == "sector" else self.ticker_rows).get(key)
+            if rows is None:
+                return None
+            b = (rows, np.ascontiguousarray(self.emb[rows]), self.tm.X[rows], self.tm.doc_len[rows])
+            self.blocks[(kind, key)] = b
+        return b
 
     @staticmethod
     def from_evidence(ev: pl.DataFrame) -> "Store":
@@ -88,8 +102,7 @@ class Store:
                 out[i] = c
             return out
 
-        toks = [bm25_tokens(t) for t in ev["text"].to_list()]
-        tm = TermMatrix.build(toks, Vocabulary())
+        tm = TermMatrix.from_texts(ev["text"].to_list())
         pid = np.array(ev["passage_id"].to_list(), dtype=object)
         tick = np.array(ev["ticker"].to_list(), dtype=object)
         sect = np.array(ev["sector"].to_list(), dtype=object)
@@ -99,6 +112,7 @@ class Store:
             public_ns=ev["public_time"].dt.epoch("ns").to_numpy().astype(np.int64),
             ticker=tick,
             sector=sect,
+            ticker_code=np.unique(tick.astype(str), return_inverse=True)[1].astype(np.int64) if n else np.zeros(0, np.int64),
             family=np.array(ev["source_family"].to_list(), dtype=object),
             url_code=enc(ev["url"].to_list()),
             title_code=enc(ev["title_key"].to_list()),
@@ -148,8 +162,38 @@ def eligible_rows(store: Store, ticker: str, sector: str, lo: int, hi: int) -> n
     return src[a:b]
 
 
+def eligible_block(store: Store, ticker: str, sector: str, lo: int, hi: int):
+    """(rows, embeddings, term counts, lengths) of the eligible range, as slices of a cached block."""
+    blk = store.block("ticker", ticker) if sector in NO_PEER_SECTORS else store.block("sector", sector)
+    if blk is None:
+        return None
+    src, emb, X, dl = blk
+    a, b = int(np.searchsorted(src, lo, "left")), int(np.searchsorted(src, hi, "left"))
+    if b <= a:
+        return None
+    return src[a:b], emb[a:b], X[a:b], dl[a:b]
+
+
 def select_pool(sel: np.ndarray, is_peer: np.ndarray, recency: np.ndarray, m0: int, peer_cap: int) -> np.ndarray:
     """Indices (into sel) of the pool: best hybrid first, peers admitted while within the cap."""
+    n = len(sel)
+    k = min(n, 3 * m0)
+    if k < n:  # only the best 3*M0 can be chosen unless peers crowd them out (then sort all)
+        top = np.argpartition(-sel, k - 1)[:k]
+        cut = sel[top].min()
+        top = np.flatnonzero(sel >= cut)  # keep ties at the cut so the order does not depend on argpartition
+    else:
+        top = np.arange(n)
+    order = top[np.lexsort((-recency[top], -sel[top]))]
+    peers = is_peer[order]
+    admit = ~peers | (np.cumsum(peers) <= peer_cap)
+    picked = order[admit][:m0]
+    if len(picked) < m0 and len(top) < n:
+        return _select_all(sel, is_peer, recency, m0, peer_cap)
+    return picked
+
+
+def _select_all(sel: np.ndarray, is_peer: np.ndarray, recency: np.ndarray, m0: int, peer_cap: int) -> np.ndarray:
     order = np.lexsort((-recency, -sel))
     peers = is_peer[order]
     admit = ~peers | (np.cumsum(peers) <= peer_cap)
@@ -168,9 +212,9 @@ def build_day_candidates(
     lo = 0 if cfg.lookback_ns is None else int(np.searchsorted(store.public_ns, decision_ns - cfg.lookback_ns, "left"))
     stats.advance(hi)
     idf = stats.idf()
-    out: dict[str, list] = {k: [] for k in CANDIDATE_SCHEMA}
+    parts: list[tuple] = []
     if anchors.height == 0:
-        return pl.DataFrame(out, schema=CANDIDATE_SCHEMA)
+        return pl.DataFrame(schema=CANDIDATE_SCHEMA)
     arows = []
     for pid in anchors["passage_id"].to_list():
         r = store.row_of.get(pid)
@@ -187,42 +231,54 @@ def build_day_candidates(
     a_ids = anchors["anchor_id"].to_list()
     a_tick = anchors["ticker"].to_list()
     for (t, s), js in groups.items():
-        rows = eligible_rows(store, t or a_tick[js[0]], s, lo, hi)
-        if rows.size == 0:
+        blk = eligible_block(store, t or a_tick[js[0]], s, lo, hi)
+        if blk is None:
             continue
-        W = stats.weights(rows)
+        rows, emb_rows, X_rows, dl_rows = blk
+        W = stats.weights(rows, X_rows, dl_rows)
         Q = query_matrix([queries[j] for j in js], W.shape[1], idf)
-        B = np.asarray((W @ Q.T).todense())
-        D = store.emb[rows] @ store.emb[arows[js]].T
-        tick_rows = store.ticker[rows]
+        B = np.ascontiguousarray((Q @ W.T).toarray())  # (anchors, rows): one contiguous row per anchor
+        D = (store.emb[arows[js]] @ emb_rows.T).astype(np.float64)
+        tick_rows = store.ticker_code[rows]
+        url_rows, title_rows, cl_rows = store.url_code[rows], store.title_code[rows], store.cluster_code[rows]
         recency = rows.astype(np.float64)
         for c, j in enumerate(js):
             ar = arows[j]
             keep = rows != ar
             if store.url_code[ar] >= 0:
-                keep &= store.url_code[rows] != store.url_code[ar]
+                keep &= url_rows != store.url_code[ar]
             if store.title_code[ar] >= 0:
-                keep &= store.title_code[rows] != store.title_code[ar]
+                keep &= title_rows != store.title_code[ar]
             if store.cluster_code[ar] >= 0:
-                keep &= store.cluster_code[rows] != store.cluster_code[ar]
+                keep &= cl_rows != store.cluster_code[ar]
             idx = np.flatnonzero(keep)
             if idx.size == 0:
                 continue
-            b, d = B[idx, c], D[idx, c].astype(np.float64)
-            peer = tick_rows[idx] != a_tick[j]
+            bc, dc = B[c], D[c]
+            b, d = bc[idx], dc[idx]
+            peer = tick_rows[idx] != store.ticker_code[ar]
             sel = (minmax(b) + minmax(d)) / 2
             pick = idx[select_pool(sel, peer, recency[idx], cfg.m0, cfg.peer_cap)]
-            pb, pd = B[pick, c], D[pick, c].astype(np.float64)
+            pb, pd = bc[pick], dc[pick]
             r = (minmax(pb) + minmax(pd)) / 2
             order = np.lexsort((-recency[pick], -r))
-            prow = rows[pick][order]
-            out["anchor_id"].extend([a_ids[j]] * len(order))
-            out["passage_id"].extend(store.passage_id[prow].tolist())
-            out["rank"].extend(range(1, len(order) + 1))
-            out["bm25"].extend(pb[order].tolist())
-            out["dense"].extend(pd[order].tolist())
-            out["relevance"].extend(r[order].tolist())
-            out["is_peer"].extend((store.ticker[prow] != a_tick[j]).tolist())
-            out["source_family"].extend(store.family[prow].tolist())
-            out["ticker"].extend(store.ticker[prow].tolist())
-    return pl.DataFrame(out, schema=CANDIDATE_SCHEMA)
+            parts.append((j, rows[pick][order], pb[order], pd[order], r[order]))
+    if not parts:
+        return pl.DataFrame(schema=CANDIDATE_SCHEMA)
+    prow = np.concatenate([p[1] for p in parts])
+    aj = np.concatenate([np.full(len(p[1]), p[0]) for p in parts])
+    a_tick_arr = np.asarray(a_tick, dtype=object)[aj]
+    return pl.DataFrame(
+        {
+            "anchor_id": np.asarray(a_ids, dtype=object)[aj],
+            "passage_id": store.passage_id[prow],
+            "rank": np.concatenate([np.arange(1, len(p[1]) + 1) for p in parts]),
+            "bm25": np.concatenate([p[2] for p in parts]),
+            "dense": np.concatenate([p[3] for p in parts]),
+            "relevance": np.concatenate([p[4] for p in parts]),
+            "is_peer": store.ticker[prow] != a_tick_arr,
+            "source_family": store.family[prow],
+            "ticker": store.ticker[prow],
+        },
+        schema=CANDIDATE_SCHEMA,
+    )
