@@ -15,8 +15,6 @@ from rich.table import Table
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="finrag: point-in-time financial RAG on Dagster.")
 console = Console()
 
-DEFAULT_DEMO_END = dt.date(2019, 12, 31)
-
 
 def _settings(config: Optional[Path], lake: Optional[Path]):
     from .core.settings import load_settings
@@ -71,7 +69,7 @@ def world(
 @app.command()
 def demo(
     start: Annotated[Optional[str], typer.Option(help="first decision day (YYYY-MM-DD)")] = None,
-    end: Annotated[Optional[str], typer.Option(help="last decision day (YYYY-MM-DD)")] = None,
+    end: Annotated[Optional[str], typer.Option(help="last decision day (YYYY-MM-DD; default: calendar.end of the settings)")] = None,
     tickers: Annotated[Optional[int], typer.Option(help="tickers in the synthetic world")] = None,
     seed: Annotated[Optional[int], typer.Option(help="synthetic world seed")] = None,
     config: Annotated[Optional[Path], typer.Option(help="settings TOML (default: $FINRAG_CONFIG or built-in)")] = None,
@@ -83,7 +81,7 @@ def demo(
     from .pipeline import run_range
 
     s = _settings(config, lake)
-    end_d = dt.date.fromisoformat(end) if end else min(DEFAULT_DEMO_END, s.calendar.end)
+    end_d = dt.date.fromisoformat(end) if end else s.calendar.end
     start_d = dt.date.fromisoformat(start) if start else s.calendar.decision_start
     home = ensure_dagster_home()
     console.print(f"[bold]finrag demo[/bold]: decisions {start_d} .. {end_d}, history from {s.calendar.start}")
