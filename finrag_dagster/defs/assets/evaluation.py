@@ -28,19 +28,26 @@ def split_days(s: Settings, cal: TradingCalendar, lake: Lake, name: str) -> list
     return [d.isoformat() for d in cal.sessions_in_range(*b) if d.isoformat() in have]
 
 
-def md_table(df: pl.DataFrame, rows: list[str], cols: list[str], pct: set[str] = frozenset()) -> str:
-    lines = ["| | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
+def table_cells(df: pl.DataFrame, rows: list[str], cols: list[str], pct=frozenset()) -> list[list[str]]:
+    """[row label, formatted value (± std over seeds) per metric] from the long-form evaluation table."""
+    out = []
     for r in rows:
         g = df.filter(pl.col("row") == r)
-        vals = []
+        line = [r]
         for c in cols:
             x = g.filter(pl.col("metric") == c)
             if x.height == 0:
-                vals.append("–")
+                line.append("–")
                 continue
             v, sd = x["value"][0], x["std"][0]
-            vals.append(R.fmt(v, c in pct) + (f" ± {R.fmt(sd, c in pct)}" if sd is not None and not (isinstance(sd, float) and math.isnan(sd)) else ""))
-        lines.append(f"| {r} | " + " | ".join(vals) + " |")
+            line.append(R.fmt(v, c in pct) + (f" ± {R.fmt(sd, c in pct)}" if sd is not None and not math.isnan(sd) else ""))
+        out.append(line)
+    return out
+
+
+def md_table(df: pl.DataFrame, rows: list[str], cols: list[str], pct: set[str] = frozenset()) -> str:
+    lines = ["| | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(line) + " |" for line in table_cells(df, rows, cols, pct)]
     return "\n".join(lines)
 
 
@@ -159,19 +166,7 @@ def report_path(s: Settings):
 
 
 def _table(df: pl.DataFrame, title: str, rows: list[str], cols: list[str], pct=frozenset(), note: str = "") -> dict:
-    out = []
-    for r in rows:
-        g = df.filter(pl.col("row") == r)
-        line = [r]
-        for c in cols:
-            x = g.filter(pl.col("metric") == c)
-            if x.height == 0:
-                line.append("–")
-                continue
-            v, sd = x["value"][0], x["std"][0]
-            line.append(R.fmt(v, c in pct) + (f" ± {R.fmt(sd, c in pct)}" if sd is not None and sd == sd else ""))
-        out.append(line)
-    return {"title": title, "columns": ["", *cols], "rows": out, "note": note}
+    return {"title": title, "columns": ["", *cols], "rows": table_cells(df, rows, cols, pct), "note": note}
 
 
 def write_report(s: Settings, lake: Lake):
