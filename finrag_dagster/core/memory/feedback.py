@@ -83,10 +83,10 @@ def build_feedback(
     """
     if outputs.height == 0:
         return empty_feedback()
-    lab = labels.filter(pl.col("maturity_day") <= as_of_day).select("ticker", "horizon", "maturity_day", "status", "y", "z")
-    if lab.filter(pl.col("status") == "pending").height:
-        r = lab.filter(pl.col("status") == "pending").row(0, named=True)
-        raise ValueError(f"label {r['ticker']} {r['horizon']} matured {r['maturity_day']} but is pending: prices missing")
+    # `pending` means close(D+h) is not in prices: not matured in the data, whatever the calendar says
+    # (the end of a historical data set); such feedback simply does not exist yet.
+    lab = labels.filter((pl.col("maturity_day") <= as_of_day) & (pl.col("status") != "pending"))
+    lab = lab.select("ticker", "horizon", "maturity_day", "status", "y", "z")
     j = outputs.join(lab, on=["ticker", "horizon"], how="inner")
     if j.height == 0:
         return empty_feedback()
