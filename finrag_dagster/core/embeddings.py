@@ -5,6 +5,9 @@ Vectors are L2-normalised float32 (cosine = dot product). Texts are batched only
 the same token length, so no batch carries padding: measured here, padding is what makes a
 vector depend (in its last bits) on its batch-mates. A passage's vector is therefore a function
 of its own text, whatever else is embedded with it — which the time-travel test relies on.
+The encoder runs on one intra-op thread: with two, torch splits a batch's matrix products by rows
+differently for different batch sizes, and on AVX-512 Xeons that too changed vectors in their last
+bits (measured 2026-11-30; one thread is also no slower when the cores are shared).
 """
 
 from __future__ import annotations
@@ -53,14 +56,21 @@ def embed(texts: list[str], batch_size: int = 64, max_seq_length: int = 128) -> 
     by_len: dict[int, list[int]] = {}
     for i, n in enumerate(lengths):
         by_len.setdefault(n, []).append(i)
-    for n in sorted(by_len):
-        idx = by_len[n]
-        v = m.encode(
-            [texts[i] for i in idx],
-            batch_size=batch_size,
-            convert_to_numpy=True,
-            normalize_embeddings=True,
-            show_progress_bar=False,
-        )
-        out[idx] = v
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for n in sorted(by_len):
+            idx = by_len[n]
+            v = m.encode(
+                [texts[i] for i in idx],
+                batch_size=batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
+            out[idx] = v
+    finally:
+        torch.set_num_threads(threads)
     return out
