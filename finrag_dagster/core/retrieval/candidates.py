@@ -56,15 +56,18 @@ def candidates_for_days(
     k1: float = 1.5,
     b: float = 0.75,
     epsilon: float = 0.25,
+    kernel: str = "numba",
 ) -> dict[str, pl.DataFrame]:
-    """{day: candidates} for anchors of each day; ``evidence`` must cover everything before the last day."""
+    """{day: candidates} for anchors of each day; ``evidence`` must cover everything before the last day.
+
+    ``kernel``: "numba" (fused kernels, default) or "numpy" (the reference); identical results."""
     store = Store.from_evidence(evidence)
     stats = PrefixStats(store.tm, k1=k1, b=b, epsilon=epsilon)
     out = {}
     for d in sorted(days):
         a = anchors.filter(pl.col("date") == dt.date.fromisoformat(d))
         cfg = pool_config(m0, peer_share, lookback_sessions, cal, d, k1, b, epsilon)
-        out[d] = build_day_candidates(store, stats, a, int(cal.closes_ns[cal.session_index(d)]), cfg)
+        out[d] = build_day_candidates(store, stats, a, int(cal.closes_ns[cal.session_index(d)]), cfg, kernel=kernel)
     return out
 
 

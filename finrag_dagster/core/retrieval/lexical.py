@@ -10,6 +10,7 @@ floating-point summation order (tested to 1e-12).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +18,7 @@ import scipy.sparse as sp
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 import polars as pl
+import pyarrow as pa
 
 from ..text import _TOKEN, tokens
 
@@ -28,6 +30,33 @@ STOP = frozenset(ENGLISH_STOP_WORDS)
 def bm25_tokens(text: str | None) -> list[str]:
     """The BM25 tokenizer: lower-case word/number tokens without English stop words."""
     return [t for t in tokens(text) if t not in STOP]
+
+
+def _utf8_buffers(s: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(bytes, int64 offsets) of a non-null string Series (one contiguous Arrow large_string)."""
+    arr = s.to_arrow(compat_level=pl.CompatLevel.oldest())
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if arr.type != pa.large_string():
+        arr = arr.cast(pa.large_string())
+    _, off, dat = arr.buffers()
+    offsets = np.frombuffer(off, dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
+    data = np.frombuffer(dat, dtype=np.uint8) if dat is not None and dat.size else np.zeros(1, dtype=np.uint8)
+    data.flags.writeable = False
+    return data, np.array(offsets, dtype=np.int64)  # a writable copy: one kernel signature
+
+
+_STOP_BUFFERS: tuple[np.ndarray, np.ndarray] | None = None
+
+
+def _stop_buffers() -> tuple[np.ndarray, np.ndarray]:
+    global _STOP_BUFFERS
+    if _STOP_BUFFERS is None:
+        words = sorted(STOP)
+        data = np.frombuffer("".join(words).encode("ascii"), dtype=np.uint8)
+        offsets = np.concatenate([[0], np.cumsum([len(w) for w in words])]).astype(np.int64)
+        _STOP_BUFFERS = (data, offsets)
+    return _STOP_BUFFERS
 
 
 class Vocabulary:
@@ -86,28 +115,21 @@ class TermMatrix:
 
     @staticmethod
     def from_texts(texts: list[str]) -> "TermMatrix":
-        """:meth:`build` over ``bm25_tokens`` of each text, vectorised in polars (same tokens,
-        same first-occurrence term order, same counts; ~10x faster on large stores)."""
+        """:meth:`build` over ``bm25_tokens`` of each text, vectorised (same tokens, same
+        first-occurrence term order, same counts): polars lower-cases, numba kernels tokenise
+        the UTF-8 bytes (``TOKEN_PATTERN``, stop words dropped) and count."""
+        from .kernels import count_terms, tokenize
+
         n = len(texts)
-        toks = (
-            pl.DataFrame({"doc": np.arange(n, dtype=np.int64), "t": pl.Series(texts, dtype=pl.Utf8).fill_null("")})
-            .with_columns(pl.col("t").str.to_lowercase().str.extract_all(TOKEN_PATTERN))
-            .explode("t")
-            .drop_nulls("t")
-            .with_row_index("pos")
-            .filter(~pl.col("t").is_in(sorted(STOP)))
-        )
-        vocab_terms = toks.select(pl.col("t").unique(maintain_order=True))["t"]
+        low = pl.Series(texts, dtype=pl.Utf8).fill_null("").str.to_lowercase().rechunk()
+        data, offsets = _utf8_buffers(low)
+        tid, lens, arena, t_start, t_len = tokenize(data, offsets, *_stop_buffers())
+        ab = arena.tobytes()
         vocab = Vocabulary()
-        vocab.ids = {t: i for i, t in enumerate(vocab_terms.to_list())}
-        ids = toks.join(pl.DataFrame({"t": vocab_terms, "tid": np.arange(len(vocab_terms), dtype=np.int64)}), on="t", how="left")
-        counts = ids.group_by(["doc", "tid"]).agg(pl.len().alias("c")).sort(["doc", "tid"])
-        lens = np.bincount(ids["doc"].to_numpy(), minlength=n).astype(np.int64)
-        indptr = np.concatenate([[0], np.cumsum(np.bincount(counts["doc"].to_numpy(), minlength=n))]).astype(np.int64)
-        X = sp.csr_matrix(
-            (counts["c"].to_numpy().astype(np.int32), counts["tid"].to_numpy().astype(np.int64), indptr),
-            shape=(n, len(vocab)),
-        )
+        vocab.ids = {ab[a : a + k].decode("ascii"): i for i, (a, k) in enumerate(zip(t_start.tolist(), t_len.tolist()))}
+        doc_ptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        indptr, indices, data_ = count_terms(doc_ptr, tid, len(vocab))
+        X = sp.csr_matrix((data_, indices, indptr), shape=(n, len(vocab)))
         return TermMatrix(X, lens, vocab)
 
     def widen(self) -> None:
@@ -166,6 +188,23 @@ class PrefixStats:
         k1, b, avgdl = self.k1, self.b, self.avgdl
         w = tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
         return sp.csr_matrix((w, sub.indices, sub.indptr), shape=sub.shape)
+
+
+def query_csr(queries: list[list[int]], idf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(indptr, indices, data) of the query weights: per query its distinct terms ascending, each
+    weighted idf x (number of times the term occurs in the query), 0 for a term beyond ``idf``;
+    int64 indices, float64 data."""
+    lens = np.fromiter((len(q) for q in queries), dtype=np.int64, count=len(queries))
+    flat = np.fromiter(itertools.chain.from_iterable(queries), dtype=np.int64, count=int(lens.sum()))
+    qid = np.repeat(np.arange(len(queries), dtype=np.int64), lens)
+    width = max(int(idf.shape[0]), int(flat.max()) + 1 if flat.size else 0, 1)
+    key, counts = np.unique(qid * width + flat, return_counts=True)  # sorted by (query, term)
+    q, t = np.divmod(key, width)
+    inside = t < idf.shape[0]
+    data = np.zeros(t.shape[0], dtype=np.float64)
+    data[inside] = idf[t[inside]] * counts[inside]
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(q, minlength=len(queries)))]).astype(np.int64)
+    return indptr, t.astype(np.int64), data
 
 
 def query_matrix(queries: list[list[int]], n_terms: int, idf: np.ndarray) -> sp.csr_matrix:

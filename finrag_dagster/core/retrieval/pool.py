@@ -13,16 +13,24 @@ For every anchor of decision day D:
    while they stay within 20% of the pool (4 of 20): the pool is primarily company-matched.
 4. **Static relevance** r = mean of min-max-normalised BM25 and min-max-normalised cosine *within
    the pool* (a constant score normalises to 0.5); rank 1 = highest r.
+
+Two implementations give identical frames (candidates, order and every float to the bit):
+``kernel="numba"`` (default; per (day, sector) one dense product, then the fused kernels of
+:mod:`.kernels`) and ``kernel="numpy"``, the reference (one sparse BM25 product and one dense
+product per (day, sector), numpy passes per anchor). The numba path hands a group to the
+reference when a score is not finite or is a negative zero.
 """
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
 
-from .lexical import PrefixStats, TermMatrix, Vocabulary, bm25_tokens, query_matrix
+from .lexical import PrefixStats, TermMatrix, Vocabulary, bm25_tokens, query_csr, query_matrix
 
 NO_PEER_SECTORS = frozenset({"Unknown", "ETF", ""})
 
@@ -51,6 +59,16 @@ def minmax(x: np.ndarray) -> np.ndarray:
     return (x - lo) / (hi - lo)
 
 
+def _codes(values: pl.Series, empty_is_missing: bool = True) -> np.ndarray:
+    """int64 codes of a string column (equal strings, equal codes: polars' categorical code, which
+    is >= 0); empty and missing values get -1 when ``empty_is_missing``."""
+    v = values.cast(pl.Utf8)
+    out = v.fill_null("").cast(pl.Categorical).to_physical().cast(pl.Int64).to_numpy().copy()
+    if empty_is_missing:
+        out[(v.is_null() | (v == "")).fill_null(True).to_numpy()] = -1
+    return np.ascontiguousarray(out, dtype=np.int64)
+
+
 @dataclass
 class Store:
     """Evidence visible to a range of decisions, sorted by (public_time, passage_id)."""
@@ -61,12 +79,11 @@ class Store:
     sector: np.ndarray  # object
     family: np.ndarray  # object
     ticker_code: np.ndarray  # int64 code per ticker
-    url_code: np.ndarray  # int64 codes shared by url/title/cluster columns
+    url_code: np.ndarray  # int64 code per distinct value of the column; -1 for empty/missing
     title_code: np.ndarray
     cluster_code: np.ndarray
     emb: np.ndarray  # (n, 384) float32
     tm: TermMatrix
-    codes: dict[str, int]
     row_of: dict[str, int]
     sector_rows: dict[str, np.ndarray]
     ticker_rows: dict[str, np.ndarray]
@@ -84,43 +101,44 @@ class Store:
             self.blocks[(kind, key)] = b
         return b
 
+    def postings(self, kind: str, key: str):
+        """(rows, embeddings, CSC term counts (col_ptr, positions, counts), lengths) of a block,
+        cached: the kernels' BM25 reads only the query terms' postings."""
+        b = self.blocks.get(("csc", kind, key))
+        if b is None:
+            blk = self.block(kind, key)
+            if blk is None:
+                return None
+            rows, emb, X, dl = blk
+            Xc = X.tocsc()
+            Xc.sort_indices()
+            csc = (np.asarray(Xc.indptr, dtype=np.int64), np.asarray(Xc.indices, dtype=np.int32), np.asarray(Xc.data, dtype=np.int32))
+            b = (rows, emb, csc, np.ascontiguousarray(dl, dtype=np.int64))
+            self.blocks[("csc", kind, key)] = b
+        return b
+
     @staticmethod
     def from_evidence(ev: pl.DataFrame) -> "Store":
         ev = ev.sort(["public_time", "passage_id"])
         n = ev.height
-        codes: dict[str, int] = {"": -1}
-
-        def enc(values) -> np.ndarray:
-            out = np.empty(len(values), dtype=np.int64)
-            for i, v in enumerate(values):
-                if not v:
-                    out[i] = -1
-                    continue
-                c = codes.get(v)
-                if c is None:
-                    c = codes[v] = len(codes)
-                out[i] = c
-            return out
-
         tm = TermMatrix.from_texts(ev["text"].to_list())
         pid = np.array(ev["passage_id"].to_list(), dtype=object)
         tick = np.array(ev["ticker"].to_list(), dtype=object)
         sect = np.array(ev["sector"].to_list(), dtype=object)
-        emb = ev["embedding"].to_numpy().astype(np.float32) if n else np.zeros((0, 384), np.float32)
+        emb = np.ascontiguousarray(ev["embedding"].to_numpy(), dtype=np.float32) if n else np.zeros((0, 384), np.float32)
         store = Store(
             passage_id=pid,
             public_ns=ev["public_time"].dt.epoch("ns").to_numpy().astype(np.int64),
             ticker=tick,
             sector=sect,
-            ticker_code=np.unique(tick.astype(str), return_inverse=True)[1].astype(np.int64) if n else np.zeros(0, np.int64),
+            ticker_code=_codes(ev["ticker"], empty_is_missing=False),
             family=np.array(ev["source_family"].to_list(), dtype=object),
-            url_code=enc(ev["url"].to_list()),
-            title_code=enc(ev["title_key"].to_list()),
-            cluster_code=enc(ev["dup_cluster"].to_list()),
-            emb=np.ascontiguousarray(emb),
+            url_code=_codes(ev["url"]),
+            title_code=_codes(ev["title_key"]),
+            cluster_code=_codes(ev["dup_cluster"]),
+            emb=emb,
             tm=tm,
-            codes=codes,
-            row_of={p: i for i, p in enumerate(pid)},
+            row_of=dict(zip(pid.tolist(), range(n))),
             sector_rows={},
             ticker_rows={},
         )
@@ -128,9 +146,17 @@ class Store:
         for key, arr, target in (("sector", sect, store.sector_rows), ("ticker", tick, store.ticker_rows)):
             if n:
                 s = pl.DataFrame({"k": arr.tolist(), "i": order}).group_by("k", maintain_order=True).agg(pl.col("i"))
-                for k, idx in zip(s["k"], s["i"]):
-                    target[k] = np.asarray(idx.to_list() if hasattr(idx, "to_list") else idx, dtype=np.int64)
+                for k, idx in zip(s["k"].to_list(), s["i"]):
+                    target[k] = np.asarray(idx.to_numpy() if hasattr(idx, "to_numpy") else idx, dtype=np.int64)
         return store
+
+    def columns(self) -> dict[str, pl.Series]:
+        """passage_id, ticker and source_family as string Series (cached) for building frames."""
+        c = self.blocks.get(("columns",))
+        if c is None:
+            c = {k: pl.Series(k, v.tolist(), dtype=pl.Utf8) for k, v in (("passage_id", self.passage_id), ("ticker", self.ticker), ("source_family", self.family))}
+            self.blocks[("columns",)] = c
+        return c
 
     def __len__(self) -> int:
         return len(self.passage_id)
@@ -200,14 +226,116 @@ def _select_all(sel: np.ndarray, is_peer: np.ndarray, recency: np.ndarray, m0: i
     return order[admit][:m0]
 
 
+KERNELS = ("numba", "numpy")
+
+
+def _group_numpy(store: Store, stats: PrefixStats, idf: np.ndarray, blk, js: list[int], arows: np.ndarray, queries: list[list[int]], cfg: PoolConfig) -> list[tuple]:
+    """The numpy reference for one (day, sector) group: one sparse BM25 product and one dense
+    product for the group, then numpy masks, min-max and selection per anchor."""
+    rows, emb_rows, X_rows, dl_rows = blk
+    W = stats.weights(rows, X_rows, dl_rows)
+    Q = query_matrix([queries[j] for j in js], W.shape[1], idf)
+    B = np.ascontiguousarray((Q @ W.T).toarray())  # (anchors, rows): one contiguous row per anchor
+    D = (store.emb[arows[js]] @ emb_rows.T).astype(np.float64)
+    tick_rows = store.ticker_code[rows]
+    url_rows, title_rows, cl_rows = store.url_code[rows], store.title_code[rows], store.cluster_code[rows]
+    recency = rows.astype(np.float64)
+    parts = []
+    for c, j in enumerate(js):
+        ar = arows[j]
+        keep = rows != ar
+        if store.url_code[ar] >= 0:
+            keep &= url_rows != store.url_code[ar]
+        if store.title_code[ar] >= 0:
+            keep &= title_rows != store.title_code[ar]
+        if store.cluster_code[ar] >= 0:
+            keep &= cl_rows != store.cluster_code[ar]
+        idx = np.flatnonzero(keep)
+        if idx.size == 0:
+            continue
+        bc, dc = B[c], D[c]
+        b, d = bc[idx], dc[idx]
+        peer = tick_rows[idx] != store.ticker_code[ar]
+        sel = (minmax(b) + minmax(d)) / 2
+        pick = idx[select_pool(sel, peer, recency[idx], cfg.m0, cfg.peer_cap)]
+        pb, pd = bc[pick], dc[pick]
+        r = (minmax(pb) + minmax(pd)) / 2
+        order = np.lexsort((-recency[pick], -r))
+        k = len(pick)
+        parts.append((np.full(k, j), rows[pick][order], np.arange(1, k + 1), pb[order], pd[order], r[order]))
+    return parts
+
+
+def _group_numba(store: Store, stats: PrefixStats, post, a: int, b: int, js: list[int], arows: np.ndarray, qcsr, cfg: PoolConfig) -> list[tuple] | None:
+    """The fused kernels for one group (same results as :func:`_group_numpy`); None when an
+    anchor's scores need the reference (non-finite or negative-zero scores)."""
+    from .kernels import bm25_window, select_window
+
+    src, emb_blk, (col_ptr, col_pos, col_tf), dl_blk = post
+    rows = src[a:b]
+    qsel = np.asarray(js, dtype=np.int64)
+    B = bm25_window(col_ptr, col_pos, col_tf, dl_blk, a, b, *qcsr, qsel, stats.k1, stats.b, stats.avgdl)
+    a_rows = arows[qsel]
+    D = store.emb[a_rows] @ emb_blk[a:b].T  # float32 (anchors, rows): the reference's product before widening
+    pos, cnt, pb, pd, rel, status = select_window(
+        B, D, rows, store.ticker_code, store.url_code, store.title_code, store.cluster_code, a_rows, cfg.m0, cfg.peer_cap
+    )
+    if status.any():
+        return None
+    m = np.arange(cfg.m0)[None, :] < cnt[:, None]
+    rank = np.broadcast_to(np.arange(1, cfg.m0 + 1, dtype=np.int64), pos.shape)
+    return [(np.repeat(qsel, cnt), rows[pos[m]], rank[m], pb[m], pd[m], rel[m])]
+
+
+@lru_cache(maxsize=1)
+def _blas_controller():
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def _one_blas_thread():
+    """The dense products on one BLAS thread: with two, BLAS splits an (anchors × rows) product
+    differently by shape and thread count, which changed scores in their last bits; one thread
+    makes them the same on every machine (and was faster on this shared 2-core box)."""
+    return _blas_controller().limit(limits=1, user_api="blas")
+
+
+def _group(store, stats, idf, t, s, js, arows, queries, qcsr, a_tick, lo, hi, cfg, use_numba, parts) -> None:
+    """One (day, sector) group's candidates appended to ``parts`` (numba kernels, else the reference)."""
+    kind, key = ("ticker", t or a_tick[js[0]]) if s in NO_PEER_SECTORS else ("sector", s)
+    if use_numba:
+        post = store.postings(kind, key)
+        if post is None:
+            return
+        src = post[0]
+        a, b = int(np.searchsorted(src, lo, "left")), int(np.searchsorted(src, hi, "left"))
+        if b <= a:
+            return
+        got = _group_numba(store, stats, post, a, b, js, arows, qcsr, cfg)
+        if got is not None:
+            parts.extend(got)
+            return
+    blk = eligible_block(store, t or a_tick[js[0]], s, lo, hi)
+    if blk is None:
+        return
+    parts.extend(_group_numpy(store, stats, idf, blk, js, arows, queries, cfg))
+
+
 def build_day_candidates(
     store: Store,
     stats: PrefixStats,
     anchors: pl.DataFrame,
     decision_ns: int,
     cfg: PoolConfig,
+    kernel: str = "numba",
 ) -> pl.DataFrame:
-    """Candidate pools of the anchors of one decision day (all share decision_ns)."""
+    """Candidate pools of the anchors of one decision day (all share decision_ns).
+
+    ``kernel="numba"`` (default) runs the fused kernels of :mod:`.kernels`; ``"numpy"`` the
+    reference implementation. Both give identical frames (ids, order, scores to the bit)."""
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {KERNELS}, not {kernel!r}")
     hi = store.prefix_end(decision_ns)
     lo = 0 if cfg.lookback_ns is None else int(np.searchsorted(store.public_ns, decision_ns - cfg.lookback_ns, "left"))
     stats.advance(hi)
@@ -230,55 +358,29 @@ def build_day_candidates(
         groups.setdefault(key, []).append(j)
     a_ids = anchors["anchor_id"].to_list()
     a_tick = anchors["ticker"].to_list()
-    for (t, s), js in groups.items():
-        blk = eligible_block(store, t or a_tick[js[0]], s, lo, hi)
-        if blk is None:
-            continue
-        rows, emb_rows, X_rows, dl_rows = blk
-        W = stats.weights(rows, X_rows, dl_rows)
-        Q = query_matrix([queries[j] for j in js], W.shape[1], idf)
-        B = np.ascontiguousarray((Q @ W.T).toarray())  # (anchors, rows): one contiguous row per anchor
-        D = (store.emb[arows[js]] @ emb_rows.T).astype(np.float64)
-        tick_rows = store.ticker_code[rows]
-        url_rows, title_rows, cl_rows = store.url_code[rows], store.title_code[rows], store.cluster_code[rows]
-        recency = rows.astype(np.float64)
-        for c, j in enumerate(js):
-            ar = arows[j]
-            keep = rows != ar
-            if store.url_code[ar] >= 0:
-                keep &= url_rows != store.url_code[ar]
-            if store.title_code[ar] >= 0:
-                keep &= title_rows != store.title_code[ar]
-            if store.cluster_code[ar] >= 0:
-                keep &= cl_rows != store.cluster_code[ar]
-            idx = np.flatnonzero(keep)
-            if idx.size == 0:
-                continue
-            bc, dc = B[c], D[c]
-            b, d = bc[idx], dc[idx]
-            peer = tick_rows[idx] != store.ticker_code[ar]
-            sel = (minmax(b) + minmax(d)) / 2
-            pick = idx[select_pool(sel, peer, recency[idx], cfg.m0, cfg.peer_cap)]
-            pb, pd = bc[pick], dc[pick]
-            r = (minmax(pb) + minmax(pd)) / 2
-            order = np.lexsort((-recency[pick], -r))
-            parts.append((j, rows[pick][order], pb[order], pd[order], r[order]))
+    use_numba = kernel == "numba" and cfg.m0 > 0
+    qcsr = query_csr(queries, idf) if use_numba else None
+    with _one_blas_thread():
+        for (t, s), js in groups.items():
+            _group(store, stats, idf, t, s, js, arows, queries, qcsr, a_tick, lo, hi, cfg, use_numba, parts)
     if not parts:
         return pl.DataFrame(schema=CANDIDATE_SCHEMA)
+    aj = np.concatenate([p[0] for p in parts])
     prow = np.concatenate([p[1] for p in parts])
-    aj = np.concatenate([np.full(len(p[1]), p[0]) for p in parts])
-    a_tick_arr = np.asarray(a_tick, dtype=object)[aj]
+    cols = store.columns()
+    a_tick_s = pl.Series(a_tick, dtype=pl.Utf8).gather(aj)
+    p_tick_s = cols["ticker"].gather(prow)
     return pl.DataFrame(
         {
-            "anchor_id": np.asarray(a_ids, dtype=object)[aj],
-            "passage_id": store.passage_id[prow],
-            "rank": np.concatenate([np.arange(1, len(p[1]) + 1) for p in parts]),
-            "bm25": np.concatenate([p[2] for p in parts]),
-            "dense": np.concatenate([p[3] for p in parts]),
-            "relevance": np.concatenate([p[4] for p in parts]),
-            "is_peer": store.ticker[prow] != a_tick_arr,
-            "source_family": store.family[prow],
-            "ticker": store.ticker[prow],
+            "anchor_id": pl.Series(a_ids, dtype=pl.Utf8).gather(aj),
+            "passage_id": cols["passage_id"].gather(prow),
+            "rank": np.concatenate([p[2] for p in parts]),
+            "bm25": np.concatenate([p[3] for p in parts]),
+            "dense": np.concatenate([p[4] for p in parts]),
+            "relevance": np.concatenate([p[5] for p in parts]),
+            "is_peer": p_tick_s.ne_missing(a_tick_s),
+            "source_family": cols["source_family"].gather(prow),
+            "ticker": p_tick_s,
         },
         schema=CANDIDATE_SCHEMA,
     )
