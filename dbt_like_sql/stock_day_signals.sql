@@ -18,7 +18,7 @@ relevance AS (
 SELECT o.variant, o.date, o.ticker, o.horizon,
        CAST(avg(o.signal) AS DOUBLE) AS signal,
        count(*) AS n_anchors,
-       CAST(avg(r.r) AS DOUBLE) AS mean_relevance
+       CAST(avg(CAST(r.r AS DECIMAL(38, 18))) AS DOUBLE) AS mean_relevance
 FROM outputs AS o
 LEFT JOIN relevance AS r USING (variant, date, anchor_id)
 GROUP BY o.variant, o.date, o.ticker, o.horizon

@@ -8,6 +8,7 @@ from .core.settings import Settings, load_settings
 from .defs.assets.evidence import build_anchors_asset, build_cards_asset, build_evidence_asset
 from .defs.assets.ingest import RAW_DESCRIPTIONS, build_raw_asset, build_universe_asset, build_world_asset
 from .defs.assets.evaluation import build_evaluation_assets
+from .defs.assets.experience import build_experience_tree_asset
 from .defs.assets.labels import build_labels_asset
 from .defs.assets.retrieval import build_candidates_asset
 from .defs.assets.variants import build_variant_assets
@@ -32,6 +33,7 @@ def build_definitions(settings: Settings | None = None, resource: FinragResource
     assets += [build_raw_asset(t, days, d) for t, d in RAW_DESCRIPTIONS.items()]
     assets += [build_evidence_asset(days), build_anchors_asset(days), build_cards_asset(days)]
     assets += [build_candidates_asset(days), build_labels_asset(days)]
+    assets.append(build_experience_tree_asset(days))
     for family in s.variants.families:
         assets += build_variant_assets(family, days, s)
     table_assets = {

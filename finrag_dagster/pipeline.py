@@ -44,7 +44,7 @@ def stages(settings: Settings) -> list[Stage]:
     return [
         Stage("sources", first, None),
         Stage("history", ("prices", "news_raw", "filings_raw", "returns", "evidence"), HISTORY),
-        Stage("decisions", ("anchors", "context_cards", "candidates", "labels"), DECISIONS),
+        Stage("decisions", ("anchors", "context_cards", "candidates", "labels", "experience_tree"), DECISIONS),
         Stage("loop", tuple(f"{f}/{t}" for f in settings.variants.families for t in LOOP_TABLES[f != "no_memory"]) + ("stock_day_signals",), DECISIONS),
         Stage("evaluation", ("table1_audit", "evaluation", "sensitivity", "report"), None),
     ]

@@ -202,8 +202,31 @@ QUARANTINE = TableSpec(
     "Rejected input rows with the reason; rows in = accepted + quarantined for every source.",
 )
 
+EXPERIENCE_TREE = TableSpec(
+    "experience_tree",
+    _s(
+        ("factor_index", pa.int32(), False),  # layer-1 position (selection breaks ties by it)
+        ("factor", pa.string(), False),
+        ("keywords", pa.list_(pa.string()), False),  # the factor's layer-1 match keywords
+        ("leaf_index", pa.int32(), True),  # position under the factor; null: a factor with no leaf yet
+        ("leaf_id", pa.string(), True),
+        ("principle", pa.string(), True),  # the layer-2 analytical principle (analysis direction)
+        ("support", pa.int64(), True),  # pre-evaluation anchors the principle was induced from (0: expanded)
+        ("embedding", pa.list_(pa.float32()), True),  # unit vector of the principle (any dimension)
+        ("horizons", pa.list_(pa.string()), True),  # the horizons of q, in order
+        ("q", pa.list_(pa.float64()), True),  # utility per horizon in [0, 2 q0]
+        ("n_recall", pa.int64(), True),
+        ("n_hit", pa.int64(), True),
+    ),
+    ("tree_id", "date"),
+    ("factor_index", "leaf_index"),
+    "Tree-of-Experience snapshot used on decision day D (seed 002 §4.2, Table 5): one row per leaf "
+    "(factor -> principle, Q per horizon, recall/hit), one row with null leaf columns per factor without a leaf.",
+    decision_time=True,
+)
+
 TABLES: dict[str, TableSpec] = {
-    t.name: t for t in [UNIVERSE, NEWS_RAW, PRICES, FILINGS_RAW, EVIDENCE, ANCHORS, CONTEXT_CARDS, QUARANTINE]
+    t.name: t for t in [UNIVERSE, NEWS_RAW, PRICES, FILINGS_RAW, EVIDENCE, ANCHORS, CONTEXT_CARDS, QUARANTINE, EXPERIENCE_TREE]
 }
 
 

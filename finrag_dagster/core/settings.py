@@ -129,6 +129,26 @@ class VariantSettings(_M):
     shuffle_seeds: int = 5
 
 
+class ExperienceSettings(_M):
+    """Tree-of-Experience (seed 002 §4.2, App. 8.5; SPEC §9) and its induction (eqs 3-5).
+
+    ``induction``: ``rule`` (headline skeletons clustered by embedding, see
+    core/memory/experience_induction.py), ``llm`` (the reader backend rewrites each item into a
+    principle first; needs an LLM backend) or ``auto`` (``llm`` when settings.reader.backend is an
+    LLM backend, else ``rule``).
+    """
+
+    k1: int = 8  # layer-1 factors kept
+    leaf_threshold: float = 0.8  # lambda: leaf cosine threshold
+    q0: float = 1.0  # neutral utility; Q in [0, 2 q0]
+    eta: float = 10.0  # base learning rate of eq. 13
+    horizons: tuple[str, ...] = ("1D", "3D", "5D")
+    induction: Literal["auto", "rule", "llm"] = "auto"
+    cluster_threshold: float = 0.8  # members of a principle's cluster have cosine >= this with it
+    min_support: int = 2  # clusters of fewer pre-evaluation anchors induce no principle
+    max_leaves_per_factor: int = 8
+
+
 class SplitSettings(_M):
     train: tuple[dt.date, dt.date] = (dt.date(2019, 1, 1), dt.date(2019, 12, 31))
     validation: tuple[dt.date, dt.date] = (dt.date(2020, 1, 1), dt.date(2020, 12, 31))
@@ -148,6 +168,7 @@ class Settings(_M):
     splits: SplitSettings = SplitSettings()
     reader: ReaderSettings = ReaderSettings()
     variants: VariantSettings = VariantSettings()
+    experience: ExperienceSettings = ExperienceSettings()
 
     @property
     def world_dir(self) -> Path:

@@ -116,6 +116,24 @@ def test_evaluation_tables_and_report(small_lake):
     assert "Table 2. Event-level prediction quality" in html and "Table 6." in html and html.count("data:image/png;base64,") >= 2
 
 
+def test_experience_tree_is_induced_from_the_train_split_and_carried(small_lake):
+    from finrag_dagster.core.lake import file_digest
+    from finrag_dagster.core.memory.experience_tree import from_table
+    from finrag_dagster.defs.assets.experience import TREE_ID, induction_day, toe_params
+
+    lake, settings, results = small_lake
+    days = [d.isoformat() for d in cal.sessions_in_range(DECISION_START, END)]
+    assert lake.materialized_dates("experience_tree", tree_id=TREE_ID) == days
+    assert induction_day(settings, cal) == "2019-01-31" < days[0]  # the world's train split is January 2019
+    # no updates yet (part 3): every snapshot is the induced tree, byte for byte
+    assert len({file_digest(lake.path("experience_tree", tree_id=TREE_ID, date=d)) for d in days}) == 1
+    tree = from_table(lake.read("experience_tree", dates=[days[0]], tree_id=TREE_ID), toe_params(settings))
+    assert len(tree.factors) == 8 and tree.leaves() and all(x.q == {"1D": 1.0, "3D": 1.0, "5D": 1.0} for x in tree.leaves())
+    metas = [ev.event_specific_data.materialization.metadata for r in results for ev in r.get_asset_materialization_events()
+             if ev.event_specific_data.materialization.asset_key == dg.AssetKey("experience_tree")]
+    assert metas and "analysis direction" in metas[0]["tree"].value and metas[0]["principles"].value == len(tree.leaves())
+
+
 def test_files_mode_definitions_resolve_every_job(tmp_path):
     from finrag_dagster.core.settings import Settings
 

@@ -133,7 +133,7 @@ def test_time_travel(world_raw, small_lake, tmp_path):
     a, b = decision_files(lake_a), decision_files(lake_b)
     tables = {k.split("/")[0] for k in a}
     expected = {n for n, s in TABLES.items() if s.decision_time and "date" in s.hive and (lake_a.root / n).exists()}
-    assert tables == expected and {"evidence", "anchors", "context_cards"} <= tables
+    assert tables == expected and {"evidence", "anchors", "context_cards", "experience_tree"} <= tables
     assert a.keys() == b.keys()
     differing = sorted(k for k in a if a[k] != b[k])
     assert not differing, f"decision-time partitions <= {D} changed: {differing[:10]}"

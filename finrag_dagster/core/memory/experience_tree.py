@@ -11,6 +11,15 @@ is the explicit rule "expand when no leaf clears λ" (an LLM backend would be as
 expander adds a leaf under the best factor with Q_init = q0.
 Update (eq 13), only after the horizon matured:
 Q_h ← clip(Q_h + η·(1 − ((Q_h − q0)/q0)²)/(1 + log(1 + n_hit))·r, 0, 2q0), r = sign(score)·α.
+The LLM-rewrite update (eq. 14) and the LLM induction are in :mod:`.experience_llm`; the
+induction of the initial tree (eqs 3-5) is in :mod:`.experience_induction`.
+
+Serialisation: :func:`to_table` / :func:`from_table` give the lake table ``experience_tree``
+(schema declared in core/schemas.py): one row per leaf in tree order, plus one row with null leaf
+columns for a factor that has no leaf yet, so a snapshot alone restores every layer-1 factor.
+The round trip is exact (float32 embeddings, float64 utilities, counts, order) and the same tree
+always gives the same rows, hence the same parquet bytes. :func:`render_markdown` draws the tree
+as seed 002 Table 5 (factor, analysis direction, Q per horizon, recall/hit, id) for Dagster.
 """
 
 from __future__ import annotations
@@ -20,6 +29,8 @@ import re
 from dataclasses import dataclass, field
 
 import numpy as np
+import polars as pl
+import pyarrow as pa
 
 
 @dataclass
@@ -31,6 +42,7 @@ class Leaf:
     q: dict[str, float]  # horizon -> utility in [0, 2 q0]
     n_recall: int = 0
     n_hit: int = 0
+    support: int = 0  # pre-evaluation anchors it was induced from (0 for an expanded leaf)
 
 
 @dataclass
@@ -121,10 +133,135 @@ class ExperienceTree:
         return leaf.q[horizon]
 
     def to_markdown(self) -> str:
-        lines = []
-        for f in self.factors:
-            lines.append(f"- **{f.name}** ({', '.join(f.keywords[:6])})")
-            for leaf in f.leaves:
-                qs = ", ".join(f"{h} {leaf.q[h]:.2f}" for h in self.params.horizons)
-                lines.append(f"  - `{leaf.leaf_id}` {leaf.principle} — Q: {qs}; recalled {leaf.n_recall}, hits {leaf.n_hit}")
-        return "\n".join(lines)
+        return render_markdown(self)
+
+
+# ------------------------------------------------------------------ the lake table
+def _spec():
+    from ..schemas import EXPERIENCE_TREE
+
+    return EXPERIENCE_TREE
+
+
+def to_table(tree: ExperienceTree) -> pa.Table:
+    """The tree as rows of the ``experience_tree`` table (without the hive keys tree_id/date)."""
+    hs = list(tree.params.horizons)
+    cols: dict[str, list] = {f.name: [] for f in _spec().schema}
+    for fi, fac in enumerate(tree.factors):
+        rows = [(li, leaf) for li, leaf in enumerate(fac.leaves)] or [(None, None)]
+        for li, leaf in rows:
+            cols["factor_index"].append(fi)
+            cols["factor"].append(fac.name)
+            cols["keywords"].append(list(fac.keywords))
+            cols["leaf_index"].append(li)
+            if leaf is None:
+                for k in ("leaf_id", "principle", "support", "embedding", "horizons", "q", "n_recall", "n_hit"):
+                    cols[k].append(None)
+                continue
+            missing = [h for h in hs if h not in leaf.q]
+            if missing or set(leaf.q) - set(hs):
+                raise ValueError(f"leaf {leaf.leaf_id}: utilities for {sorted(leaf.q)}, the tree's horizons are {hs}")
+            cols["leaf_id"].append(leaf.leaf_id)
+            cols["principle"].append(leaf.principle)
+            cols["support"].append(int(leaf.support))
+            cols["embedding"].append(np.asarray(leaf.embedding, dtype=np.float32))
+            cols["horizons"].append(hs)
+            cols["q"].append([float(leaf.q[h]) for h in hs])
+            cols["n_recall"].append(int(leaf.n_recall))
+            cols["n_hit"].append(int(leaf.n_hit))
+    schema = _spec().schema
+    arrays = []
+    for f in schema:
+        if f.name == "embedding":
+            arrays.append(_float32_lists(cols[f.name], f.type))
+        else:
+            arrays.append(pa.array(cols[f.name], type=f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _float32_lists(values: list, typ: pa.DataType) -> pa.Array:
+    """list<float32> from numpy vectors without a round trip through Python floats."""
+    offsets, chunks, valid = [0], [], []
+    for v in values:
+        if v is None:
+            valid.append(False)
+        else:
+            valid.append(True)
+            chunks.append(np.asarray(v, dtype=np.float32).ravel())
+        offsets.append(offsets[-1] + (0 if v is None else chunks[-1].size))
+    flat = pa.array(np.concatenate(chunks) if chunks else np.zeros(0, np.float32), type=pa.float32())
+    mask = pa.array([not x for x in valid], type=pa.bool_())
+    return pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), flat, type=typ, mask=mask)
+
+
+def from_table(data: pa.Table | pl.DataFrame, params: ToEParams = ToEParams()) -> ExperienceTree:
+    """Rebuild a tree from its rows (hive columns such as tree_id/date, if present, are ignored).
+
+    The utilities' horizons must be the tree's (``params.horizons``), in that order.
+    """
+    t = data.to_arrow() if isinstance(data, pl.DataFrame) else data
+    names = _spec().schema.names
+    missing = [n for n in names if n not in t.column_names]
+    if missing:
+        raise ValueError(f"experience_tree rows lack columns {missing}")
+    t = t.select(names)
+    if t.num_rows > 1:
+        t = t.sort_by([("factor_index", "ascending"), ("leaf_index", "ascending")])
+    rows = t.to_pylist()
+    emb = t.column("embedding").combine_chunks() if t.num_rows else None
+    factors: list[Factor] = []
+    index: dict[int, Factor] = {}
+    for i, r in enumerate(rows):
+        fac = index.get(r["factor_index"])
+        if fac is None:
+            fac = Factor(r["factor"], tuple(r["keywords"] or ()))
+            index[r["factor_index"]] = fac
+            factors.append(fac)
+        if r["leaf_id"] is None:
+            continue
+        hs = tuple(r["horizons"] or ())
+        if hs != tuple(params.horizons):
+            raise ValueError(f"leaf {r['leaf_id']}: stored horizons {hs} differ from the tree's {tuple(params.horizons)}")
+        vec = emb[i].values.to_numpy(zero_copy_only=False).astype(np.float32, copy=True)
+        fac.leaves.append(
+            Leaf(r["leaf_id"], fac.name, r["principle"], vec, dict(zip(hs, (float(x) for x in r["q"]))),
+                 int(r["n_recall"]), int(r["n_hit"]), int(r["support"]))
+        )
+    return ExperienceTree(factors, params)
+
+
+def _cell(text: str, width: int = 140) -> str:
+    s = (text or "").replace("|", "/").replace("\n", " ").strip()
+    return s[:width] + ("…" if len(s) > width else "")
+
+
+def render_markdown(tree: ExperienceTree, title: str | None = None, max_leaves: int | None = None) -> str:
+    """The tree as seed 002 Table 5: factor → analysis direction, Q per horizon, recall/hit, id.
+
+    ``max_leaves`` caps the principles shown per factor (the rest are counted)."""
+    hs = tree.params.horizons
+    n_leaves = sum(len(f.leaves) for f in tree.factors)
+    lines = []
+    if title:
+        lines += [f"**{_cell(title)}**", ""]
+    if not tree.factors:
+        return "\n".join(lines + ["_no tree: nothing induced yet_"])
+    lines += [
+        f"{len(tree.factors)} factors, {n_leaves} principles; Q per horizon ({', '.join(hs)}) in "
+        f"[0, {2 * tree.params.q0:g}], neutral {tree.params.q0:g}.",
+        "",
+        "| factor | analysis direction | Q (" + ", ".join(hs) + ") | recall/hit | support | id |",
+        "|---|---|---|---|---|---|",
+    ]
+    for f in tree.factors:
+        name = f"**{_cell(f.name)}**"
+        if not f.leaves:
+            lines.append(f"| {name} | _no principle yet_ ({_cell(', '.join(f.keywords[:6]), 60)}) |  |  |  |  |")
+            continue
+        shown = f.leaves if max_leaves is None else f.leaves[:max_leaves]
+        for i, leaf in enumerate(shown):
+            qs = "[" + ", ".join(f"{leaf.q[h]:.4f}" for h in hs) + "]"
+            lines.append(f"| {name if i == 0 else ''} | {_cell(leaf.principle)} | {qs} | {leaf.n_recall}/{leaf.n_hit} | {leaf.support} | `{leaf.leaf_id}` |")
+        if len(shown) < len(f.leaves):
+            lines.append(f"|  | _… {len(f.leaves) - len(shown)} more_ |  |  |  |  |")
+    return "\n".join(lines)
