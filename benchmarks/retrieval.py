@@ -1,6 +1,6 @@
 """Candidate-stage speed: finrag's vectorised pools against a naive per-anchor baseline.
 
-    .venv/bin/python benchmarks/retrieval.py [--tickers 89] [--anchors 5000] [--baseline-anchors 300] [--repeat 3] [--no-reference] [--cache DIR]
+    .venv/bin/python benchmarks/retrieval.py [--tickers 89] [--anchors 5000] [--baseline-anchors 300] [--repeat 3] [--workers N] [--no-reference] [--cache DIR]
 
 The store is the embedded world with ``--tickers`` names (news passages + filing item passages,
 >= 100,000 in all). Passage vectors are deterministic pseudo-random unit vectors (embedding 100k
@@ -8,7 +8,9 @@ passages with MiniLM on 2 cores takes ~30 min and does not change the cost of th
 stage); the baseline's query vectors come from the real SentenceTransformer, as it would in a
 naive pipeline.
 
-* **finrag**: ``candidates_for_days`` — one time-sorted store, BM25 statistics advanced day by day,
+* **finrag**: ``candidates_for_days`` — one time-sorted store (its term matrix built on a second
+  thread while the id columns are built), BM25 statistics advanced day by day and frozen per day,
+  the (day, sector) groups scored on ``--workers`` threads (the kernels release the GIL),
   per (day, sector) one dense product and the fused numba kernels (BM25 over the query terms'
   postings, one pass for removal rules and min/max, one for the hybrid score and the bounded
   top lists). The kernels are compiled (or loaded from numba's on-disk cache) before timing; the
@@ -42,7 +44,7 @@ from finrag_dagster.core.calendar import nyse  # noqa: E402
 from finrag_dagster.core.dedup import ClusterIndex, DupItem  # noqa: E402
 from finrag_dagster.core.evidence import filing_passages, news_passages  # noqa: E402
 from finrag_dagster.core.retrieval import kernels  # noqa: E402
-from finrag_dagster.core.retrieval.candidates import candidates_for_days, pool_config  # noqa: E402
+from finrag_dagster.core.retrieval.candidates import available_cpus, candidates_for_days, pool_config  # noqa: E402
 from finrag_dagster.core.retrieval.lexical import bm25_tokens  # noqa: E402
 from finrag_dagster.core.retrieval.pool import NO_PEER_SECTORS, Store, minmax, select_pool  # noqa: E402
 from finrag_dagster.core.settings import WorldSettings  # noqa: E402
@@ -140,6 +142,7 @@ def main() -> None:
     ap.add_argument("--baseline-anchors", type=int, default=300)
     ap.add_argument("--lookback", type=int, default=252)
     ap.add_argument("--cache", default=None, help="folder to keep the built store in (re-runs skip the ~7-15 min world build)")
+    ap.add_argument("--workers", type=int, default=None, help="threads for finrag's (day, sector) groups (default: every CPU this process may use)")
     ap.add_argument("--repeat", type=int, default=3, help="time finrag this many times, report the best")
     ap.add_argument("--reference", action=argparse.BooleanOptionalAction, default=True,
                     help="also time the numpy reference (kernel='numpy') and check identical output")
@@ -162,16 +165,22 @@ def main() -> None:
     store_ev = ev.filter(pl.col("public_time") < cal.close_time(days[-1]))
     t_jit = kernels.warm_up()  # numba compile, or load from its cache (excluded from the timing)
     load0 = os.getloadavg()[0]
-    runs, stores = [], []
+    workers = available_cpus() if args.workers is None else args.workers
+    runs, stores, runs1 = [], [], []
     for _ in range(args.repeat):  # best of --repeat runs (the machine may be shared)
         t_build0 = time.perf_counter()
-        out = candidates_for_days(store_ev, anchors, days, cal, lookback_sessions=args.lookback)
+        out = candidates_for_days(store_ev, anchors, days, cal, lookback_sessions=args.lookback, workers=workers)
         runs.append(time.perf_counter() - t_build0)
         # time the store build separately (tokenising 100k passages is done once per run)
         t_store0 = time.perf_counter()
         Store.from_evidence(store_ev)
         stores.append(time.perf_counter() - t_store0)
+        if workers > 1:  # the same call on one thread, for the record
+            t1_0 = time.perf_counter()
+            out1 = candidates_for_days(store_ev, anchors, days, cal, lookback_sessions=args.lookback, workers=1)
+            runs1.append(time.perf_counter() - t1_0)
     t_ours, t_store = min(runs), min(stores)
+    same_workers = all(_identical(out1[d], out[d]) for d in days) if runs1 else True
     n_ours = sum(int(c["anchor_id"].n_unique()) for c in out.values())
     load1 = os.getloadavg()[0]
     rate_ours = anchors.height / t_ours
@@ -196,7 +205,9 @@ def main() -> None:
     print(f"visible store: {store_ev.height:,} passages; anchors timed: {anchors.height:,} over {len(days)} days ({n_ours:,} with a pool)")
     print(f"load average (1 min) at the finrag timing: {load0:.2f} before, {load1:.2f} after; runs: {', '.join(f'{t:.2f}s' for t in runs)} (best reported)")
     print(f"numba kernels compiled or loaded from cache before timing: {t_jit:.2f}s")
-    print(f"finrag candidates_for_days: {rate_ours:,.0f} anchors/s end to end ({t_ours:.2f}s, of which {t_store:.2f}s building the store); {rate_scoring:,.0f} anchors/s for scoring+selection")
+    print(f"finrag candidates_for_days, {workers} worker thread(s): {rate_ours:,.0f} anchors/s end to end ({t_ours:.2f}s, of which {t_store:.2f}s building the store); {rate_scoring:,.0f} anchors/s for scoring+selection")
+    if runs1:
+        print(f"finrag candidates_for_days, 1 worker thread: {anchors.height / min(runs1):,.0f} anchors/s end to end ({min(runs1):.2f}s); output identical to {workers} workers: {same_workers}")
     if t_ref is not None:
         print(f"numpy reference (kernel='numpy'): {anchors.height / t_ref:,.0f} anchors/s end to end ({t_ref:.2f}s); output identical to the bit: {same}")
     print(f"naive baseline (rank_bm25.BM25Okapi per anchor + SentenceTransformer.encode per anchor): {rate_base:,.1f} anchors/s ({n_base} anchors in {t_base:.1f}s)")

@@ -272,3 +272,31 @@ def test_store_codes_keep_equality_and_mark_missing():
     c = _codes(df["url"])
     assert c[1] == c[2] == -1 and c[0] == c[3] >= 0 and c[4] >= 0 and c[4] != c[0]
     assert sp.issparse(TermMatrix.from_texts(["a b"]).X)
+
+
+@pytest.mark.parametrize("kernel", ["numba", "numpy"])
+def test_threaded_days_equal_sequential_days(kernel):
+    """All days submitted to a thread pool before any is collected (the statistics advance while
+    earlier days still score against their frozen view) give the sequential frames to the bit."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(11)
+    df = random_store(rng, n=900)
+    decisions = [1_000_000 * k + 1 for k in range(1, 11)]
+
+    def anchors_for(store, dec):
+        r = np.random.default_rng([11, dec])
+        visible = np.flatnonzero(store.public_ns < dec)
+        return anchors_of(store, np.sort(r.choice(visible, size=min(30, visible.size), replace=False)), dec)
+
+    store = Store.from_evidence(df)
+    stats = PrefixStats(store.tm)
+    seq = [build_day_candidates(store, stats, anchors_for(store, d), d, PoolConfig(lookback_ns=4_000_000), kernel=kernel) for d in decisions]
+    store = Store.from_evidence(df)
+    stats = PrefixStats(store.tm)
+    with pool.one_blas_thread(), ThreadPoolExecutor(3) as ex:
+        pending = [pool.start_day_candidates(store, stats, anchors_for(store, d), d, PoolConfig(lookback_ns=4_000_000), kernel=kernel, executor=ex) for d in decisions]
+        par = [p.frame() for p in pending]
+    assert sum(f.height for f in seq) > 100
+    for a, b in zip(seq, par):
+        assert_same_frames(a, b)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 
 import polars as pl
 import pyarrow as pa
@@ -10,7 +13,7 @@ import pyarrow as pa
 from ..calendar import TradingCalendar
 from ..schemas import TableSpec, register
 from .lexical import PrefixStats
-from .pool import CANDIDATE_SCHEMA, PoolConfig, Store, build_day_candidates
+from .pool import CANDIDATE_SCHEMA, PoolConfig, Store, one_blas_thread, start_day_candidates
 
 CANDIDATES = register(
     TableSpec(
@@ -57,18 +60,38 @@ def candidates_for_days(
     b: float = 0.75,
     epsilon: float = 0.25,
     kernel: str = "numba",
+    workers: int | None = None,
 ) -> dict[str, pl.DataFrame]:
     """{day: candidates} for anchors of each day; ``evidence`` must cover everything before the last day.
 
-    ``kernel``: "numba" (fused kernels, default) or "numpy" (the reference); identical results."""
+    ``kernel``: "numba" (fused kernels, default) or "numpy" (the reference); identical results.
+    ``workers``: threads scoring (day, sector) groups at once (None: the CPUs this process may
+    use). Every group is a pure function of the store and that day's frozen BM25 statistics, its
+    dense products run on one BLAS thread and parts are joined in a fixed order, so the output is
+    the same to the bit for any number of workers."""
+    workers = available_cpus() if workers is None else int(workers)
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, not {workers}")
     store = Store.from_evidence(evidence)
     stats = PrefixStats(store.tm, k1=k1, b=b, epsilon=epsilon)
-    out = {}
-    for d in sorted(days):
-        a = anchors.filter(pl.col("date") == dt.date.fromisoformat(d))
-        cfg = pool_config(m0, peer_share, lookback_sessions, cal, d, k1, b, epsilon)
-        out[d] = build_day_candidates(store, stats, a, int(cal.closes_ns[cal.session_index(d)]), cfg, kernel=kernel)
-    return out
+    anchors = anchors.with_columns(pl.col("date").cast(pl.Date))
+    by_day = anchors.partition_by("date", as_dict=True, maintain_order=True) if anchors.height else {}
+    empty = anchors.clear()
+    pending = {}
+    with one_blas_thread(), (ThreadPoolExecutor(workers) if workers > 1 else nullcontext()) as ex:
+        for d in sorted(days):
+            a = by_day.get((dt.date.fromisoformat(d),), empty)
+            cfg = pool_config(m0, peer_share, lookback_sessions, cal, d, k1, b, epsilon)
+            pending[d] = start_day_candidates(store, stats, a, int(cal.closes_ns[cal.session_index(d)]), cfg, kernel=kernel, executor=ex)
+        return {d: p.frame() for d, p in pending.items()}
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def empty_candidates() -> pl.DataFrame:

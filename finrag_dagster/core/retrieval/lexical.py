@@ -118,10 +118,15 @@ class TermMatrix:
         """:meth:`build` over ``bm25_tokens`` of each text, vectorised (same tokens, same
         first-occurrence term order, same counts): polars lower-cases, numba kernels tokenise
         the UTF-8 bytes (``TOKEN_PATTERN``, stop words dropped) and count."""
+        return TermMatrix.from_series(pl.Series(texts, dtype=pl.Utf8))
+
+    @staticmethod
+    def from_series(texts: pl.Series) -> "TermMatrix":
+        """:meth:`from_texts` of a polars string Series."""
         from .kernels import count_terms, tokenize
 
         n = len(texts)
-        low = pl.Series(texts, dtype=pl.Utf8).fill_null("").str.to_lowercase().rechunk()
+        low = texts.cast(pl.Utf8).fill_null("").str.to_lowercase().rechunk()
         data, offsets = _utf8_buffers(low)
         tid, lens, arena, t_start, t_len = tokenize(data, offsets, *_stop_buffers())
         ab = arena.tobytes()
@@ -176,6 +181,29 @@ class PrefixStats:
             out[present] = raw
         self._idf = (self.n, out)
         return out
+
+    def view(self) -> "StatsView":
+        """The statistics as they stand now, frozen: later ``advance`` calls do not change it
+        (a day's scoring can run on another thread while the next day advances)."""
+        return StatsView(self.tm, self.k1, self.b, self.avgdl, self.idf())
+
+    def weights(self, rows: np.ndarray, sub: sp.csr_matrix | None = None, doc_len: np.ndarray | None = None) -> sp.csr_matrix:
+        """Saturated term weights of some store rows under the current statistics (see :meth:`StatsView.weights`)."""
+        return self.view().weights(rows, sub, doc_len)
+
+
+@dataclass(frozen=True)
+class StatsView:
+    """BM25Okapi statistics of one store prefix (k1, b, average document length, idf)."""
+
+    tm: TermMatrix
+    k1: float
+    b: float
+    avgdl: float
+    idf_values: np.ndarray
+
+    def idf(self) -> np.ndarray:
+        return self.idf_values
 
     def weights(self, rows: np.ndarray, sub: sp.csr_matrix | None = None, doc_len: np.ndarray | None = None) -> sp.csr_matrix:
         """Saturated term weights tf(k1+1)/(tf + k1(1-b+b·dl/avgdl)) of some store rows

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from .lexical import PrefixStats, TermMatrix, Vocabulary, bm25_tokens, query_csr, query_matrix
+from .lexical import PrefixStats, StatsView, TermMatrix, Vocabulary, bm25_tokens, query_csr, query_matrix
 
 NO_PEER_SECTORS = frozenset({"Unknown", "ETF", ""})
 
@@ -118,10 +118,28 @@ class Store:
         return b
 
     @staticmethod
-    def from_evidence(ev: pl.DataFrame) -> "Store":
+    def from_evidence(ev: pl.DataFrame, threads: bool = True) -> "Store":
+        """The store of an evidence table; with ``threads`` the term matrix (numba, no GIL) is
+        built on a second thread while this one builds the id and code columns."""
         ev = ev.sort(["public_time", "passage_id"])
+        texts = ev["text"]
+        if threads:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(1) as ex:
+                fut = ex.submit(TermMatrix.from_series, texts)
+                store = Store._columns_of(ev)
+                store.tm = fut.result()
+        else:
+            store = Store._columns_of(ev)
+            store.tm = TermMatrix.from_series(texts)
+        return store
+
+    @staticmethod
+    def _columns_of(ev: pl.DataFrame) -> "Store":
+        """Everything of the store but its term matrix (``tm`` is None until set)."""
         n = ev.height
-        tm = TermMatrix.from_texts(ev["text"].to_list())
+        tm = None
         pid = np.array(ev["passage_id"].to_list(), dtype=object)
         tick = np.array(ev["ticker"].to_list(), dtype=object)
         sect = np.array(ev["sector"].to_list(), dtype=object)
@@ -229,7 +247,7 @@ def _select_all(sel: np.ndarray, is_peer: np.ndarray, recency: np.ndarray, m0: i
 KERNELS = ("numba", "numpy")
 
 
-def _group_numpy(store: Store, stats: PrefixStats, idf: np.ndarray, blk, js: list[int], arows: np.ndarray, queries: list[list[int]], cfg: PoolConfig) -> list[tuple]:
+def _group_numpy(store: Store, stats: StatsView, idf: np.ndarray, blk, js: list[int], arows: np.ndarray, queries: list[list[int]], cfg: PoolConfig) -> list[tuple]:
     """The numpy reference for one (day, sector) group: one sparse BM25 product and one dense
     product for the group, then numpy masks, min-max and selection per anchor."""
     rows, emb_rows, X_rows, dl_rows = blk
@@ -266,7 +284,7 @@ def _group_numpy(store: Store, stats: PrefixStats, idf: np.ndarray, blk, js: lis
     return parts
 
 
-def _group_numba(store: Store, stats: PrefixStats, post, a: int, b: int, js: list[int], arows: np.ndarray, qcsr, cfg: PoolConfig) -> list[tuple] | None:
+def _group_numba(store: Store, stats: StatsView, post, a: int, b: int, js: list[int], arows: np.ndarray, qcsr, cfg: PoolConfig) -> list[tuple] | None:
     """The fused kernels for one group (same results as :func:`_group_numpy`); None when an
     anchor's scores need the reference (non-finite or negative-zero scores)."""
     from .kernels import bm25_window, select_window
@@ -294,32 +312,116 @@ def _blas_controller():
     return ThreadpoolController()
 
 
-def _one_blas_thread():
+def one_blas_thread():
     """The dense products on one BLAS thread: with two, BLAS splits an (anchors × rows) product
     differently by shape and thread count, which changed scores in their last bits; one thread
     makes them the same on every machine (and was faster on this shared 2-core box)."""
     return _blas_controller().limit(limits=1, user_api="blas")
 
 
-def _group(store, stats, idf, t, s, js, arows, queries, qcsr, a_tick, lo, hi, cfg, use_numba, parts) -> None:
-    """One (day, sector) group's candidates appended to ``parts`` (numba kernels, else the reference)."""
+def _group(store, stats, idf, t, s, js, arows, queries, qcsr, a_tick, lo, hi, cfg, use_numba) -> list[tuple]:
+    """One (day, sector) group's candidate parts (numba kernels, else the reference). Pure given
+    its arguments (``stats`` is a frozen view), so groups may run on any thread in any order."""
     kind, key = ("ticker", t or a_tick[js[0]]) if s in NO_PEER_SECTORS else ("sector", s)
     if use_numba:
         post = store.postings(kind, key)
         if post is None:
-            return
+            return []
         src = post[0]
         a, b = int(np.searchsorted(src, lo, "left")), int(np.searchsorted(src, hi, "left"))
         if b <= a:
-            return
+            return []
         got = _group_numba(store, stats, post, a, b, js, arows, qcsr, cfg)
         if got is not None:
-            parts.extend(got)
-            return
+            return got
     blk = eligible_block(store, t or a_tick[js[0]], s, lo, hi)
     if blk is None:
-        return
-    parts.extend(_group_numpy(store, stats, idf, blk, js, arows, queries, cfg))
+        return []
+    return _group_numpy(store, stats, idf, blk, js, arows, queries, cfg)
+
+
+@dataclass
+class PendingDay:
+    """A decision day's groups, submitted or done; :meth:`frame` assembles the candidates."""
+
+    store: Store
+    anchors: pl.DataFrame
+    groups: list  # per group: a list of parts, or a Future of one
+
+    def frame(self) -> pl.DataFrame:
+        parts: list[tuple] = []
+        for g in self.groups:  # group order is fixed by the anchors, whatever thread ran it
+            parts.extend(g.result() if hasattr(g, "result") else g)
+        if not parts:
+            return pl.DataFrame(schema=CANDIDATE_SCHEMA)
+        aj = np.concatenate([p[0] for p in parts])
+        prow = np.concatenate([p[1] for p in parts])
+        cols = self.store.columns()
+        a_tick_s = pl.Series(self.anchors["ticker"].to_list(), dtype=pl.Utf8).gather(aj)
+        p_tick_s = cols["ticker"].gather(prow)
+        return pl.DataFrame(
+            {
+                "anchor_id": pl.Series(self.anchors["anchor_id"].to_list(), dtype=pl.Utf8).gather(aj),
+                "passage_id": cols["passage_id"].gather(prow),
+                "rank": np.concatenate([p[2] for p in parts]),
+                "bm25": np.concatenate([p[3] for p in parts]),
+                "dense": np.concatenate([p[4] for p in parts]),
+                "relevance": np.concatenate([p[5] for p in parts]),
+                "is_peer": p_tick_s.ne_missing(a_tick_s),
+                "source_family": cols["source_family"].gather(prow),
+                "ticker": p_tick_s,
+            },
+            schema=CANDIDATE_SCHEMA,
+        )
+
+
+def start_day_candidates(
+    store: Store,
+    stats: PrefixStats,
+    anchors: pl.DataFrame,
+    decision_ns: int,
+    cfg: PoolConfig,
+    kernel: str = "numba",
+    executor=None,
+) -> PendingDay:
+    """Advance the BM25 statistics to decision_ns and start the day's (sector) groups, on
+    ``executor`` (a ``concurrent.futures`` thread pool) when given, else here. The caller holds
+    :func:`one_blas_thread` until the day's frame is built (a thread may not change it mid-run)."""
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {KERNELS}, not {kernel!r}")
+    hi = store.prefix_end(decision_ns)
+    lo = 0 if cfg.lookback_ns is None else int(np.searchsorted(store.public_ns, decision_ns - cfg.lookback_ns, "left"))
+    stats.advance(hi)
+    view = stats.view()
+    idf = view.idf()
+    if anchors.height == 0:
+        return PendingDay(store, anchors, [])
+    arows = []
+    for pid in anchors["passage_id"].to_list():
+        r = store.row_of.get(pid)
+        if r is None:
+            raise KeyError(f"anchor passage {pid} is not in the evidence store")
+        arows.append(r)
+    arows = np.asarray(arows, dtype=np.int64)
+    vocab = store.tm.vocab
+    queries = [vocab.lookup(bm25_tokens(h + " " + s)) for h, s in zip(anchors["headline"].to_list(), anchors["summary"].to_list())]
+    groups: dict[tuple[str, str], list[int]] = {}
+    for j, (t, s) in enumerate(zip(anchors["ticker"].to_list(), anchors["sector"].to_list())):
+        key = (t, s) if s in NO_PEER_SECTORS else ("", s)
+        groups.setdefault(key, []).append(j)
+    a_tick = anchors["ticker"].to_list()
+    use_numba = kernel == "numba" and cfg.m0 > 0
+    qcsr = query_csr(queries, idf) if use_numba else None
+    out = []
+    for (t, s), js in groups.items():
+        args = (store, view, idf, t, s, js, arows, queries, qcsr, a_tick, lo, hi, cfg, use_numba)
+        if executor is None:
+            out.append(_group(*args))
+        else:
+            kind, key = ("ticker", t or a_tick[js[0]]) if s in NO_PEER_SECTORS else ("sector", s)
+            store.postings(kind, key) if use_numba else store.block(kind, key)  # build shared caches here, once
+            out.append(executor.submit(_group, *args))
+    return PendingDay(store, anchors, out)
 
 
 def build_day_candidates(
@@ -334,53 +436,5 @@ def build_day_candidates(
 
     ``kernel="numba"`` (default) runs the fused kernels of :mod:`.kernels`; ``"numpy"`` the
     reference implementation. Both give identical frames (ids, order, scores to the bit)."""
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {KERNELS}, not {kernel!r}")
-    hi = store.prefix_end(decision_ns)
-    lo = 0 if cfg.lookback_ns is None else int(np.searchsorted(store.public_ns, decision_ns - cfg.lookback_ns, "left"))
-    stats.advance(hi)
-    idf = stats.idf()
-    parts: list[tuple] = []
-    if anchors.height == 0:
-        return pl.DataFrame(schema=CANDIDATE_SCHEMA)
-    arows = []
-    for pid in anchors["passage_id"].to_list():
-        r = store.row_of.get(pid)
-        if r is None:
-            raise KeyError(f"anchor passage {pid} is not in the evidence store")
-        arows.append(r)
-    arows = np.asarray(arows, dtype=np.int64)
-    vocab = store.tm.vocab
-    queries = [vocab.lookup(bm25_tokens(h + " " + s)) for h, s in zip(anchors["headline"].to_list(), anchors["summary"].to_list())]
-    groups: dict[tuple[str, str], list[int]] = {}
-    for j, (t, s) in enumerate(zip(anchors["ticker"].to_list(), anchors["sector"].to_list())):
-        key = (t, s) if s in NO_PEER_SECTORS else ("", s)
-        groups.setdefault(key, []).append(j)
-    a_ids = anchors["anchor_id"].to_list()
-    a_tick = anchors["ticker"].to_list()
-    use_numba = kernel == "numba" and cfg.m0 > 0
-    qcsr = query_csr(queries, idf) if use_numba else None
-    with _one_blas_thread():
-        for (t, s), js in groups.items():
-            _group(store, stats, idf, t, s, js, arows, queries, qcsr, a_tick, lo, hi, cfg, use_numba, parts)
-    if not parts:
-        return pl.DataFrame(schema=CANDIDATE_SCHEMA)
-    aj = np.concatenate([p[0] for p in parts])
-    prow = np.concatenate([p[1] for p in parts])
-    cols = store.columns()
-    a_tick_s = pl.Series(a_tick, dtype=pl.Utf8).gather(aj)
-    p_tick_s = cols["ticker"].gather(prow)
-    return pl.DataFrame(
-        {
-            "anchor_id": pl.Series(a_ids, dtype=pl.Utf8).gather(aj),
-            "passage_id": cols["passage_id"].gather(prow),
-            "rank": np.concatenate([p[2] for p in parts]),
-            "bm25": np.concatenate([p[3] for p in parts]),
-            "dense": np.concatenate([p[4] for p in parts]),
-            "relevance": np.concatenate([p[5] for p in parts]),
-            "is_peer": p_tick_s.ne_missing(a_tick_s),
-            "source_family": cols["source_family"].gather(prow),
-            "ticker": p_tick_s,
-        },
-        schema=CANDIDATE_SCHEMA,
-    )
+    with one_blas_thread():
+        return start_day_candidates(store, stats, anchors, decision_ns, cfg, kernel).frame()
