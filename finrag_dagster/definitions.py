@@ -12,6 +12,7 @@ from .defs.assets.experience import build_experience_tree_asset
 from .defs.assets.labels import build_labels_asset
 from .defs.assets.retrieval import build_candidates_asset
 from .defs.assets.variants import build_variant_assets
+from .core.loop import family_assets
 from .defs.assets.sql import build_sql_asset, sql_models
 from .defs.partitions import trading_day_partitions
 from .defs.resources import FinragResource
@@ -40,7 +41,7 @@ def build_definitions(settings: Settings | None = None, resource: FinragResource
         t: [dg.AssetKey([f, t]) for f in s.variants.families]
         for t in ("contexts", "reader_outputs", "feedback")
     }
-    table_assets["memory_snapshot"] = [dg.AssetKey([f, "memory_snapshot"]) for f in s.variants.families if f != "no_memory"]
+    table_assets["memory_snapshot"] = [dg.AssetKey([f, "memory_snapshot"]) for f in s.variants.families if "memory_snapshot" in family_assets(f)]
     assets += [build_sql_asset(m, days, table_assets) for m in sql_models()]
     assets += build_evaluation_assets(s)
     present = {k.to_user_string() for a in assets for k in a.keys}

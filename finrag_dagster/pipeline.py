@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import dagster as dg
 
 from .core.calendar import nyse
+from .core.loop import family_assets
 from .core.settings import Settings
 from .definitions import build_definitions
 from .defs.resources import FinragResource
@@ -26,10 +27,6 @@ HISTORY = "history"  # from the first price day: look-back for returns, dedup, c
 DECISIONS = "decisions"  # from the first decision day
 
 
-LOOP_TABLES = {
-    False: ("contexts", "reader_outputs", "feedback"),
-    True: ("memory_snapshot", "contexts", "reader_outputs", "feedback"),
-}
 
 
 @dataclass(frozen=True)
@@ -45,7 +42,7 @@ def stages(settings: Settings) -> list[Stage]:
         Stage("sources", first, None),
         Stage("history", ("prices", "news_raw", "filings_raw", "returns", "evidence"), HISTORY),
         Stage("decisions", ("anchors", "context_cards", "candidates", "labels", "experience_tree"), DECISIONS),
-        Stage("loop", tuple(f"{f}/{t}" for f in settings.variants.families for t in LOOP_TABLES[f != "no_memory"]) + ("stock_day_signals",), DECISIONS),
+        Stage("loop", tuple(f"{f}/{t}" for f in settings.variants.families for t in family_assets(f)) + ("stock_day_signals",), DECISIONS),
         Stage("evaluation", ("table1_audit", "evaluation", "sensitivity", "report"), None),
     ]
 

@@ -5,7 +5,10 @@ For decision day D (seed 000 §3.5, §4.1; SPEC §4):
 1. memory(D) = memory(D−1) + the feedback whose label matured on D−1 (decision days D−1−h), or
    an empty memory when D starts the evaluated split (prequential reset);
 2. contexts(D) = top-M of each anchor's candidate pool by r + λ·mean_h adj;
-3. reader_outputs(D) from the frozen reader (prompt cache first).
+3. toe variants (:mod:`.memory.experience_loop`): tree(D) = tree(D−1) + the eq. 13 updates of
+   labels matured on D−1 (the induced prior tree at a split start), one principle selected per
+   anchor and put into its prompt;
+4. reader_outputs(D) from the frozen reader (prompt cache first).
 
 The snapshot used on D therefore contains exactly the feedback matured on or before D−1.
 Because contexts on D depend on feedback from D−2 and earlier, a range of days cannot be computed
@@ -18,10 +21,13 @@ import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 
 from .calendar import TradingCalendar
+from .memory.experience_loop import choose_principles, empty_updates, toe_updates
+from .memory.experience_tree import ExperienceTree, to_table
 from .memory.feedback import build_feedback, empty_feedback, shuffle_labels
 from .memory.source_memory import MemoryParams, SourceMemory, rerank, shuffled_event_type
 from .reader.backends import Backend
@@ -53,7 +59,7 @@ CONTEXTS = register(
 )
 
 
-VARIANT_FAMILIES = ("no_memory", "source_memory", "top5_all_source", "shuffled_labels", "shuffled_event_types")
+VARIANT_FAMILIES = ("no_memory", "source_memory", "top5_all_source", "shuffled_labels", "shuffled_event_types", "toe", "source_memory_toe")
 
 
 @dataclass(frozen=True)
@@ -64,10 +70,12 @@ class Variant:
     credit: str = "cited"  # cited | top5
     shuffle_labels_seed: int | None = None
     shuffle_types_seed: int | None = None
+    toe: bool = False  # a Tree-of-Experience principle in the prompt, updated from matured feedback
 
     @property
     def uses_memory(self) -> bool:
-        return self.family != "no_memory"
+        """Whether the source memory reranks contexts (and is updated) in this variant."""
+        return self.family not in ("no_memory", "toe")
 
 
 def variants_of(family: str, lam: float, n_seeds: int) -> list[Variant]:
@@ -82,7 +90,17 @@ def variants_of(family: str, lam: float, n_seeds: int) -> list[Variant]:
         return [Variant(f"shuffled_labels_s{s}", family, lam, shuffle_labels_seed=s) for s in range(n_seeds)]
     if family == "shuffled_event_types":
         return [Variant(f"shuffled_event_types_s{s}", family, lam, shuffle_types_seed=s) for s in range(n_seeds)]
+    if family == "toe":  # ToE alone: static contexts (lambda = 0), principle in the prompt
+        return [Variant("toe", family, 0.0, toe=True)]
+    if family == "source_memory_toe":  # the issue's "source_memory+toe" (asset keys allow no "+")
+        return [Variant("source_memory_toe", family, lam, toe=True)]
     raise ValueError(f"unknown variant family {family!r}; choose from {VARIANT_FAMILIES}")
+
+
+def family_assets(family: str) -> tuple[str, ...]:
+    """The asset names under ``<family>/`` (the loop multi-asset's outputs, then feedback)."""
+    v = variants_of(family, 0.3, 1)[0]
+    return (("memory_snapshot",) if v.uses_memory else ()) + (("experience_tree",) if v.toe else ()) + ("contexts", "reader_outputs", "feedback")
 
 
 def memory_keys(anchors: pl.DataFrame, v: Variant) -> dict[str, str]:
@@ -105,6 +123,7 @@ class Past:
     outputs: pl.DataFrame
     contexts: pl.DataFrame
     keys: dict[str, str]
+    selections: pl.DataFrame | None = None  # toe variants: the principle each anchor used
 
 
 @dataclass
@@ -115,6 +134,9 @@ class StepResult:
     outputs: pl.DataFrame
     feedback_applied: pl.DataFrame
     stats: DayStats
+    tree: pa.Table | None = None  # toe variants: experience_tree rows after D's updates and selections
+    selections: pl.DataFrame | None = None
+    toe_updates: pl.DataFrame | None = None
 
 
 @dataclass
@@ -132,7 +154,19 @@ class LoopEnv:
     decoding: dict
     m: int = 5
     params: MemoryParams = field(default_factory=MemoryParams)
-    principles_of: Callable[[str, pl.DataFrame], dict[str, str]] | None = None
+    toe: ToEEnv | None = None
+
+
+@dataclass
+class ToEEnv:
+    """What the toe variants need: the prior tree on a day (the induced tree, reset at a split
+    start), the anchors' states (ids, layer-1 texts, skeletons, vectors) per day, the stored
+    selections of days before the range, and the expansion cap."""
+
+    prior: Callable[[str], ExperienceTree | None]
+    states: Callable[[str], tuple[list[str], list[str], list[str], np.ndarray]]
+    past_selections: Callable[[str, Variant], pl.DataFrame]
+    expansion_cap: int = 32
 
 
 def matured_on(prev_day: str, v: Variant, env: LoopEnv, recent: dict[str, Past], split_start: str) -> pl.DataFrame:
@@ -165,14 +199,34 @@ def matured_on(prev_day: str, v: Variant, env: LoopEnv, recent: dict[str, Past],
     return pl.concat(frames) if frames else empty_feedback()
 
 
-def step(d: str, v: Variant, env: LoopEnv, memory: SourceMemory | None, recent: dict[str, Past]) -> tuple[StepResult, SourceMemory | None]:
-    """One decision day: update memory with D−1's matured feedback, rerank, read."""
+def toe_matured_on(prev_day: str, v: Variant, env: LoopEnv, tree: ExperienceTree, recent: dict[str, Past], split_start: str) -> pl.DataFrame:
+    """Apply eq. 13 for every (anchor, horizon) whose label matured exactly on ``prev_day``."""
+    frames = []
+    for h in HORIZONS:
+        i = env.cal.session_index(prev_day) - h
+        if i < 0:
+            continue
+        d0 = env.cal.sessions[i].item().isoformat()
+        if d0 < split_start:
+            continue
+        past = recent.get(d0) or env.past_of(d0, v)
+        if past is None or past.outputs.height == 0:
+            continue
+        sel = past.selections if past.selections is not None else env.toe.past_selections(d0, v)
+        frames.append(toe_updates(tree, d0, f"{h}D", sel, past.outputs, env.labels_of(d0)))
+    return pl.concat(frames) if frames else empty_updates()
+
+
+def step(
+    d: str, v: Variant, env: LoopEnv, memory: SourceMemory | None, recent: dict[str, Past], tree: ExperienceTree | None = None
+) -> tuple[StepResult, SourceMemory | None, ExperienceTree | None]:
+    """One decision day: update memory (and tree) with D−1's matured feedback, rerank, select principles, read."""
     data = env.day_data(d)
     keys = memory_keys(data.anchors, v)
     applied = empty_feedback()
     snapshot = None
+    start = env.split_start(d)
     if v.uses_memory:
-        start = env.split_start(d)
         if d == start:
             memory = SourceMemory(env.params)
         elif memory is None:
@@ -183,21 +237,37 @@ def step(d: str, v: Variant, env: LoopEnv, memory: SourceMemory | None, recent: 
             memory.apply(applied)
         snapshot = memory.to_frame()
     contexts = rerank(data.candidates, keys, memory if v.uses_memory else None, v.lam, env.m)
-    principles = env.principles_of(d, data.anchors) if env.principles_of else None
+    principles, selections, updates = None, None, None
+    if v.toe:
+        if env.toe is None:
+            raise ValueError(f"{v.name}: a toe variant needs LoopEnv.toe")
+        if d == start:
+            tree = env.toe.prior(d)
+            updates = empty_updates()
+        elif tree is None:
+            raise ValueError(f"{v.name}: no experience tree for the day before {d} (split started {start}); run from the split start")
+        else:
+            updates = toe_matured_on(env.cal.offset(d, -1).isoformat(), v, env, tree, recent, start)
+        if tree is None:
+            raise ValueError(f"{v.name}: no prior experience tree on {d}; materialise experience_tree first")
+        ids, f_texts, skels, vecs = env.toe.states(d)
+        selections, principles = choose_principles(tree, ids, f_texts, skels, vecs, env.toe.expansion_cap)
     cache = env.cache_of(d)
     outputs, stats = read_day(d, data.anchors, contexts, env.evidence, data.cards, env.companies, env.backend, cache, env.decoding, principles)
     cache.flush()
-    recent[d] = Past(outputs, contexts, keys)
+    recent[d] = Past(outputs, contexts, keys, selections)
     for old in [k for k in recent if k < env.cal.offset(d, -7).isoformat()]:
         del recent[old]
-    return StepResult(d, snapshot, contexts, outputs, applied, stats), memory
+    table = to_table(tree) if v.toe else None
+    return StepResult(d, snapshot, contexts, outputs, applied, stats, table, selections, updates), memory, tree
 
 
-def run_days(days: list[str], v: Variant, env: LoopEnv, memory: SourceMemory | None) -> list[StepResult]:
-    """Step the loop over consecutive decision days; ``memory`` is the snapshot of the day before."""
+def run_days(days: list[str], v: Variant, env: LoopEnv, memory: SourceMemory | None, tree: ExperienceTree | None = None) -> list[StepResult]:
+    """Step the loop over consecutive decision days; ``memory`` (and ``tree`` for a toe variant)
+    is the state of the day before."""
     recent: dict[str, Past] = {}
     out = []
     for d in sorted(days):
-        res, memory = step(d, v, env, memory, recent)
+        res, memory, tree = step(d, v, env, memory, recent, tree)
         out.append(res)
     return out

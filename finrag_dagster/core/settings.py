@@ -125,7 +125,7 @@ class ReaderSettings(_M):
 class VariantSettings(_M):
     """Memory variants run by the pipeline (seed 000 §4.2-4.3); shuffles repeat ``shuffle_seeds`` times."""
 
-    families: tuple[str, ...] = ("no_memory", "source_memory", "top5_all_source", "shuffled_labels", "shuffled_event_types")
+    families: tuple[str, ...] = ("no_memory", "source_memory", "top5_all_source", "shuffled_labels", "shuffled_event_types", "toe", "source_memory_toe")
     shuffle_seeds: int = 5
 
 
@@ -147,6 +147,7 @@ class ExperienceSettings(_M):
     cluster_threshold: float = 0.8  # members of a principle's cluster have cosine >= this with it
     min_support: int = 2  # clusters of fewer pre-evaluation anchors induce no principle
     max_leaves_per_factor: int = 8
+    expansion_cap: int = 32  # toe variants: the embedded judge expands a factor only while it has fewer leaves
 
 
 class SplitSettings(_M):

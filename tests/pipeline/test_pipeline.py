@@ -141,3 +141,47 @@ def test_files_mode_definitions_resolve_every_job(tmp_path):
     defs = build_definitions(s)
     assert "synthetic_world" not in {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
     defs.resolve_all_job_defs()
+
+
+def test_toe_variants_learn_only_from_matured_labels(small_lake):
+    from finrag_dagster.core.memory.experience_tree import from_table
+    from finrag_dagster.defs.assets.experience import TREE_ID, toe_params
+
+    lake, settings, _ = small_lake
+    days = [d.isoformat() for d in cal.sessions_in_range(DECISION_START, END)]
+    params = toe_params(settings)
+    prior = from_table(lake.read("experience_tree", dates=[days[0]], tree_id=TREE_ID), params)
+    applied = 0
+    for v in ("toe", "source_memory_toe"):
+        assert lake.materialized_dates("experience_tree", tree_id=v) == days
+        # the split start (validation begins on DECISION_START) resets to the prior tree: no update yet
+        first = from_table(lake.read("experience_tree", dates=[days[0]], tree_id=v), params)
+        prior_ids = {x.leaf_id for x in prior.leaves()}
+        assert prior_ids <= {x.leaf_id for x in first.leaves()}  # the prior's leaves, plus the day's expansions
+        assert all(x.support == 0 for x in first.leaves() if x.leaf_id not in prior_ids)
+        assert all(x.q == {"1D": 1.0, "3D": 1.0, "5D": 1.0} and x.n_hit == 0 for x in first.leaves())
+        sel = lake.read("principle_selections", dates=days, variant=v)
+        a = lake.read("anchors", dates=days)
+        assert sel.height == a.height and set(sel["outcome"]) <= {"reused", "expanded", "no_factor", "factor_full"}
+        assert sel.filter(pl.col("leaf_id").is_not_null()).height > 0
+        for d in days[1:]:
+            up = lake.read("principle_updates", dates=[d], variant=v)
+            prev = cal.offset(d, -1)
+            for dd, h in zip(up["decision_day"].to_list(), up["horizon"].to_list()):
+                assert cal.offset(dd, int(h[0])) == prev  # matured exactly on D-1, never later
+            applied += int((up["outcome"] == "applied").sum()) if up.height else 0
+        last = from_table(lake.read("experience_tree", dates=[days[-1]], tree_id=v), params)
+        assert any(q != 1.0 for x in last.leaves() for q in x.q.values())
+        # the principle is in the prompt: those anchors' prompts differ from no_memory's
+        o = lake.read("reader_outputs", dates=days, variant=v).select("anchor_id", "horizon", "prompt_hash")
+        base = lake.read("reader_outputs", dates=days, variant="no_memory").select("anchor_id", "horizon", pl.col("prompt_hash").alias("base"))
+        j = o.join(base, on=["anchor_id", "horizon"]).join(sel.select("anchor_id", "leaf_id"), on="anchor_id")
+        with_p = j.filter(pl.col("leaf_id").is_not_null())
+        assert with_p.height and (with_p["prompt_hash"] != with_p["base"]).all()
+        if v == "toe":  # same contexts as no_memory (lambda = 0): no principle, same prompt
+            without = j.filter(pl.col("leaf_id").is_null())
+            assert (without["prompt_hash"] == without["base"]).all()
+    assert applied > 0
+    ev = lake.read("evaluation")
+    assert {"Frozen + ToE", "Frozen + Source Memory + ToE"} <= set(ev.filter(pl.col("table") == "Table 2")["row"])
+    assert {"Frozen + ToE", "Frozen + Source Memory + ToE"} <= set(ev.filter(pl.col("table") == "Table 4")["row"])

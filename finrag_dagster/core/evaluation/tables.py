@@ -60,7 +60,10 @@ VARIANT_LABEL = {
     "top5_all_source": "+ Top-5 all-source update",
     "shuffled_labels": "+ Shuffled feedback labels",
     "shuffled_event_types": "+ Shuffled event types",
+    "toe": "Frozen + ToE",
+    "source_memory_toe": "Frozen + Source Memory + ToE",
 }
+MAIN_VARIANTS = ("no_memory", "source_memory", "toe", "source_memory_toe")  # Table 2 and Table 4 rows
 
 
 def predictions(lake: Lake, variant: str, days: list[str]) -> pl.DataFrame:

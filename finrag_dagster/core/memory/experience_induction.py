@@ -11,7 +11,7 @@ The rule (used with the embedded reader; documented in this docstring and in the
    dropped ("BRIEF-", "UPDATE 2-", "CORRECTED-" …), the company masked (its name and aliases
    case-insensitively; its ticker and the first word of its name, e.g. "Meta", as written →
    "the company"; a "(TICKER)" parenthesis dropped) and every number masked ("$7.1B", "12%",
-   "Q3", "2021" → "N"), whitespace collapsed. With an LLM backend the
+   "2021" → "N", "Q3" → "QN"), whitespace collapsed. With an LLM backend the
    rewrite is instead the backend's one-line, company-agnostic principle for the item
    (:func:`.experience_llm.llm_rewriter`), falling back to the rule skeleton when unparsable.
 2. **Layer 1 (eq. 4).** The factor of an anchor is the catalogue factor with the largest

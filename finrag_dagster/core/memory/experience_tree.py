@@ -95,8 +95,15 @@ class ExperienceTree:
     def leaves(self) -> list[Leaf]:
         return [leaf for f in self.factors for leaf in f.leaves]
 
-    def select(self, text: str, embedding: np.ndarray, horizon: str) -> Selection:
-        """Coarse-to-fine selection of a path for a task state (eqs 7-11)."""
+    def utility(self, leaf: Leaf, horizon: str | None) -> float:
+        """Q_h, or the mean over the tree's horizons when ``horizon`` is None (one prompt, all horizons)."""
+        if horizon is not None:
+            return leaf.q[horizon]
+        return float(sum(leaf.q[h] for h in self.params.horizons) / len(self.params.horizons))
+
+    def select(self, text: str, embedding: np.ndarray, horizon: str | None) -> Selection:
+        """Coarse-to-fine selection of a path for a task state (eqs 7-11); S = ρ·Q_h (mean_h Q_h
+        when ``horizon`` is None)."""
         p = self.params
         f1 = sorted(((keyword_match(text, f.keywords), i) for i, f in enumerate(self.factors)), key=lambda x: (-x[0], x[1]))
         kept = [(m, self.factors[i]) for m, i in f1[: p.k1] if m > 0]
@@ -107,7 +114,7 @@ class ExperienceTree:
                 if cos < p.leaf_threshold:
                     continue
                 rho = math.sqrt(m1 * max(cos, 0.0))
-                s = rho * leaf.q[horizon]
+                s = rho * self.utility(leaf, horizon)
                 cands.append((leaf.leaf_id, s))
                 if best is None or s > best[0]:
                     best = (s, rho, leaf, fac)

@@ -12,6 +12,11 @@ It is documented as a baseline, not a stand-in for an LLM:
   most at 5D (disclosures move prices more slowly); passages lower in the context weigh less.
 * **Decision**: score_h = Σ weight × tone × strength; signal = sign(score_h) when
   |score_h| ≥ threshold (higher in an elevated-volatility market), else 0.
+* **Experience principle** (the ``toe`` variants, issue 7 part 3): when the prompt carries a
+  Tree-of-Experience principle with utilities Q_h, the anchor's own term at horizon h is weighted
+  by Q_h / q0 (in [0, 2]): a perspective that has paid off after similar news makes the reader
+  trust the anchor's tone more at that horizon, one that has not makes it lean on the evidence or
+  stay neutral. Without a principle the weight is 1 (the baseline above, unchanged).
 * **Citations**: the (at most two) passages whose contribution has the decision's sign and the
   largest magnitude; for a 0 the single passage with the largest |contribution|.
 """
@@ -121,6 +126,7 @@ class ReaderInput:
     evidence: tuple[tuple[str, EvidenceItem], ...]  # (prompt id, item) in context order
     risk_state: str = ""
     prediction_day: str = ""  # ISO date; evidence older than it is discounted
+    principle_weights: tuple[float, ...] = ()  # Q_h / q0 of the experience principle per horizon (HORIZON_KEYS order)
 
 
 def _age_days(item: EvidenceItem, prediction_day: str) -> float:
@@ -155,9 +161,12 @@ def read(inp: ReaderInput, rules: EmbeddedRules = EmbeddedRules()) -> str:
     threshold = rules.threshold * (rules.elevated_vol_multiplier if inp.risk_state.startswith("elevated") else 1.0)
     signals = {}
     signs = {1 if x[2] > 0 else -1 for x in ev if x[2] != 0}
-    for h in HORIZON_KEYS:
+    if inp.principle_weights and len(inp.principle_weights) != len(HORIZON_KEYS):
+        raise ValueError(f"principle_weights needs one weight per horizon {HORIZON_KEYS}, got {inp.principle_weights}")
+    for hi, h in enumerate(HORIZON_KEYS):
         contrib = [(eid, HORIZON_WEIGHTS.get(fam, HORIZON_WEIGHTS["news"])[h] * decay * tv) for eid, fam, tv, decay in ev]
-        score = HORIZON_WEIGHTS["anchor"][h] * a_tone * a_strength + sum(c for _, c in contrib)
+        a_weight = HORIZON_WEIGHTS["anchor"][h] * (inp.principle_weights[hi] if inp.principle_weights else 1.0)
+        score = a_weight * a_tone * a_strength + sum(c for _, c in contrib)
         sig = (1 if score > 0 else -1) if abs(score) >= threshold else 0
         if sig != 0:
             cited = [eid for eid, c in sorted(contrib, key=lambda x: -abs(x[1])) if c * sig > 0][: rules.max_citations]

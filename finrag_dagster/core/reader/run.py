@@ -92,7 +92,7 @@ def read_day(
     backend: Backend,
     cache: PromptCache,
     decoding: dict,
-    principles: dict[str, str] | None = None,
+    principles: dict | None = None,
 ) -> tuple[pl.DataFrame, DayStats]:
     """Reader outputs (one row per anchor and horizon) for the anchors of one decision day.
 
@@ -106,9 +106,11 @@ def read_day(
         items = [evidence[p] for p in ctx.get(r["anchor_id"], [])]
         card_text, risk = cards.get(r["ticker"], ("", ""))
         info = AnchorInfo(r["anchor_id"], r["ticker"], companies.get(r["ticker"], r["ticker"]), r["headline"], r["summary"], day, r["event_type"], r["session"])
-        principle = (principles or {}).get(r["anchor_id"])
-        p = build_prompt(info, items, card_text, principle)
-        structured = ReaderInput(r["headline"], r["summary"], r["event_type"], tuple(zip(p.allowed_ids, items)), risk, day)
+        principle = (principles or {}).get(r["anchor_id"])  # a str, or an experience Principle (text + Q_h/q0)
+        p_text = getattr(principle, "text", principle)
+        p_weights = tuple(getattr(principle, "weights", ()))
+        p = build_prompt(info, items, card_text, p_text)
+        structured = ReaderInput(r["headline"], r["summary"], r["event_type"], tuple(zip(p.allowed_ids, items)), risk, day, p_weights)
         key = p.key(backend.name, backend.model, decoding)
         built.append((r, p, key, structured))
     todo, raw = [], {}

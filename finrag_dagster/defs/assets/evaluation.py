@@ -8,7 +8,7 @@ import polars as pl
 from ...core.calendar import TradingCalendar
 from ...core.evaluation import report as R
 from ...core.evaluation.sensitivity import grid, run_setting, select
-from ...core.evaluation.tables import VARIANT_LABEL, _rows, daily_returns, family_metrics, portfolio_books, summary
+from ...core.evaluation.tables import MAIN_VARIANTS, VARIANT_LABEL, _rows, daily_returns, family_metrics, portfolio_books, summary
 from ...core.lake import Lake
 from ...core.loop import variants_of
 from ...core.reader.backends import make_backend
@@ -64,11 +64,13 @@ def evaluate(s: Settings, lake: Lake, cal: TradingCalendar) -> tuple[pl.DataFram
             names = [v.name for v in variants_of(f, s.memory.lam, s.variants.shuffle_seeds)]
             mean, std, n = family_metrics(lake, f, names, days)
             label = VARIANT_LABEL.get(f, f)
-            if f in ("no_memory", "source_memory"):
+            if f in MAIN_VARIANTS:
                 rows += _rows("Table 2", split, label, mean, n)
+            if f in MAIN_VARIANTS[2:]:
+                continue  # Table 3 is the source memory's validity checks
             rows += _rows("Table 3", split, label, {k: mean[k] for k in ("Non-neutral F1", "Macro-F1", "Rank IC")}, n,
                           {k: std[k] for k in ("Non-neutral F1", "Macro-F1", "Rank IC")} if len(names) > 1 else None)
-        strat = [f for f in ("no_memory", "source_memory") if f in fams]
+        strat = [f for f in MAIN_VARIANTS if f in fams]
         books = portfolio_books(lake, strat, days, market, uni["ticker"].to_list())
         for name, b in books.items():
             label = VARIANT_LABEL.get(name, name)
@@ -78,6 +80,12 @@ def evaluate(s: Settings, lake: Lake, cal: TradingCalendar) -> tuple[pl.DataFram
     ev = pl.DataFrame(rows, schema={"table": pl.Utf8, "split": pl.Utf8, "row": pl.Utf8, "metric": pl.Utf8, "value": pl.Float64, "std": pl.Float64, "n": pl.Int64})
     pdaily = pl.concat(daily) if daily else pl.DataFrame()
     return ev, pdaily
+
+
+def table2_rows(ev: pl.DataFrame) -> list[str]:
+    """Table 2's rows in order: the main variants that were evaluated."""
+    have = set(ev.filter(pl.col("table") == "Table 2")["row"].to_list())
+    return [VARIANT_LABEL[f] for f in MAIN_VARIANTS if VARIANT_LABEL[f] in have] or [VARIANT_LABEL["no_memory"], VARIANT_LABEL["source_memory"]]
 
 
 def build_evaluation_assets(s: Settings) -> list[dg.AssetsDefinition]:
@@ -102,7 +110,7 @@ def build_evaluation_assets(s: Settings) -> list[dg.AssetsDefinition]:
         for d in sorted(set(daily["date"].to_list())) if daily.height else []:
             lake.write("portfolio_daily", daily.filter(pl.col("date") == d).drop("date"), date=d)
         test = ev.filter(pl.col("split") == "test")
-        t2 = md_table(test.filter(pl.col("table") == "Table 2"), [VARIANT_LABEL["no_memory"], VARIANT_LABEL["source_memory"]], METRICS)
+        t2 = md_table(test.filter(pl.col("table") == "Table 2"), table2_rows(test), METRICS)
         t4 = md_table(test.filter(pl.col("table") == "Table 4"), sorted(set(test.filter(pl.col("table") == "Table 4")["row"].to_list())), PORTFOLIO, {"Ann. Ret.", "Ann. Vol.", "Max DD"})
         return dg.MaterializeResult(metadata={
             "table_2_test": dg.MetadataValue.md(t2), "table_4_test": dg.MetadataValue.md(t4), "rows": ev.height,
@@ -169,6 +177,30 @@ def _table(df: pl.DataFrame, title: str, rows: list[str], cols: list[str], pct=f
     return {"title": title, "columns": ["", *cols], "rows": table_cells(df, rows, cols, pct), "note": note}
 
 
+def tree_tables(s: Settings, lake: Lake, max_rows: int = 24) -> list[dict]:
+    """The last experience-tree snapshot of each tree (the induced prior and each toe variant):
+    its most recalled principles with Q per horizon (seed 002 Table 5's shape)."""
+    from ...core.memory.experience_tree import from_table
+    from .experience import toe_params
+
+    out = []
+    root = lake.root / "experience_tree"
+    for tree_id in sorted(p.name.split("=", 1)[1] for p in root.glob("tree_id=*")) if root.exists() else []:
+        days = sorted(p.name.split("=", 1)[1] for p in (root / f"tree_id={tree_id}").glob("date=*"))
+        if not days:
+            continue
+        tree = from_table(lake.read("experience_tree", dates=[days[-1]], tree_id=tree_id), toe_params(s))
+        leaves = sorted(tree.leaves(), key=lambda x: (-x.n_recall, x.leaf_id))
+        if not leaves:
+            continue
+        hs = list(tree.params.horizons)
+        rows = [[x.factor, x.principle[:140], *[f"{x.q[h]:.3f}" for h in hs], f"{x.n_recall}/{x.n_hit}", x.support, x.leaf_id] for x in leaves[:max_rows]]
+        out.append({"title": f"Experience tree `{tree_id}` on {days[-1]} (seed 002 Table 5 shape)",
+                    "columns": ["factor", "principle", *[f"Q {h}" for h in hs], "recall/hit", "support", "id"], "rows": rows,
+                    "note": f"{len(tree.factors)} factors, {len(leaves)} principles; the {min(max_rows, len(leaves))} most recalled shown. Q in [0, {2 * tree.params.q0:g}], neutral {tree.params.q0:g}."})
+    return out
+
+
 def write_report(s: Settings, lake: Lake):
     ev = lake.read("evaluation") if lake.partition_files("evaluation") else pl.DataFrame(schema={"table": pl.Utf8, "split": pl.Utf8, "row": pl.Utf8, "metric": pl.Utf8, "value": pl.Float64, "std": pl.Float64})
     sens = lake.read("sensitivity") if lake.partition_files("sensitivity") else ev.head(0)
@@ -180,7 +212,7 @@ def write_report(s: Settings, lake: Lake):
                        "rows": [[r["split"], f"{r['first_day']}..{r['last_day']}", r["anchors"], R.fmt(r["anchors_per_day"]), r["active_ticker_days"], R.fmt(r["sec_coverage"], True),
                                  *["/".join(R.fmt(r[f"{k}_{h}"], True) for k in ("pos", "zero", "neg")) for h in ("1d", "3d", "5d")]] for r in t1.sort("split_order").iter_rows(named=True)],
                        "note": "SEC cov. = share of anchors whose candidate pool holds at least one SEC passage; label mix over the anchors' ticker-days."})
-    tables.append(_table(test.filter(pl.col("table") == "Table 2"), "Table 2. Event-level prediction quality (test split)", [VARIANT_LABEL["no_memory"], VARIANT_LABEL["source_memory"]], METRICS))
+    tables.append(_table(test.filter(pl.col("table") == "Table 2"), "Table 2. Event-level prediction quality (test split)", table2_rows(test), METRICS))
     t3rows = [VARIANT_LABEL[f] for f in ("no_memory", "source_memory", "top5_all_source", "shuffled_labels", "shuffled_event_types")]
     tables.append(_table(test.filter(pl.col("table") == "Table 3"), "Table 3. Source-memory validity checks (test split, mean ± std over shuffles)", t3rows, ["Non-neutral F1", "Macro-F1", "Rank IC"]))
     t4rows = sorted(set(test.filter(pl.col("table") == "Table 4")["row"].to_list()))
@@ -193,6 +225,7 @@ def write_report(s: Settings, lake: Lake):
         dl = sel.filter(pl.col("metric") == "delta")["value"][0]
         note = f"selected on validation: lambda={lam:.2f}, delta={dl:.2f}; the test split above ran with lambda={s.memory.lam}, delta={s.memory.delta} (settings.memory)."
     tables.append(_table(sens, "Table 6. Validation sensitivity to source-memory strength", srows, ["Non-neutral F1", "Macro-F1", "Rank IC", "Sharpe"], note=note))
+    tables += tree_tables(s, lake)
     daily = lake.read("portfolio_daily") if lake.partition_files("portfolio_daily") else pl.DataFrame()
     snap = lake.read("memory_snapshot", variant="source_memory") if lake.partition_files("memory_snapshot", variant="source_memory") else pl.DataFrame()
     figures = [

@@ -22,7 +22,9 @@ import pyarrow as pa
 
 from ...core.calendar import TradingCalendar
 from ...core.lake import Lake
-from ...core.loop import DayData, LoopEnv, Past, Variant, memory_keys, run_days, variants_of
+from ...core.loop import DayData, LoopEnv, Past, ToEEnv, Variant, memory_keys, run_days, variants_of
+from ...core.memory.experience_loop import anchor_states
+from ...core.memory.experience_tree import ExperienceTree, from_table, render_markdown
 from ...core.memory.feedback import build_feedback, label_frequencies, shuffle_labels
 from ...core.memory.source_memory import MemoryParams, SourceMemory, class_weights
 from ...core.reader.backends import BackendConfig, make_backend
@@ -33,6 +35,7 @@ from ...core.settings import Settings
 from ..context import days_of
 from ..reporting import check_schema, preview_md
 from ..resources import FinragResource
+from .experience import toe_params
 from .labels import market_of
 
 class ReaderConfig(dg.Config):
@@ -122,7 +125,8 @@ def _drop_hive(df: pl.DataFrame) -> pl.DataFrame:
     return df.drop([c for c in ("date", "variant") if c in df.columns])
 
 
-def build_env(s: Settings, lake: Lake, cal: TradingCalendar, days: list[str], backend, params: MemoryParams, decoding: dict) -> LoopEnv:
+def build_env(s: Settings, lake: Lake, cal: TradingCalendar, days: list[str], backend, params: MemoryParams, decoding: dict,
+              toe_needed: bool = False) -> LoopEnv:
     anchors = _by_day(lake.read("anchors", dates=days))
     cands = _by_day(lake.read("candidates", dates=days))
     cards = _by_day(lake.read("context_cards", dates=days))
@@ -160,7 +164,9 @@ def build_env(s: Settings, lake: Lake, cal: TradingCalendar, days: list[str], ba
             weights_cache[start] = weights_for(s, cal, lake, start)[0]
         return weights_cache[start]
 
+    toe = toe_env(s, lake, cal, anchors) if toe_needed else None
     return LoopEnv(
+        toe=toe,
         cal=cal,
         day_data=day_data,
         split_start=lambda d: split_start_of(s, cal, d),
@@ -175,6 +181,51 @@ def build_env(s: Settings, lake: Lake, cal: TradingCalendar, days: list[str], ba
         m=s.retrieval.m,
         params=params,
     )
+
+
+def toe_env(s: Settings, lake: Lake, cal: TradingCalendar, anchors_by_day: dict[str, pl.DataFrame]) -> ToEEnv:
+    """The toe variants' inputs: the prior tree (experience_tree, tree_id ``prior``) on a day, the
+    anchors' masked skeletons and their MiniLM vectors (cached per day, shared by the variants)."""
+    from ...core.embeddings import embed
+    from ...core.reader.schema import HORIZON_KEYS
+    from .experience import TREE_ID, company_names, toe_params
+
+    params = toe_params(s)
+    if tuple(params.horizons) != tuple(HORIZON_KEYS):
+        raise dg.Failure(f"the toe variants need settings.experience.horizons = {HORIZON_KEYS} (the reader's), not {params.horizons}")
+    names = company_names(lake)
+    ev = s.evidence
+
+    def prior(d: str) -> ExperienceTree:
+        if not lake.exists("experience_tree", tree_id=TREE_ID, date=d):
+            raise dg.Failure(f"experience_tree (tree_id {TREE_ID}) for {d} is not materialised; the toe variants start from it")
+        return from_table(lake.read("experience_tree", dates=[d], tree_id=TREE_ID), params)
+
+    @lru_cache(maxsize=8)
+    def states(d: str):
+        a = anchors_by_day.get(d)
+        ids, f_texts, skels = anchor_states(a, names) if a is not None else ([], [], [])
+        vecs = embed(skels, ev.embed_batch_size, ev.embed_max_seq_length) if skels else np.zeros((0, 384), np.float32)
+        return ids, f_texts, skels, vecs
+
+    def past_selections(d: str, v: Variant) -> pl.DataFrame:
+        if not lake.exists("principle_selections", variant=v.name, date=d):
+            raise dg.Failure(f"{v.name}: principle_selections of {d} are needed for the tree's updates but not materialised; run the loop from the split start")
+        return _drop_hive(lake.read("principle_selections", dates=[d], variant=v.name))
+
+    return ToEEnv(prior=prior, states=states, past_selections=past_selections, expansion_cap=s.experience.expansion_cap)
+
+
+def initial_tree(lake: Lake, cal: TradingCalendar, s: Settings, v: Variant, first: str) -> ExperienceTree | None:
+    """A toe variant's tree of the day before ``first`` (None at a split start: it resets to the prior)."""
+    from .experience import toe_params
+
+    if not v.toe or first == split_start_of(s, cal, first):
+        return None
+    prev = cal.offset(first, -1).isoformat()
+    if not lake.exists("experience_tree", tree_id=v.name, date=prev):
+        raise dg.Failure(f"{v.name}: experience_tree (tree_id {v.name}) for {prev} is missing; materialise from the split start {split_start_of(s, cal, first)}")
+    return from_table(lake.read("experience_tree", dates=[prev], tree_id=v.name), toe_params(s))
 
 
 def initial_memory(lake: Lake, cal: TradingCalendar, s: Settings, v: Variant, first: str, params: MemoryParams) -> SourceMemory | None:
@@ -206,10 +257,18 @@ def reader_metadata(st: DayStats) -> dict:
 def build_variant_assets(family: str, partitions_def, settings: Settings) -> list[dg.AssetsDefinition]:
     vs = variants_of(family, settings.memory.lam, settings.variants.shuffle_seeds)
     uses_memory = vs[0].uses_memory
+    uses_toe = vs[0].toe
     key = lambda t: dg.AssetKey([family, t])  # noqa: E731
     outs = {}
     if uses_memory:
         outs["memory_snapshot"] = dg.AssetOut(key=key("memory_snapshot"), description="Source-memory cells used on D (feedback matured by D-1, reset at each split start).")
+    if uses_toe:
+        outs["experience_tree"] = dg.AssetOut(
+            key=key("experience_tree"),
+            description="This family's Tree-of-Experience per decision day (experience_tree, tree_id = variant): the prior tree at "
+                        "each split start, then eq. 13 updates from labels matured by D-1 and D's selections/expansions; "
+                        "with principle_selections (the path each anchor used) and principle_updates (every eq. 13 update).",
+        )
     outs["contexts"] = dg.AssetOut(key=key("contexts"), description="Top-M context per anchor by r + lambda * mean_h adj.")
     outs["reader_outputs"] = dg.AssetOut(key=key("reader_outputs"), description="Reader signals per anchor and horizon with cited IDs.")
     deps = [
@@ -218,8 +277,14 @@ def build_variant_assets(family: str, partitions_def, settings: Settings) -> lis
     if uses_memory:
         deps += [
             dg.AssetDep(key("memory_snapshot"), partition_mapping=dg.TimeWindowPartitionMapping(start_offset=-1, end_offset=-1, allow_nonexistent_upstream_partitions=True)),
-            dg.AssetDep("labels", partition_mapping=dg.TimeWindowPartitionMapping(start_offset=-6, end_offset=-2, allow_nonexistent_upstream_partitions=True)),
         ]
+    if uses_toe:
+        deps += [
+            dg.AssetDep("experience_tree"),
+            dg.AssetDep(key("experience_tree"), partition_mapping=dg.TimeWindowPartitionMapping(start_offset=-1, end_offset=-1, allow_nonexistent_upstream_partitions=True)),
+        ]
+    if uses_memory or uses_toe:
+        deps.append(dg.AssetDep("labels", partition_mapping=dg.TimeWindowPartitionMapping(start_offset=-6, end_offset=-2, allow_nonexistent_upstream_partitions=True)))
 
     @dg.multi_asset(
         name=f"{family}_loop",
@@ -238,15 +303,30 @@ def build_variant_assets(family: str, partitions_def, settings: Settings) -> lis
         params = memory_params(s, config)
         bcfg = backend_config(s, config)
         backend = make_backend(bcfg)
-        env = build_env(s, lake, cal, days, backend, params, bcfg.decoding())
+        env = build_env(s, lake, cal, days, backend, params, bcfg.decoding(), toe_needed=uses_toe)
         total = DayStats()
-        written = {"memory_snapshot": 0, "contexts": 0, "reader_outputs": 0}
+        written = {"memory_snapshot": 0, "contexts": 0, "reader_outputs": 0, "experience_tree": 0, "principle_selections": 0, "principle_updates": 0}
+        toe_outcomes: dict[str, int] = {}
+        last_tree = None
         previews = {}
         applied = 0
         for v in vs:
-            v = Variant(v.name, v.family, params.lam if v.family != "no_memory" else 0.0, v.credit, v.shuffle_labels_seed, v.shuffle_types_seed)
+            v = Variant(v.name, v.family, params.lam if v.uses_memory else 0.0, v.credit, v.shuffle_labels_seed, v.shuffle_types_seed, v.toe)
             mem = initial_memory(lake, cal, s, v, days[0], params)
-            for res in run_days(days, v, env, mem):
+            tree0 = initial_tree(lake, cal, s, v, days[0])
+            for res in run_days(days, v, env, mem, tree0):
+                if res.tree is not None:
+                    lake.write("experience_tree", res.tree, tree_id=v.name, date=res.day)
+                    lake.write("principle_selections", res.selections, variant=v.name, date=res.day)
+                    lake.write("principle_updates", res.toe_updates, variant=v.name, date=res.day)
+                    written["experience_tree"] += res.tree.num_rows
+                    written["principle_selections"] += res.selections.height
+                    written["principle_updates"] += res.toe_updates.height
+                    for o, k in res.selections.group_by("outcome").len().rows():
+                        toe_outcomes[o] = toe_outcomes.get(o, 0) + k
+                    for o, k in res.toe_updates.group_by("outcome").len().rows():
+                        toe_outcomes[f"update_{o}"] = toe_outcomes.get(f"update_{o}", 0) + k
+                    last_tree = (v.name, res.day, res.tree)
                 if res.snapshot is not None:
                     lake.write("memory_snapshot", res.snapshot, variant=v.name, date=res.day)
                     written["memory_snapshot"] += res.snapshot.height
@@ -270,6 +350,13 @@ def build_variant_assets(family: str, partitions_def, settings: Settings) -> lis
                 metadata={"rows": written["memory_snapshot"], "variants": ", ".join(names), "feedback_rows_applied": applied,
                           "last_snapshot": dg.MetadataValue.md(preview_md(md, n=12, columns=["source_family", "event_type", "horizon", "a", "b", "u_hat", "adjustment"]))},
             )
+        if uses_toe:
+            meta = {"rows": written["experience_tree"], "variants": ", ".join(names), "selections": written["principle_selections"],
+                    "updates": written["principle_updates"], "outcomes": dg.MetadataValue.json(toe_outcomes)}
+            if last_tree is not None:
+                vn, day, table = last_tree
+                meta["tree"] = dg.MetadataValue.md(render_markdown(from_table(table, toe_params(s)), f"experience tree `{vn}` on {day}", max_leaves=12))
+            yield dg.MaterializeResult(asset_key=key("experience_tree"), metadata=meta)
         yield dg.MaterializeResult(
             asset_key=key("contexts"),
             metadata={"rows": written["contexts"], "variants": ", ".join(names), "lambda": params.lam, "delta": params.delta, "kappa": params.kappa,

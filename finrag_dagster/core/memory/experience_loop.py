@@ -1,0 +1,202 @@
+"""Tree-of-Experience inside the main pipeline (issue 7 part 3; seed 002 eqs 6-13 on seed 000's anchors).
+
+For a ``toe`` variant, on decision day D:
+
+1. tree(D) = tree(D−1) + the eq. 13 updates of every (anchor, horizon) whose label matured on D−1
+   (decision days D−1−h), or the induced prior tree (``experience_tree``, tree_id ``prior``) when
+   D starts the evaluated split (prequential reset, as the source memory);
+2. per anchor (in anchor_id order) :func:`choose_principles` selects a path (eqs 6-11) for the
+   anchor's state — its masked headline skeleton (eq. 3's rule rewrite) and that skeleton's
+   MiniLM vector — with S = ρ·mean_h Q_h (one prompt serves the three horizons, as one context
+   does for the source memory); the embedded judge expands when no leaf clears the threshold and
+   the best factor has fewer than ``expansion_cap`` leaves (the new leaf's principle is the
+   anchor's skeleton, Q_init = q0, support 0);
+3. the selected principle goes into the reader's prompt with its utilities (:func:`prompt_text`);
+   the embedded reader weighs the anchor's own tone at horizon h by Q_h / q0 (see
+   :mod:`..reader.embedded`);
+4. when horizon h of that decision matures, :func:`toe_updates` applies eq. 13 with
+   r = sign(signal_h) · ε_h — the residual return of the residual label, seed 000's analogue of
+   seed 002's excess return α. A neutral signal (r = 0) and a label that could not be computed
+   give no update (recorded with their outcome).
+
+Everything here is a pure function of its inputs and the tree it is handed (which it mutates).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from ..schemas import TableSpec, register
+from .experience_induction import factor_text, skeleton
+from .experience_tree import ExperienceTree
+
+PRINCIPLE_SELECTIONS = register(
+    TableSpec(
+        "principle_selections",
+        pa.schema(
+            [
+                pa.field("anchor_id", pa.string(), nullable=False),
+                pa.field("state", pa.string(), nullable=False),  # the anchor's masked skeleton (eq. 3)
+                pa.field("leaf_id", pa.string(), nullable=True),  # null: no principle
+                pa.field("factor", pa.string(), nullable=True),
+                pa.field("rho", pa.float64(), nullable=False),
+                pa.field("score", pa.float64(), nullable=False),  # S = rho * mean_h Q_h (0 for a new leaf)
+                pa.field("q", pa.list_(pa.float64()), nullable=True),  # Q per horizon when selected
+                pa.field("outcome", pa.string(), nullable=False),  # reused | expanded | no_factor | factor_full
+            ]
+        ),
+        ("variant", "date"),
+        ("anchor_id",),
+        "The experience-tree path each anchor of decision day D used (seed 002 eqs 6-11) and whether the judge expanded.",
+        decision_time=True,
+    )
+)
+
+PRINCIPLE_UPDATES = register(
+    TableSpec(
+        "principle_updates",
+        pa.schema(
+            [
+                pa.field("anchor_id", pa.string(), nullable=False),
+                pa.field("decision_day", pa.date32(), nullable=False),
+                pa.field("horizon", pa.string(), nullable=False),
+                pa.field("leaf_id", pa.string(), nullable=False),
+                pa.field("signal", pa.int8(), nullable=False),
+                pa.field("epsilon", pa.float64(), nullable=True),  # residual return over the horizon
+                pa.field("reward", pa.float64(), nullable=True),  # sign(signal) * epsilon
+                pa.field("q_before", pa.float64(), nullable=False),
+                pa.field("q_after", pa.float64(), nullable=False),
+                pa.field("outcome", pa.string(), nullable=False),  # applied | neutral_signal | label_unavailable
+            ]
+        ),
+        ("variant", "date"),
+        ("decision_day", "anchor_id", "horizon"),
+        "Eq. 13 updates that entered the tree used on D (labels matured on D-1), with their reward.",
+        decision_time=True,
+    )
+)
+
+SELECTION_SCHEMA = pl.from_arrow(PRINCIPLE_SELECTIONS.schema.empty_table()).schema
+UPDATE_SCHEMA = pl.from_arrow(PRINCIPLE_UPDATES.schema.empty_table()).schema
+
+
+@dataclass(frozen=True)
+class Principle:
+    """What the reader gets: the principle's text (with its utilities) and Q_h / q0 per horizon."""
+
+    text: str
+    weights: tuple[float, ...]  # Q_h / q0 in the tree's horizon order
+
+
+def anchor_states(anchors: pl.DataFrame, names: Mapping[str, Sequence[str]]) -> tuple[list[str], list[str], list[str]]:
+    """(anchor ids sorted, layer-1 texts, masked skeletons) — the induction's eq. 3 rule applied
+    to the anchors of a day, so states and leaves live in the same space."""
+    if anchors.height == 0:
+        return [], [], []
+    rows = anchors.select("anchor_id", "ticker", "event_type", "headline", "summary").sort("anchor_id").rows()
+    ids, f_texts, skels = [], [], []
+    for aid, tk, et, head, summ in rows:
+        nm = list(names.get(tk, ()))
+        exact = [tk] + [w for n in nm[:1] if (w := n.split()[0].strip(",.") if n.split() else "") and len(w) >= 4 and w[0].isupper()]
+        ids.append(aid)
+        f_texts.append(factor_text(et, head, summ))
+        skels.append(skeleton(head, nm, exact) or skeleton(summ, nm, exact) or (head or ""))
+    return ids, f_texts, skels
+
+
+def prompt_text(principle: str, q: Mapping[str, float], horizons: Sequence[str], q0: float) -> str:
+    """The principle as the reader's prompt shows it (its utilities included)."""
+    qs = ", ".join(f"{h} {q[h]:.2f}" for h in horizons)
+    return (f"{principle} (utility of this perspective by horizon: {qs}; {q0:g} is neutral, above {q0:g} it has "
+            f"paid off after similar news, below it has not)")
+
+
+def choose_principles(
+    tree: ExperienceTree,
+    anchor_ids: list[str],
+    factor_texts: list[str],
+    skeletons: list[str],
+    embeddings: np.ndarray,
+    expansion_cap: int,
+) -> tuple[pl.DataFrame, dict[str, Principle]]:
+    """Select (or expand) a path per anchor in the given order; mutates the tree (recall counts,
+    new leaves). Returns the selection rows and anchor_id → :class:`Principle` for the prompt."""
+    p = tree.params
+    hs = list(p.horizons)
+    rows, out = [], {}
+    for i, aid in enumerate(anchor_ids):
+        vec = np.asarray(embeddings[i], dtype=np.float32)
+        sel = tree.select(factor_texts[i], vec, None)
+        leaf, outcome = sel.leaf, "reused"
+        if leaf is None:
+            if sel.factor is None:
+                outcome = "no_factor"
+            elif len(sel.factor.leaves) >= expansion_cap:
+                outcome = "factor_full"
+            else:
+                leaf = tree.expand(sel.factor, skeletons[i], vec)
+                leaf.n_recall += 1
+                outcome = "expanded"
+        if leaf is None:
+            rows.append({"anchor_id": aid, "state": skeletons[i], "leaf_id": None, "factor": sel.factor.name if sel.factor else None,
+                         "rho": 0.0, "score": 0.0, "q": None, "outcome": outcome})
+            continue
+        q = [float(leaf.q[h]) for h in hs]
+        rows.append({"anchor_id": aid, "state": skeletons[i], "leaf_id": leaf.leaf_id, "factor": leaf.factor,
+                     "rho": float(sel.rho), "score": float(sel.score), "q": q, "outcome": outcome})
+        out[aid] = Principle(prompt_text(leaf.principle, leaf.q, hs, p.q0), tuple(x / p.q0 for x in q))
+    return pl.DataFrame(rows, schema=SELECTION_SCHEMA), out
+
+
+def toe_updates(
+    tree: ExperienceTree,
+    decision_day: str,
+    horizon: str,
+    selections: pl.DataFrame,
+    outputs: pl.DataFrame,
+    labels: pl.DataFrame,
+) -> pl.DataFrame:
+    """Eq. 13 for the anchors of ``decision_day`` at ``horizon`` (its label has matured): one row
+    per anchor that used a principle, in anchor_id order; mutates the tree."""
+    sel = selections.filter(pl.col("leaf_id").is_not_null()).select("anchor_id", "leaf_id")
+    if sel.height == 0:
+        return pl.DataFrame(schema=UPDATE_SCHEMA)
+    o = outputs.filter(pl.col("horizon") == horizon).select("anchor_id", "ticker", "signal")
+    lab = labels.filter(pl.col("horizon") == horizon).select("ticker", "status", "epsilon")
+    j = sel.join(o, on="anchor_id", how="inner").join(lab, on="ticker", how="left").sort("anchor_id")
+    day = dt.date.fromisoformat(decision_day)
+    rows = []
+    leaves = {leaf.leaf_id: leaf for leaf in tree.leaves()}
+    for aid, leaf_id, _tk, signal, status, eps in j.rows():
+        leaf = leaves.get(leaf_id)
+        if leaf is None:
+            raise ValueError(f"anchor {aid}: leaf {leaf_id} is not in the tree it was selected from")
+        q0 = float(leaf.q[horizon])
+        row = {"anchor_id": aid, "decision_day": day, "horizon": horizon, "leaf_id": leaf_id, "signal": int(signal),
+               "epsilon": eps if status == "ok" else None, "reward": None, "q_before": q0, "q_after": q0}
+        if status != "ok" or eps is None:
+            row["outcome"] = "label_unavailable"
+        elif signal == 0:
+            row["outcome"] = "neutral_signal"
+            row["reward"] = 0.0
+        else:
+            r = float(np.sign(signal)) * float(eps)
+            row["reward"] = r
+            row["q_after"] = tree.update(leaf_id, horizon, r)
+            row["outcome"] = "applied"
+        rows.append(row)
+    return pl.DataFrame(rows, schema=UPDATE_SCHEMA)
+
+
+def empty_selections() -> pl.DataFrame:
+    return pl.DataFrame(schema=SELECTION_SCHEMA)
+
+
+def empty_updates() -> pl.DataFrame:
+    return pl.DataFrame(schema=UPDATE_SCHEMA)
