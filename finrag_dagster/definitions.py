@@ -8,7 +8,7 @@ from .core.settings import Settings, load_settings
 from .defs.assets.evidence import build_anchors_asset, build_cards_asset, build_evidence_asset
 from .defs.assets.ingest import RAW_DESCRIPTIONS, build_raw_asset, build_universe_asset, build_world_asset
 from .defs.assets.evaluation import build_evaluation_assets
-from .defs.assets.experience import build_experience_tree_asset
+from .defs.assets.experience import build_experience_task_asset, build_experience_tree_asset
 from .defs.assets.labels import build_labels_asset
 from .defs.assets.retrieval import build_candidates_asset
 from .defs.assets.variants import build_variant_assets
@@ -19,7 +19,7 @@ from .defs.resources import FinragResource
 from .defs.sensors import build_daily_schedule, build_matured_feedback_sensor, build_new_market_data_sensor
 
 
-NOT_DAILY = ("synthetic_world", "universe", "table1_audit", "evaluation", "sensitivity", "report")
+NOT_DAILY = ("synthetic_world", "universe", "table1_audit", "evaluation", "sensitivity", "experience_task", "report")
 
 
 def build_definitions(settings: Settings | None = None, resource: FinragResource | None = None) -> dg.Definitions:
@@ -44,6 +44,7 @@ def build_definitions(settings: Settings | None = None, resource: FinragResource
     table_assets["memory_snapshot"] = [dg.AssetKey([f, "memory_snapshot"]) for f in s.variants.families if "memory_snapshot" in family_assets(f)]
     assets += [build_sql_asset(m, days, table_assets) for m in sql_models()]
     assets += build_evaluation_assets(s)
+    assets.append(build_experience_task_asset())
     present = {k.to_user_string() for a in assets for k in a.keys}
     daily = dg.define_asset_job(
         "finrag_daily",

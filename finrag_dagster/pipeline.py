@@ -43,7 +43,7 @@ def stages(settings: Settings) -> list[Stage]:
         Stage("history", ("prices", "news_raw", "filings_raw", "returns", "evidence"), HISTORY),
         Stage("decisions", ("anchors", "context_cards", "candidates", "labels", "experience_tree"), DECISIONS),
         Stage("loop", tuple(f"{f}/{t}" for f in settings.variants.families for t in family_assets(f)) + ("stock_day_signals",), DECISIONS),
-        Stage("evaluation", ("table1_audit", "evaluation", "sensitivity", "report"), None),
+        Stage("evaluation", ("table1_audit", "evaluation", "sensitivity", "experience_task", "report"), None),
     ]
 
 

@@ -242,7 +242,7 @@ def load_all() -> dict[str, TableSpec]:
     """Import every module that declares a table, so TABLES is complete."""
     import importlib
 
-    for mod in ("retrieval.candidates", "reader.run", "reader.cache", "labels", "memory.source_memory", "memory.feedback", "memory.experience_loop", "loop",
+    for mod in ("retrieval.candidates", "reader.run", "reader.cache", "labels", "memory.source_memory", "memory.feedback", "memory.experience_loop", "experience_task", "loop",
                 "evaluation.tables"):
         importlib.import_module(f"{__package__}.{mod}")
     from .sqlmodels import SQL_DIR, load_models

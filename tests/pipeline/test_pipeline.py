@@ -114,6 +114,26 @@ def test_evaluation_tables_and_report(small_lake):
 
     html = report_path(settings).read_text()
     assert "Table 2. Event-level prediction quality" in html and "Table 6." in html and html.count("data:image/png;base64,") >= 2
+    assert "Experience task (seed 002 Table 1)" in html and "Experience tree `toe`" in html
+
+
+def test_experience_task_scores_every_sector_with_matured_alphas_only(small_lake):
+    from finrag_dagster.core.experience_task import METHODS
+
+    lake, settings, _ = small_lake
+    res = lake.read("experience_task")
+    assert set(res["method"].unique()) >= set(METHODS[:5]) and {"Table 1", "Table 6", "Table 2"} <= set(res["table"])
+    sc = lake.read("experience_task_scores")
+    days = sorted(sc["date"].unique().to_list())
+    assert days and days[0] >= settings.splits.test[0]
+    uni = lake.read("universe").filter(~pl.col("is_benchmark"))
+    assert sc["target"].n_unique() == uni["sector"].n_unique()
+    assert sc["score"].is_between(-1, 1).all()
+    last_px = lake.read("prices")["date"].max()
+    for h in (1, 5, 10, 20):  # alpha exists exactly when close(T+h) is in prices
+        g = sc.filter((pl.col("horizon") == f"{h}d") & (pl.col("method") == "Pipe"))
+        for d, a in zip(g["date"].to_list(), g["alpha"].to_list()):
+            assert (a is not None) == (cal.offset(d, h) <= last_px)
 
 
 def test_experience_tree_is_induced_from_the_train_split_and_carried(small_lake):

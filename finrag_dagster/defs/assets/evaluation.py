@@ -156,8 +156,8 @@ def build_evaluation_assets(s: Settings) -> list[dg.AssetsDefinition]:
         name="report",
         group_name="evaluation",
         kinds={"html"},
-        deps=["evaluation", "sensitivity", "table1_audit"],
-        description="Self-contained HTML report: Tables 1-4 and 6, cumulative net returns (Figure 2), source-memory utilities over time, label mix, citation validity.",
+        deps=["evaluation", "sensitivity", "table1_audit", "experience_task"],
+        description="Self-contained HTML report: Tables 1-4 and 6, cumulative net returns (Figure 2), source-memory utilities over time, label mix, citation validity; the experience trees and the experience task's tsIC/csIC tables.",
     )
     def report(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
         s2 = finrag.settings()
@@ -175,6 +175,27 @@ def report_path(s: Settings):
 
 def _table(df: pl.DataFrame, title: str, rows: list[str], cols: list[str], pct=frozenset(), note: str = "") -> dict:
     return {"title": title, "columns": ["", *cols], "rows": table_cells(df, rows, cols, pct), "note": note}
+
+
+def task_tables(lake: Lake) -> list[dict]:
+    """The experience task's seed 002 Tables 1, 6 (methods × horizons) and 2 (update strategy)."""
+    if not lake.partition_files("experience_task"):
+        return []
+    res = lake.read("experience_task")
+    out = []
+    for table, metric, title in (("Table 1", "tsIC", "Experience task (seed 002 Table 1): tsIC by horizon, test split, sector targets"),
+                                 ("Table 6", "csIC", "Experience task (seed 002 Table 6): csIC by horizon, test split, sector targets")):
+        g = res.filter(pl.col("table") == table)
+        hs = list(dict.fromkeys(g["horizon"].to_list()))
+        rows = [[m, *[R.fmt(v[0]) if len(v := g.filter((pl.col("method") == m) & (pl.col("horizon") == h))["value"]) and v[0] is not None else "–" for h in hs]]
+                for m in dict.fromkeys(g["method"].to_list())]
+        out.append({"title": title, "columns": ["method", *hs], "rows": rows, "note": f"{metric}: Pearson correlation of scores with the realised excess return (eqs 21-24)."})
+    g = res.filter(pl.col("table") == "Table 2")
+    if g.height:
+        rows = [[m, *[R.fmt(v[0]) if len(v := g.filter((pl.col("method") == m) & (pl.col("metric") == k))["value"]) and v[0] is not None else "–" for k in ("tsIC", "csIC")]]
+                for m in dict.fromkeys(g["method"].to_list())]
+        out.append({"title": "Experience task (seed 002 Table 2): update strategy at 20 days", "columns": ["strategy", "tsIC", "csIC"], "rows": rows})
+    return out
 
 
 def tree_tables(s: Settings, lake: Lake, max_rows: int = 24) -> list[dict]:
@@ -225,6 +246,7 @@ def write_report(s: Settings, lake: Lake):
         dl = sel.filter(pl.col("metric") == "delta")["value"][0]
         note = f"selected on validation: lambda={lam:.2f}, delta={dl:.2f}; the test split above ran with lambda={s.memory.lam}, delta={s.memory.delta} (settings.memory)."
     tables.append(_table(sens, "Table 6. Validation sensitivity to source-memory strength", srows, ["Non-neutral F1", "Macro-F1", "Rank IC", "Sharpe"], note=note))
+    tables += task_tables(lake)
     tables += tree_tables(s, lake)
     daily = lake.read("portfolio_daily") if lake.partition_files("portfolio_daily") else pl.DataFrame()
     snap = lake.read("memory_snapshot", variant="source_memory") if lake.partition_files("memory_snapshot", variant="source_memory") else pl.DataFrame()

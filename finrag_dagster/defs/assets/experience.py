@@ -171,3 +171,144 @@ def build_experience_tree_asset(partitions_def) -> dg.AssetsDefinition:
         )
 
     return experience_tree
+
+
+# ------------------------------------------------------------------ the experience task (issue 7 part 2)
+def task_inputs(s: Settings, lake: Lake, cal: TradingCalendar, days: list[str]):
+    """A function day -> [DayInput per sector target] over news of decision days T-4..T, the
+    digests embedded in one MiniLM call per day."""
+    import numpy as np
+
+    from ...core.experience_task import WINDOW, DayInput, digest
+
+    uni = lake.read("universe")
+    members = uni.filter(~pl.col("is_benchmark") & ~pl.col("sector").is_in(["", "Unknown", "ETF"]) & pl.col("sector").is_not_null())
+    sector_of = dict(zip(members["ticker"], members["sector"]))
+    targets = sorted(set(sector_of.values()))
+    names = company_names(lake)
+    first = cal.offset(days[0], -(WINDOW - 1)).isoformat() if cal.session_index(days[0]) >= WINDOW - 1 else days[0]
+    window_days = [d.isoformat() for d in cal.sessions_in_range(first, days[-1])]
+    have_a = set(lake.materialized_dates("anchors"))
+    have_n = set(lake.materialized_dates("news_raw"))
+    a_days = [d for d in window_days if d in have_a]
+    n_days = [d for d in window_days if d in have_n]
+    anchors = lake.read("anchors", dates=a_days, columns=["ticker", "event_type", "headline", "summary"]) if a_days else pl.DataFrame()
+    news = lake.read("news_raw", dates=n_days, columns=["ticker", "title", "summary"]) if n_days else pl.DataFrame()
+    a_by = {d.isoformat(): g for (d,), g in anchors.group_by("date")} if anchors.height else {}
+    n_by = {d.isoformat(): g for (d,), g in news.group_by("date")} if news.height else {}
+    ev = s.evidence
+
+    def inputs(t: dt.date) -> list[DayInput]:
+        i = cal.session_index(t)
+        win = [(cal.sessions[j].item().isoformat(), i - j) for j in range(max(0, i - WINDOW + 1), i + 1)]
+        raw = {k: [] for k in targets}
+        events = {k: [] for k in targets}
+        for d, age in win:
+            g = n_by.get(d)
+            if g is not None:
+                for tk, title, summ in g.select("ticker", "title", "summary").rows():
+                    if tk in sector_of:
+                        raw[sector_of[tk]].append(f"{title or ''}. {summ or ''}")
+            g = a_by.get(d)
+            if g is not None:
+                for tk, et, head, summ in g.select("ticker", "event_type", "headline", "summary").rows():
+                    if tk in sector_of:
+                        events[sector_of[tk]].append((tk, et, head or "", summ or "", age))
+        out, states = [], []
+        for k in targets:
+            f_text, state = digest([e[:4] for e in events[k]], names) if events[k] else ("", "")
+            out.append(DayInput(k, raw[k], sorted(events[k], key=lambda e: (e[4], e[0], e[2])), f_text, state, None))
+            states.append(state)
+        todo = [j for j, st in enumerate(states) if st]
+        if todo:
+            vecs = embed([states[j] for j in todo], ev.embed_batch_size, ev.embed_max_seq_length)
+            for j, v in zip(todo, vecs):
+                out[j].vec = np.asarray(v, dtype=np.float32)
+        return out
+
+    return inputs
+
+
+def build_experience_task_asset() -> dg.AssetsDefinition:
+    @dg.asset(
+        name="experience_task",
+        group_name="experience",
+        kinds={"parquet"},
+        deps=["anchors", "news_raw", "prices", "universe", "experience_tree"],
+        description=(
+            "The experience task of seed 002 (FinEvolveBench protocol, US version) on the test split: sector targets "
+            "(equal-weight sector returns), scores in [-1, 1] for h in {1, 5, 10, 20} from the news of days T-4..T, "
+            "outcome alpha = sector return - QQQ return released only after maturity; Baseline, Pipe, Pipe+mem0, "
+            "Pipe+MemRL, Pipe+ToE (formula) and Pipe+ToE (LLM, with an LLM reader); tsIC (Table 1), csIC (Table 6) "
+            "and the update-strategy ablation (Table 2). Scores in experience_task_scores."
+        ),
+    )
+    def experience_task(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
+        from ...core.experience_task import METHODS, excess_returns, result_tables, run_task, sector_returns
+        from .evaluation import split_days
+        from .labels import market_of
+
+        s = finrag.settings()
+        lake, cal = finrag.lake(), finrag.calendar()
+        days = split_days(s, cal, lake, "test")
+        if not days:
+            raise dg.Failure("experience_task: no materialised anchors in the test split")
+        prices = lake.read("prices")
+        market = market_of(s)
+        daily = sector_returns(prices, lake.read("universe"), market)
+        sessions = [d for d in cal.sessions_in_range(s.calendar.start, s.calendar.end)]
+        tdays = [dt.date.fromisoformat(d) for d in days]
+        alphas = excess_returns(daily, market, sessions, tdays)
+        prior = None
+        if lake.exists("experience_tree", tree_id=TREE_ID, date=days[0]):
+            prior = from_table(lake.read("experience_tree", dates=[days[0]], tree_id=TREE_ID), toe_params(s))
+        methods, llm_fn, note = list(METHODS[:5]), None, ""
+        if s.reader.backend != "embedded":
+            from ...core.memory.experience_llm import llm_update
+            from ...core.reader.backends import make_backend
+            from .variants import backend_config
+
+            backend = make_backend(backend_config(s))
+            methods.append("Pipe+ToE(llm)")
+            llm_fn = lambda tree, leaf_id, h, score, a: llm_update(tree, backend, leaf_id, h, score, a)  # noqa: E731
+        else:
+            note = "Pipe+ToE(llm) needs an LLM reader backend (settings.reader.backend); not run with the embedded reader."
+        if prior is None:
+            methods = [m for m in methods if not m.startswith("Pipe+ToE")]
+            note += " No prior experience tree on the first test day: the ToE methods were not run."
+        scores = run_task(tdays, task_inputs(s, lake, cal, days), alphas, prior, methods, s.experience.expansion_cap, llm_fn,
+                          s.experience.q0, s.experience.eta)
+        for d in days:
+            lake.write("experience_task_scores", scores.filter(pl.col("date") == dt.date.fromisoformat(d)).drop("date"), date=d)
+        res = result_tables(scores)
+        lake.write("experience_task", res)
+        return dg.MaterializeResult(metadata={
+            "test_days": len(days), "targets": scores["target"].n_unique() if scores.height else 0, "methods": ", ".join(methods),
+            "note": note.strip() or "all methods run",
+            "table_1_tsIC": dg.MetadataValue.md(task_md(res, "Table 1")),
+            "table_6_csIC": dg.MetadataValue.md(task_md(res, "Table 6")),
+            "table_2_update": dg.MetadataValue.md(task_md(res, "Table 2")),
+        })
+
+    return experience_task
+
+
+def task_md(res: pl.DataFrame, table: str) -> str:
+    """A results table as markdown: methods × horizons."""
+    g = res.filter(pl.col("table") == table)
+    if g.height == 0:
+        return "_empty_"
+    hs = list(dict.fromkeys(g["horizon"].to_list()))
+    lines = ["| method | " + " | ".join(hs) + " |"]
+    metrics = list(dict.fromkeys(g["metric"].to_list()))
+    if table == "Table 2":
+        lines = ["| strategy | " + " | ".join(metrics) + " |", "|---|" + "---|" * len(metrics)]
+        for m in dict.fromkeys(g["method"].to_list()):
+            vals = [g.filter((pl.col("method") == m) & (pl.col("metric") == k))["value"] for k in metrics]
+            lines.append(f"| {m} | " + " | ".join(f"{v[0]:.4f}" if len(v) and v[0] is not None else "–" for v in vals) + " |")
+        return "\n".join(lines)
+    lines.append("|---|" + "---|" * len(hs))
+    for m in dict.fromkeys(g["method"].to_list()):
+        vals = [g.filter((pl.col("method") == m) & (pl.col("horizon") == h))["value"] for h in hs]
+        lines.append(f"| {m} | " + " | ".join(f"{v[0]:.4f}" if len(v) and v[0] is not None else "–" for v in vals) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,135 @@
+"""The experience task (seed 002 §5, issue 7 part 2): sector excess returns, the scorers, the
+IC metrics (eqs 21-24) and the harness's maturity rule, against hand-computed values."""
+
+import datetime as dt
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+from finrag_dagster.core.experience_task import (
+    HALF_LIFE, DayInput, NoteMemory, Note, baseline_score, cs_ic, excess_returns, pipe_scores, result_tables, run_task,
+    sector_returns, sentiment, task_tree, ts_ic,
+)
+from finrag_dagster.core.memory.experience_tree import ExperienceTree, Factor, Leaf, ToEParams, formula_update
+
+D = [dt.date(2021, 3, 1) + dt.timedelta(days=i) for i in range(30)]  # a toy calendar: every day a session
+
+
+def toy_prices():
+    rows = []
+    px = {"A1": 100.0, "A2": 50.0, "B1": 20.0, "QQQ": 300.0}
+    growth = {"A1": 0.01, "A2": -0.02, "B1": 0.03, "QQQ": 0.005}
+    for i, d in enumerate(D[:25]):
+        for t in px:
+            rows.append((d, t, px[t] * (1 + growth[t]) ** i))
+    return pl.DataFrame(rows, schema={"date": pl.Date, "ticker": pl.Utf8, "adj_close": pl.Float64}, orient="row")
+
+
+UNI = pl.DataFrame({"ticker": ["A1", "A2", "B1", "QQQ"], "sector": ["Tech", "Tech", "Energy", "ETF"], "is_benchmark": [False, False, False, True]})
+
+
+def test_sector_excess_returns_by_hand():
+    daily = sector_returns(toy_prices(), UNI, "QQQ")
+    tech = daily.filter(pl.col("target") == "Tech")["ret"].to_numpy()
+    assert tech == pytest.approx(np.full(24, (0.01 - 0.02) / 2))  # equal weight, rebalanced daily
+    al = excess_returns(daily, "QQQ", D, [D[3], D[20]])
+    a = {(r["date"], r["target"], r["horizon"]): r for r in al.iter_rows(named=True)}
+    # Tech over 5 days: (1 - 0.005)^5 - 1 minus QQQ's 1.005^5 - 1
+    assert a[(D[3], "Tech", "5d")]["alpha"] == pytest.approx((1 - 0.005) ** 5 - 1.005 ** 5)
+    assert a[(D[3], "Energy", "1d")]["alpha"] == pytest.approx(0.03 - 0.005)
+    assert a[(D[3], "Tech", "20d")]["maturity_day"] == D[23]
+    assert (D[20], "Tech", "5d") not in a and (D[20], "Tech", "1d") in a  # close(T+5) does not exist yet: not matured
+    assert not any(t == "QQQ" for _, t, _ in a)
+
+
+def test_baseline_and_pipe_scores_by_hand():
+    texts = ["Acme beats estimates on record growth", "Acme faces lawsuit and weak demand", "Acme holds annual meeting"]
+    s = [sentiment(x) for x in texts]
+    assert s[2] == (0.0, 0.0) and s[0][0] > 0 > s[1][0]
+    assert baseline_score(texts) == pytest.approx((s[0][0] * s[0][1] + s[1][0] * s[1][1]) / (s[0][1] + s[1][1]))
+    assert baseline_score([]) == 0.0 and baseline_score([texts[2]]) == 0.0
+    p = pipe_scores([(texts[0], 0), (texts[1], 2), (texts[2], 0)])  # the neutral item is filtered out: n = 2
+    for h in (1, 5, 10, 20):
+        tot = s[0][0] + s[1][0] * 0.5 ** (2 / HALF_LIFE[h])
+        assert p[f"{h}d"] == pytest.approx(math.tanh(tot / math.sqrt(2)))
+    assert pipe_scores([]) == {"1d": 0.0, "5d": 0.0, "10d": 0.0, "20d": 0.0}
+
+
+def test_ic_metrics_by_hand():
+    rows = []
+    for d in D[:3]:
+        for t, s, a in (("A", 0.1, 0.01), ("B", 0.2, 0.03), ("C", 0.3, 0.02)):
+            rows.append(("Pipe", d, t, "1d", s, a))
+    rows.append(("Pipe", D[0], "D", "1d", 0.5, None))  # not matured: ignored
+    sc = pl.DataFrame(rows, schema={"method": pl.Utf8, "date": pl.Date, "target": pl.Utf8, "horizon": pl.Utf8, "score": pl.Float64, "alpha": pl.Float64}, orient="row")
+    cs = cs_ic(sc)
+    assert cs["value"][0] == pytest.approx(np.corrcoef([0.1, 0.2, 0.3], [0.01, 0.03, 0.02])[0, 1]) and cs["n"][0] == 3
+    # per target the score is constant over time: no spread, no tsIC
+    ts = ts_ic(sc)
+    assert ts["value"][0] is None and ts["n"][0] == 0
+    sc2 = sc.with_columns((pl.col("score") + pl.col("date").dt.day() * 0.01).alias("score"),
+                          (pl.col("alpha") * pl.col("date").dt.day()).alias("alpha"))
+    a = sc2.filter((pl.col("target") == "A") & pl.col("alpha").is_not_null()).sort("date")
+    expect = np.mean([np.corrcoef(g.sort("date")["score"], g.sort("date")["alpha"])[0, 1]
+                      for _, g in sc2.drop_nulls("alpha").group_by("target")])
+    assert ts_ic(sc2)["value"][0] == pytest.approx(expect) and a.height == 3
+    t = result_tables(sc2)
+    assert set(t["table"]) == {"Table 1", "Table 6"}
+
+
+def unit(v):
+    v = np.asarray(v, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_harness_releases_outcomes_only_the_day_after_maturity():
+    """One target, the same news every day: a memory may use the outcome of (T0, 1d) from T0 + 2 on."""
+    days = D[:6]
+    vec = unit([1, 0, 0])
+
+    def inputs(t):
+        return [DayInput("Tech", ["Acme beats estimates"], [("AC", "Earnings & Guidance", "Acme beats estimates", "", 0)],
+                         "Earnings & Guidance. Acme beats estimates", "the company beats estimates", vec)]
+
+    alphas = pl.DataFrame([(d, "Tech", "1d", -0.02, days[i + 1]) for i, d in enumerate(days[:-1])],
+                          schema={"date": pl.Date, "target": pl.Utf8, "horizon": pl.Utf8, "alpha": pl.Float64, "maturity_day": pl.Date}, orient="row")
+    prior = ExperienceTree([Factor("Earnings", ("earnings", "beats"), [Leaf("L00000", "Earnings", "the company beats estimates", vec,
+                                                                            {"1D": 1.0, "3D": 1.0, "5D": 1.0})])])
+    prior._next = 1
+    sc = run_task(days, inputs, alphas, prior)
+    one = sc.filter(pl.col("horizon") == "1d")
+    pipe = one.filter(pl.col("method") == "Pipe")["score"].to_list()
+    mem0 = one.filter(pl.col("method") == "Pipe+mem0")["score"].to_list()
+    toe = one.filter(pl.col("method") == "Pipe+ToE")["score"].to_list()
+    assert pipe[0] > 0 and len(set(pipe)) == 1
+    # days 0 and 1: nothing matured before the decision -> memories agree with Pipe
+    assert mem0[:2] == pipe[:2] and toe[:2] == pipe[:2]
+    # day 2: (day 0, 1d) matured on day 1 -> one note with outcome sign -1, gamma 0.5
+    assert mem0[2] == pytest.approx(pipe[2] - 0.5)
+    # ToE: eq. 13 with r = sign(s)·alpha = -0.02 from q0 at n_hit 0
+    q = formula_update(1.0, -0.02, 0)
+    assert toe[2] == pytest.approx(pipe[2] * q)
+    q = formula_update(q, -0.02, 1)
+    assert toe[3] == pytest.approx(pipe[3] * q)
+    assert sc.filter(pl.col("method") == "Baseline")["score"].n_unique() == 1
+    # the last day's 1d outcome has not matured inside the data: no alpha
+    assert one.filter(pl.col("date") == days[-1])["alpha"].null_count() == 5
+
+
+def test_memrl_reranks_by_learned_value_and_task_tree_resets_utilities():
+    m = NoteMemory(rerank=True, k=1, k1=2, beta=0.5)
+    m.notes = [Note(unit([1, 0]), "1d", 1.0, q=-1.0), Note(unit([0.9, 0.1]), "1d", -1.0, q=1.0)]
+    used = m.recall(unit([1, 0]), "1d")
+    assert used[0][0] == 1  # less similar but higher Q wins the rerank
+    m.reward(used, 1.0)
+    assert m.notes[1].q == pytest.approx(1.0) and m.notes[0].q == -1.0
+    flat = NoteMemory(rerank=False, k=1)
+    flat.notes = m.notes
+    assert flat.recall(unit([1, 0]), "1d")[0][0] == 0
+    prior = ExperienceTree([Factor("F", ("x",), [Leaf("L00000", "F", "p", unit([1, 0]), {"1D": 1.7, "3D": 0.2, "5D": 1.0}, 4, 3, 5)])])
+    t = task_tree(prior, ToEParams(horizons=("1d", "5d", "10d", "20d")))
+    leaf = t.leaves()[0]
+    assert leaf.q == {"1d": 1.0, "5d": 1.0, "10d": 1.0, "20d": 1.0} and leaf.n_hit == 0 and leaf.support == 5
+    assert prior.leaves()[0].q["1D"] == 1.7  # the prior is not touched
