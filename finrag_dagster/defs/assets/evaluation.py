@@ -181,12 +181,16 @@ def task_tables(lake: Lake) -> list[dict]:
     """The experience task's seed 002 Tables 1, 6 (methods × horizons) and 2 (update strategy)."""
     if not lake.partition_files("experience_task"):
         return []
+    from ...core.experience_task import HKEYS, METHODS
+
     res = lake.read("experience_task")
+    order = {m: i for i, m in enumerate([*METHODS, "Pipe+formula", "Pipe+llm"])}
+    res = res.with_columns(pl.col("method").replace_strict(order, default=len(order), return_dtype=pl.Int32).alias("_o")).sort("_o", maintain_order=True)
     out = []
     for table, metric, title in (("Table 1", "tsIC", "Experience task (seed 002 Table 1): tsIC by horizon, test split, sector targets"),
                                  ("Table 6", "csIC", "Experience task (seed 002 Table 6): csIC by horizon, test split, sector targets")):
         g = res.filter(pl.col("table") == table)
-        hs = list(dict.fromkeys(g["horizon"].to_list()))
+        hs = [h for h in HKEYS if h in set(g["horizon"].to_list())]
         rows = [[m, *[R.fmt(v[0]) if len(v := g.filter((pl.col("method") == m) & (pl.col("horizon") == h))["value"]) and v[0] is not None else "–" for h in hs]]
                 for m in dict.fromkeys(g["method"].to_list())]
         out.append({"title": title, "columns": ["method", *hs], "rows": rows, "note": f"{metric}: Pearson correlation of scores with the realised excess return (eqs 21-24)."})

@@ -174,17 +174,18 @@ def build_experience_tree_asset(partitions_def) -> dg.AssetsDefinition:
 
 
 # ------------------------------------------------------------------ the experience task (issue 7 part 2)
-def task_inputs(s: Settings, lake: Lake, cal: TradingCalendar, days: list[str]):
+def task_inputs(s: Settings, lake: Lake, cal: TradingCalendar, days: list[str], priced: set[str] | None = None):
     """A function day -> [DayInput per sector target] over news of decision days T-4..T, the
-    digests embedded in one MiniLM call per day."""
+    digests embedded in one MiniLM call per day. Targets: sectors with a member in ``priced``
+    (tickers with prices; None: every member)."""
     import numpy as np
 
     from ...core.experience_task import WINDOW, DayInput, digest
 
     uni = lake.read("universe")
     members = uni.filter(~pl.col("is_benchmark") & ~pl.col("sector").is_in(["", "Unknown", "ETF"]) & pl.col("sector").is_not_null())
-    sector_of = dict(zip(members["ticker"], members["sector"]))
-    targets = sorted(set(sector_of.values()))
+    sector_of = dict(zip(members["ticker"], members["sector"]))  # news of every member counts for its sector
+    targets = sorted({sector_of[t] for t in sector_of if priced is None or t in priced})
     names = company_names(lake)
     first = cal.offset(days[0], -(WINDOW - 1)).isoformat() if cal.session_index(days[0]) >= WINDOW - 1 else days[0]
     window_days = [d.isoformat() for d in cal.sessions_in_range(first, days[-1])]
@@ -201,18 +202,18 @@ def task_inputs(s: Settings, lake: Lake, cal: TradingCalendar, days: list[str]):
     def inputs(t: dt.date) -> list[DayInput]:
         i = cal.session_index(t)
         win = [(cal.sessions[j].item().isoformat(), i - j) for j in range(max(0, i - WINDOW + 1), i + 1)]
-        raw = {k: [] for k in targets}
-        events = {k: [] for k in targets}
+        raw: dict[str, list] = {k: [] for k in targets}
+        events: dict[str, list] = {k: [] for k in targets}
         for d, age in win:
             g = n_by.get(d)
             if g is not None:
                 for tk, title, summ in g.select("ticker", "title", "summary").rows():
-                    if tk in sector_of:
+                    if sector_of.get(tk) in raw:
                         raw[sector_of[tk]].append(f"{title or ''}. {summ or ''}")
             g = a_by.get(d)
             if g is not None:
                 for tk, et, head, summ in g.select("ticker", "event_type", "headline", "summary").rows():
-                    if tk in sector_of:
+                    if sector_of.get(tk) in events:
                         events[sector_of[tk]].append((tk, et, head or "", summ or "", age))
         out, states = [], []
         for k in targets:
@@ -276,7 +277,7 @@ def build_experience_task_asset() -> dg.AssetsDefinition:
         if prior is None:
             methods = [m for m in methods if not m.startswith("Pipe+ToE")]
             note += " No prior experience tree on the first test day: the ToE methods were not run."
-        scores = run_task(tdays, task_inputs(s, lake, cal, days), alphas, prior, methods, s.experience.expansion_cap, llm_fn,
+        scores = run_task(tdays, task_inputs(s, lake, cal, days, set(prices["ticker"].unique().to_list())), alphas, prior, methods, s.experience.expansion_cap, llm_fn,
                           s.experience.q0, s.experience.eta)
         for d in days:
             lake.write("experience_task_scores", scores.filter(pl.col("date") == dt.date.fromisoformat(d)).drop("date"), date=d)
@@ -298,7 +299,11 @@ def task_md(res: pl.DataFrame, table: str) -> str:
     g = res.filter(pl.col("table") == table)
     if g.height == 0:
         return "_empty_"
-    hs = list(dict.fromkeys(g["horizon"].to_list()))
+    from ...core.experience_task import HKEYS, METHODS
+
+    hs = [h for h in HKEYS if h in set(g["horizon"].to_list())]
+    order = {m: i for i, m in enumerate([*METHODS, "Pipe+formula", "Pipe+llm"])}
+    g = g.with_columns(pl.col("method").replace_strict(order, default=len(order), return_dtype=pl.Int32).alias("_o")).sort("_o", maintain_order=True)
     lines = ["| method | " + " | ".join(hs) + " |"]
     metrics = list(dict.fromkeys(g["metric"].to_list()))
     if table == "Table 2":
