@@ -44,7 +44,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from .memory.experience_induction import factor_text, skeleton
+from .memory.experience_induction import factor_text, masked
 from .memory.experience_tree import ExperienceTree, Factor, Leaf, ToEParams
 from .reader.embedded import tone
 from .schemas import TableSpec, register
@@ -177,9 +177,7 @@ def digest(events: Sequence[tuple[str, str, str, str]], names: dict, k: int = 3)
     headline, summary): the masked skeletons of the ``k`` events with the most sentiment hits."""
     scored = []
     for tk, et, head, summ in events:
-        nm = list(names.get(tk, ()))
-        exact = [tk] + [w for n in nm[:1] if (w := n.split()[0].strip(",.") if n.split() else "") and len(w) >= 4 and w[0].isupper()]
-        scored.append((-tone(f"{head}. {summ}")[1], skeleton(head, nm, exact), factor_text(et, head, summ)))
+        scored.append((-tone(f"{head}. {summ}")[1], masked(tk, head, names), factor_text(et, head, summ)))
     scored.sort(key=lambda x: (x[0], x[1]))
     top = scored[:k]
     return " ".join(x[2] for x in top), "; ".join(x[1] for x in top if x[1])

@@ -122,6 +122,14 @@ def skeleton(text: str, names: Sequence[str] = (), tickers: Sequence[str] = ()) 
     return _WS.sub(" ", s).strip(" .;:-")
 
 
+def masked(ticker: str, text: str, names: Mapping[str, Sequence[str]]) -> str:
+    """:func:`skeleton` of a text about ``ticker``: its names and aliases (any case), its ticker and
+    the first word of its name (e.g. "Meta", as written, when >= 4 letters) masked."""
+    nm = list(names.get(ticker, ()))
+    exact = [ticker] + [w for n in nm[:1] if (w := n.split()[0].strip(",.") if n.split() else "") and len(w) >= 4 and w[0].isupper()]
+    return skeleton(text, nm, exact)
+
+
 def assign_factor(text: str, factors: Sequence[Factor]) -> int | None:
     """Index of the best keyword-matched factor (ties: the earlier one); None when nothing matches."""
     best, best_m = None, 0.0
@@ -186,14 +194,12 @@ def induce_tree(
     rows = anchors.select("anchor_id", "ticker", "event_type", "headline", "summary").sort("anchor_id").rows() if anchors.height else []
     rep.anchors = len(rows)
     names = names or {}
-    masked = []
+    masked_rows = []
     for aid, tk, et, head, summ in rows:
-        nm = list(names.get(tk, ()))
-        exact = [tk] + [w for n in nm[:1] if (w := n.split()[0].strip(",.") if n.split() else "") and len(w) >= 4 and w[0].isupper()]
-        masked.append((skeleton(head, nm, exact), skeleton(summ, nm, exact)))
-    skel = [m[0] for m in masked]
+        masked_rows.append((masked(tk, head, names), masked(tk, summ, names)))
+    skel = [m[0] for m in masked_rows]
     if rewrite is not None and rows:
-        answers = rewrite(masked)
+        answers = rewrite(masked_rows)
         if len(answers) != len(rows):
             raise ValueError(f"the rewrite returned {len(answers)} answers for {len(rows)} items")
         for i, a in enumerate(answers):

@@ -33,7 +33,7 @@ import polars as pl
 import pyarrow as pa
 
 from ..schemas import TableSpec, register
-from .experience_induction import factor_text, skeleton
+from .experience_induction import factor_text, masked
 from .experience_tree import ExperienceTree
 
 PRINCIPLE_SELECTIONS = register(
@@ -102,11 +102,9 @@ def anchor_states(anchors: pl.DataFrame, names: Mapping[str, Sequence[str]]) -> 
     rows = anchors.select("anchor_id", "ticker", "event_type", "headline", "summary").sort("anchor_id").rows()
     ids, f_texts, skels = [], [], []
     for aid, tk, et, head, summ in rows:
-        nm = list(names.get(tk, ()))
-        exact = [tk] + [w for n in nm[:1] if (w := n.split()[0].strip(",.") if n.split() else "") and len(w) >= 4 and w[0].isupper()]
         ids.append(aid)
         f_texts.append(factor_text(et, head, summ))
-        skels.append(skeleton(head, nm, exact) or skeleton(summ, nm, exact) or (head or ""))
+        skels.append(masked(tk, head, names) or masked(tk, summ, names) or (head or ""))
     return ids, f_texts, skels
 
 
