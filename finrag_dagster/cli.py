@@ -128,6 +128,13 @@ def print_evaluation(s) -> None:
         if g.height:
             console.print(f"[bold]{name}[/bold] (test split {s.splits.test[0]} .. {s.splits.test[1]})")
             console.print(md_table(g, list(dict.fromkeys(g["row"].to_list())), cols, pct), markup=False, highlight=False)
+    if lake.partition_files("experience_task"):
+        from .defs.assets.experience import task_md
+
+        res = lake.read("experience_task")
+        for name, what in (("Table 1", "tsIC"), ("Table 6", "csIC")):
+            console.print(f"[bold]Experience task, seed 002 {name}[/bold] ({what}, test split, sector targets)")
+            console.print(task_md(res, name), markup=False, highlight=False)
     p = report_path(s)
     if p.exists():
         console.print(f"report: [bold]{p}[/bold]")
