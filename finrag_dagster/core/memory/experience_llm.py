@@ -7,6 +7,11 @@
   [0, 2 q0]. An answer with no finite number, or a backend error, leaves Q unchanged and returns a
   result with ``ok=False`` and the reason, which :func:`quarantine_rows` turns into rows of the
   ``quarantine`` table (source_table = experience_tree) — the update is never silently guessed.
+* **Judge and expander (eqs 10-12)**: :func:`llm_judge` asks, per news state, whether one of the
+  candidate principles applies (reuse, by id) or a new one is needed (expand, with the new
+  principle's text); an invalid answer (not JSON, an id that was not a candidate, an expansion
+  without text) or a backend error is returned with ``ok=False`` and its reason, and the caller
+  falls back to the rule judge and records why.
 * **LLM rewrite for induction (eq. 3)**: :func:`llm_rewriter` asks for a one-line,
   company-agnostic analytical principle per historical item; an unparsable answer yields None and
   the induction falls back to the rule skeleton for that item.
@@ -219,6 +224,104 @@ def llm_rewriter(backend: Backend):
         return [None if g.error else parse_principle(g.text) for g in gens]
 
     return rewrite
+
+
+# ------------------------------------------------------------------ judge and expander (eqs 10-12)
+JUDGE_SYSTEM = (
+    "You manage an experience memory of analytical principles for financial news analysis. For a news item "
+    "you receive the candidate principles that matched it (with ids and scores). Decide whether one of them "
+    "applies (reuse it) or whether a new principle is needed (expand). When expanding, write the new principle "
+    "as one company-agnostic sentence (no company names, no numbers). Answer JSON "
+    '{"decision": "reuse" | "expand", "leaf_id": "<a candidate id when reusing, else empty>", '
+    '"principle": "<the new principle when expanding, else empty>"}.'
+)
+
+
+def judge_schema(ids: list[str]) -> dict:
+    return {"type": "object", "additionalProperties": False, "required": ["decision", "leaf_id", "principle"],
+            "properties": {"decision": {"type": "string", "enum": ["reuse", "expand"] if ids else ["expand"]},
+                           "leaf_id": {"type": "string", "enum": [*ids, ""]},
+                           "principle": {"type": "string", "maxLength": MAX_PRINCIPLE}}}
+
+
+def judge_prompt(state: str, factor: str, candidates: list[tuple[str, str, float]]) -> Prompt:
+    """The judge (reuse vs expand) and expander prompt for one state: candidates are (leaf id,
+    principle, S) of the leaves that cleared the threshold under the kept factors."""
+    lines = [f"- {i}: {p} (score {s:.3f})" for i, p, s in candidates] or ["(none: no principle is similar enough; expand)"]
+    user = (f"News item (company masked): {state[:600]}\n"
+            f"Best matching factor: {factor}\n"
+            "Candidate principles:\n" + "\n".join(lines))
+    return Prompt(JUDGE_SYSTEM, user, [], {}, judge_schema([i for i, _, _ in candidates]))
+
+
+@dataclass
+class Judgement:
+    decision: str  # reuse | expand
+    leaf_id: str  # the reused leaf ("" when expanding)
+    principle: str  # the new principle ("" when reusing)
+    ok: bool
+    raw: str
+    error: str = ""
+
+
+def parse_judgement(text: str, ids: list[str]) -> Judgement:
+    """The judge's answer; ``ok=False`` with the reason when it is not a valid decision. Never raises."""
+    raw = _FENCE.sub("", text or "").strip()
+    try:
+        obj = json.loads(raw)
+    except (json.JSONDecodeError, ValueError):
+        return Judgement("", "", "", False, text or "", f"not JSON: {raw[:120]!r}")
+    if not isinstance(obj, dict) or obj.get("decision") not in ("reuse", "expand"):
+        return Judgement("", "", "", False, text or "", f"no decision reuse|expand: {raw[:120]!r}")
+    if obj["decision"] == "reuse":
+        lid = obj.get("leaf_id")
+        if lid not in ids:
+            return Judgement("", "", "", False, text or "", f"reuse of {lid!r}, not a candidate ({', '.join(ids) or 'none'})")
+        return Judgement("reuse", lid, "", True, text or "")
+    pr = obj.get("principle")
+    if not isinstance(pr, str) or not pr.strip():
+        return Judgement("", "", "", False, text or "", "expand without a principle")
+    return Judgement("expand", "", " ".join(pr.split())[:MAX_PRINCIPLE], True, text or "")
+
+
+def llm_judge(backend: Backend, cache=None, decoding: dict | None = None):
+    """A batch judge/expander over a backend: items (state, factor, candidates) -> Judgements.
+    Answers go through ``cache`` (a :class:`..reader.cache.PromptCache`) when given."""
+    require_llm(backend, "the LLM judge and expander of the experience tree (seed 002 eqs 10-12)")
+    dec = decoding if decoding is not None else (backend.cfg.decoding() if getattr(backend, "cfg", None) else {})
+
+    def judge(items: list[tuple[str, str, list[tuple[str, str, float]]]], day_cache=None) -> list[Judgement]:
+        c = day_cache if day_cache is not None else cache
+        prompts = [judge_prompt(st, fac, cands) for st, fac, cands in items]
+        keys = [p.key(backend.name, backend.model, dec) for p in prompts]
+        texts: dict[str, str | None] = {}
+        todo = []
+        for p, k in zip(prompts, keys):
+            hit = c.get(k) if c is not None else None
+            if hit is not None:
+                texts[k] = hit["raw"]
+            elif k not in texts:
+                texts[k] = None
+                todo.append((p, k))
+        errors = {}
+        if todo:
+            gens = backend.generate([Request(p) for p, _ in todo])
+            for (p, k), g in zip(todo, gens):
+                if g.error:
+                    errors[k] = g.error
+                    continue
+                texts[k] = g.text
+                if c is not None:
+                    c.put(k, backend.name, backend.model, g.text, g.prompt_tokens, g.output_tokens, g.latency_ms)
+        out = []
+        for (st, fac, cands), k in zip(items, keys):
+            if k in errors:
+                out.append(Judgement("", "", "", False, "", f"backend error: {errors[k]}"))
+            else:
+                out.append(parse_judgement(texts[k] or "", [i for i, _, _ in cands]))
+        return out
+
+    return judge
 
 
 def _sign(x: float) -> float:

@@ -49,6 +49,8 @@ PRINCIPLE_SELECTIONS = register(
                 pa.field("score", pa.float64(), nullable=False),  # S = rho * mean_h Q_h (0 for a new leaf)
                 pa.field("q", pa.list_(pa.float64()), nullable=True),  # Q per horizon when selected
                 pa.field("outcome", pa.string(), nullable=False),  # reused | expanded | no_factor | factor_full
+                pa.field("judge", pa.string(), nullable=False),  # rule | llm | llm_fallback (the LLM answer was invalid)
+                pa.field("judge_error", pa.string(), nullable=True),  # why the LLM answer was not used
             ]
         ),
         ("variant", "date"),
@@ -122,32 +124,68 @@ def choose_principles(
     skeletons: list[str],
     embeddings: np.ndarray,
     expansion_cap: int,
+    judge=None,
+    embed_fn=None,
+    cache=None,
 ) -> tuple[pl.DataFrame, dict[str, Principle]]:
     """Select (or expand) a path per anchor in the given order; mutates the tree (recall counts,
-    new leaves). Returns the selection rows and anchor_id → :class:`Principle` for the prompt."""
+    new leaves). Returns the selection rows and anchor_id → :class:`Principle` for the prompt.
+
+    ``judge`` (an :func:`.experience_llm.llm_judge`): the day's anchors are judged in one batch
+    against the tree as it stood before the day (candidates = the leaves that cleared the
+    threshold); reuse takes the named leaf, expand adds the LLM's principle (embedded with
+    ``embed_fn``) under the best factor. An invalid answer falls back to the rule judge, recorded
+    as ``llm_fallback`` with the reason. Without a judge: the rule (expand iff nothing cleared)."""
     p = tree.params
     hs = list(p.horizons)
+    vecs = [np.asarray(embeddings[i], dtype=np.float32) for i in range(len(anchor_ids))]
+    verdicts = [None] * len(anchor_ids)
+    if judge is not None and anchor_ids:
+        pre = [tree.select(factor_texts[i], vecs[i], None, count=False) for i in range(len(anchor_ids))]
+        leaves = {x.leaf_id: x for x in tree.leaves()}
+        items = [(skeletons[i], s.factor.name if s.factor else "", [(lid, leaves[lid].principle, sc) for lid, sc in s.candidates])
+                 for i, s in enumerate(pre)]
+        ask = [i for i, s in enumerate(pre) if s.factor is not None]
+        answers = judge([items[i] for i in ask], cache) if ask else []
+        for i, a in zip(ask, answers):
+            verdicts[i] = a
+    new_text = [v.principle for v in verdicts if v is not None and v.ok and v.decision == "expand"]
+    new_vecs = dict(zip(new_text, embed_fn(new_text))) if new_text and embed_fn is not None else {}
+    if new_text and embed_fn is None:
+        raise ValueError("an LLM judge that expands needs embed_fn for the new principles")
     rows, out = [], {}
     for i, aid in enumerate(anchor_ids):
-        vec = np.asarray(embeddings[i], dtype=np.float32)
-        sel = tree.select(factor_texts[i], vec, None)
+        vec = vecs[i]
+        sel = tree.select(factor_texts[i], vec, None, count=False)
         leaf, outcome = sel.leaf, "reused"
+        v = verdicts[i]
+        how, err = ("rule", None) if v is None else (("llm", None) if v.ok else ("llm_fallback", v.error))
+        if v is not None and v.ok and v.decision == "reuse":
+            leaf = next(x for x in tree.leaves() if x.leaf_id == v.leaf_id)
+        elif v is not None and v.ok and v.decision == "expand":
+            leaf = None
         if leaf is None:
             if sel.factor is None:
                 outcome = "no_factor"
             elif len(sel.factor.leaves) >= expansion_cap:
                 outcome = "factor_full"
             else:
-                leaf = tree.expand(sel.factor, skeletons[i], vec)
-                leaf.n_recall += 1
+                text, lv = skeletons[i], vec
+                if v is not None and v.ok and v.decision == "expand":
+                    text, lv = v.principle, np.asarray(new_vecs[v.principle], dtype=np.float32)
+                leaf = tree.expand(sel.factor, text, lv)
                 outcome = "expanded"
         if leaf is None:
             rows.append({"anchor_id": aid, "state": skeletons[i], "leaf_id": None, "factor": sel.factor.name if sel.factor else None,
-                         "rho": 0.0, "score": 0.0, "q": None, "outcome": outcome})
+                         "rho": 0.0, "score": 0.0, "q": None, "outcome": outcome, "judge": how, "judge_error": err})
             continue
+        leaf.n_recall += 1
         q = [float(leaf.q[h]) for h in hs]
+        score = float(sel.score) if sel.leaf is leaf else next((float(sc) for lid, sc in sel.candidates if lid == leaf.leaf_id), 0.0)
+        u = tree.utility(leaf, None)
+        rho = float(sel.rho) if sel.leaf is leaf else (score / u if u > 0 else 0.0)  # S = rho * mean_h Q_h
         rows.append({"anchor_id": aid, "state": skeletons[i], "leaf_id": leaf.leaf_id, "factor": leaf.factor,
-                     "rho": float(sel.rho), "score": float(sel.score), "q": q, "outcome": outcome})
+                     "rho": rho, "score": score, "q": q, "outcome": outcome, "judge": how, "judge_error": err})
         out[aid] = Principle(prompt_text(leaf.principle, leaf.q, hs, p.q0), tuple(x / p.q0 for x in q))
     return pl.DataFrame(rows, schema=SELECTION_SCHEMA), out
 

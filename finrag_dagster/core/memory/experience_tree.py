@@ -101,9 +101,10 @@ class ExperienceTree:
             return leaf.q[horizon]
         return float(sum(leaf.q[h] for h in self.params.horizons) / len(self.params.horizons))
 
-    def select(self, text: str, embedding: np.ndarray, horizon: str | None) -> Selection:
+    def select(self, text: str, embedding: np.ndarray, horizon: str | None, count: bool = True) -> Selection:
         """Coarse-to-fine selection of a path for a task state (eqs 7-11); S = ρ·Q_h (mean_h Q_h
-        when ``horizon`` is None)."""
+        when ``horizon`` is None). ``count``: add the recall to the best leaf (False when a judge
+        decides afterwards which leaf is used)."""
         p = self.params
         f1 = sorted(((keyword_match(text, f.keywords), i) for i, f in enumerate(self.factors)), key=lambda x: (-x[0], x[1]))
         kept = [(m, self.factors[i]) for m, i in f1[: p.k1] if m > 0]
@@ -122,7 +123,8 @@ class ExperienceTree:
             fac = kept[0][1] if kept else None
             return Selection(None, fac, 0.0, 0.0, fac is not None, cands)
         s, rho, leaf, fac = best
-        leaf.n_recall += 1
+        if count:
+            leaf.n_recall += 1
         return Selection(leaf, fac, rho, s, False, cands)
 
     def expand(self, factor: Factor, principle: str, embedding: np.ndarray) -> Leaf:

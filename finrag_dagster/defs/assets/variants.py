@@ -164,7 +164,7 @@ def build_env(s: Settings, lake: Lake, cal: TradingCalendar, days: list[str], ba
             weights_cache[start] = weights_for(s, cal, lake, start)[0]
         return weights_cache[start]
 
-    toe = toe_env(s, lake, cal, anchors) if toe_needed else None
+    toe = toe_env(s, lake, cal, anchors, backend) if toe_needed else None
     return LoopEnv(
         toe=toe,
         cal=cal,
@@ -183,9 +183,10 @@ def build_env(s: Settings, lake: Lake, cal: TradingCalendar, days: list[str], ba
     )
 
 
-def toe_env(s: Settings, lake: Lake, cal: TradingCalendar, anchors_by_day: dict[str, pl.DataFrame]) -> ToEEnv:
+def toe_env(s: Settings, lake: Lake, cal: TradingCalendar, anchors_by_day: dict[str, pl.DataFrame], backend=None) -> ToEEnv:
     """The toe variants' inputs: the prior tree (experience_tree, tree_id ``prior``) on a day, the
-    anchors' masked skeletons and their MiniLM vectors (cached per day, shared by the variants)."""
+    anchors' masked skeletons and their MiniLM vectors (cached per day, shared by the variants);
+    with an LLM reader backend, the LLM judge/expander (answers cached with the reader's)."""
     from ...core.embeddings import embed
     from ...core.reader.schema import HORIZON_KEYS
     from .experience import TREE_ID, company_names, toe_params
@@ -213,7 +214,13 @@ def toe_env(s: Settings, lake: Lake, cal: TradingCalendar, anchors_by_day: dict[
             raise dg.Failure(f"{v.name}: principle_selections of {d} are needed for the tree's updates but not materialised; run the loop from the split start")
         return _drop_hive(lake.read("principle_selections", dates=[d], variant=v.name))
 
-    return ToEEnv(prior=prior, states=states, past_selections=past_selections, expansion_cap=s.experience.expansion_cap)
+    judge = None
+    if backend is not None and getattr(backend, "name", "embedded") != "embedded":
+        from ...core.memory.experience_llm import llm_judge
+
+        judge = llm_judge(backend)
+    return ToEEnv(prior=prior, states=states, past_selections=past_selections, expansion_cap=s.experience.expansion_cap,
+                  judge=judge, embed_fn=lambda texts: embed(texts, ev.embed_batch_size, ev.embed_max_seq_length))
 
 
 def initial_tree(lake: Lake, cal: TradingCalendar, s: Settings, v: Variant, first: str) -> ExperienceTree | None:
