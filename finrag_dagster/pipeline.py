@@ -42,8 +42,9 @@ def stages(settings: Settings) -> list[Stage]:
         Stage("sources", first, None),
         Stage("history", ("prices", "news_raw", "filings_raw", "returns", "evidence"), HISTORY),
         Stage("decisions", ("anchors", "context_cards", "candidates", "labels", "experience_tree"), DECISIONS),
+        Stage("selection", ("sensitivity",), None),  # Table 6 on validation: the test split runs with its choice
         Stage("loop", tuple(f"{f}/{t}" for f in settings.variants.families for t in family_assets(f)) + ("stock_day_signals",), DECISIONS),
-        Stage("evaluation", ("table1_audit", "evaluation", "sensitivity", "experience_task", "report"), None),
+        Stage("evaluation", ("table1_audit", "evaluation", "experience_task", "report"), None),
     ]
 
 

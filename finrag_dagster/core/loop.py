@@ -154,6 +154,7 @@ class LoopEnv:
     decoding: dict
     m: int = 5
     params: MemoryParams = field(default_factory=MemoryParams)
+    params_of: Callable[[str], MemoryParams] | None = None  # per decision day (e.g. Table 6's selection on the test split)
     toe: ToEEnv | None = None
 
 
@@ -228,9 +229,10 @@ def step(
     applied = empty_feedback()
     snapshot = None
     start = env.split_start(d)
+    params = env.params_of(d) if env.params_of is not None else env.params
     if v.uses_memory:
         if d == start:
-            memory = SourceMemory(env.params)
+            memory = SourceMemory(params)
         elif memory is None:
             raise ValueError(f"{v.name}: no memory snapshot for the day before {d} (split started {start}); run from the split start")
         if d != start:
@@ -238,7 +240,7 @@ def step(
             applied = matured_on(prev, v, env, recent, start)
             memory.apply(applied)
         snapshot = memory.to_frame()
-    contexts = rerank(data.candidates, keys, memory if v.uses_memory else None, v.lam, env.m)
+    contexts = rerank(data.candidates, keys, memory if v.uses_memory else None, params.lam if v.uses_memory else v.lam, env.m)
     principles, selections, updates = None, None, None
     if v.toe:
         if env.toe is None:

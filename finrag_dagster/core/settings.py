@@ -92,9 +92,15 @@ class RetrievalSettings(_M):
 
 
 class MemorySettings(_M):
+    """Source memory (seed 000 §3.5). ``test_params``: ``selected`` runs the test split with the
+    (λ, δ) that Table 6 selected on the validation split (the ``sensitivity`` table, computed before
+    the loop from validation labels matured before the test split starts); ``settings`` keeps
+    ``lam``/``delta`` below for every split."""
+
     kappa: float = 30.0
     delta: float = 0.20
     lam: float = 0.30
+    test_params: Literal["selected", "settings"] = "selected"
 
 
 class LabelSettings(_M):

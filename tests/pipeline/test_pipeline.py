@@ -205,3 +205,37 @@ def test_toe_variants_learn_only_from_matured_labels(small_lake):
     ev = lake.read("evaluation")
     assert {"Frozen + ToE", "Frozen + Source Memory + ToE"} <= set(ev.filter(pl.col("table") == "Table 2")["row"])
     assert {"Frozen + ToE", "Frozen + Source Memory + ToE"} <= set(ev.filter(pl.col("table") == "Table 4")["row"])
+
+
+def test_test_split_runs_with_the_setting_selected_on_validation(small_lake):
+    lake, settings, results = small_lake
+    sens = lake.read("sensitivity").filter(pl.col("row") == "selected")
+    chosen = dict(zip(sens["metric"].to_list(), sens["value"].to_list()))
+    metas = {ev.event_specific_data.materialization.asset_key.to_user_string(): ev.event_specific_data.materialization.metadata
+             for r in results for ev in r.get_asset_materialization_events()}
+    note = metas["source_memory/contexts"]["test_split_params"].value
+    assert note == f"test split: lambda={chosen['lambda']}, delta={chosen['delta']} selected on validation (Table 6)"
+    assert "matured before 2019-03-01" in metas["sensitivity"]["labels_used"].value
+    # the snapshots of the test split use the selected delta: no adjustment beyond it
+    test_days = [d.isoformat() for d in cal.sessions_in_range(settings.splits.test[0], END)]
+    snap = lake.read("memory_snapshot", dates=test_days, variant="source_memory")
+    assert snap.height and snap["adjustment"].abs().max() <= chosen["delta"] + 1e-12
+
+
+def test_loop_refuses_the_test_split_without_a_selection(small_lake, tmp_path):
+    import pytest
+
+    from finrag_dagster.core.lake import Lake
+    from finrag_dagster.core.memory.source_memory import MemoryParams
+    from finrag_dagster.defs.assets.variants import test_split_params
+
+    lake, settings, _ = small_lake
+    empty = Lake(tmp_path / "lake")
+    (tmp_path / "lake").mkdir()
+    days = [d.isoformat() for d in cal.sessions_in_range(DECISION_START, END)]
+    with pytest.raises(dg.Failure, match="sensitivity"):
+        test_split_params(settings, empty, cal, MemoryParams(), None, days)
+    f, note = test_split_params(settings.with_overrides(memory={"test_params": "settings"}), empty, cal, MemoryParams(lam=0.3), None, days)
+    assert f(days[-1]).lam == 0.3 and "memory.test_params = settings" in note
+    f, _ = test_split_params(settings, lake, cal, MemoryParams(lam=0.3, delta=0.2), None, days)
+    assert f(days[0]).lam == 0.3  # validation keeps settings.memory

@@ -67,6 +67,34 @@ def memory_params(s: Settings, cfg: ReaderConfig | None = None) -> MemoryParams:
     return MemoryParams(kappa=pick(cfg.kappa if cfg else None, m.kappa), delta=pick(cfg.delta if cfg else None, m.delta), lam=pick(cfg.lam if cfg else None, m.lam))
 
 
+def test_split_params(s: Settings, lake: Lake, cal: TradingCalendar, base: MemoryParams, cfg: ReaderConfig | None, days: list[str]):
+    """(params for a decision day, a line saying what the test split uses).
+
+    With ``memory.test_params = "selected"`` the test split runs with Table 6's selection (the
+    ``sensitivity`` table: chosen on the validation split from labels matured before the test split
+    starts, so it is known on the test split's first day); run-config λ/δ overrides win over it.
+    A range with test-split days and no selection in the lake is an error, not a silent default."""
+    bounds = split_bounds(s, cal)
+    test = next(((a, b) for (a, b), name in zip(bounds, ("train", "validation", "test")) if name == "test"), None) if len(bounds) == 3 else None
+    if test is None:
+        return (lambda d: base), "no test split in the calendar"
+    overridden = cfg is not None and (cfg.lam >= 0 or cfg.delta >= 0)
+    if s.memory.test_params != "selected" or overridden:
+        why = "run config" if overridden else "settings.memory (memory.test_params = settings)"
+        return (lambda d: base), f"test split: lambda={base.lam}, delta={base.delta} from {why}"
+    if not any(test[0] <= d <= test[1] for d in days):
+        return (lambda d: base), "no test-split day in this range"
+    sel = lake.read("sensitivity").filter(pl.col("row") == "selected") if lake.partition_files("sensitivity") else pl.DataFrame()
+    if sel.height < 2:
+        raise dg.Failure(
+            "memory.test_params = 'selected' but the Table 6 selection (asset `sensitivity`) is not in the lake; "
+            "materialise `sensitivity` first (it needs only the validation split) or set memory.test_params = 'settings'"
+        )
+    vals = dict(zip(sel["metric"].to_list(), sel["value"].to_list()))
+    chosen = MemoryParams(kappa=base.kappa, delta=float(vals["delta"]), lam=float(vals["lambda"]))
+    return (lambda d: chosen if d >= test[0] else base), f"test split: lambda={chosen.lam}, delta={chosen.delta} selected on validation (Table 6)"
+
+
 # ------------------------------------------------------------------ splits and class weights
 def split_bounds(s: Settings, cal: TradingCalendar) -> list[tuple[str, str]]:
     """(first session, last session) of train / validation / test, in order."""
@@ -311,6 +339,10 @@ def build_variant_assets(family: str, partitions_def, settings: Settings) -> lis
         bcfg = backend_config(s, config)
         backend = make_backend(bcfg)
         env = build_env(s, lake, cal, days, backend, params, bcfg.decoding(), toe_needed=uses_toe)
+        if uses_memory:
+            env.params_of, test_note = test_split_params(s, lake, cal, params, config, days)
+        else:
+            test_note = "no source memory in this family"
         total = DayStats()
         written = {"memory_snapshot": 0, "contexts": 0, "reader_outputs": 0, "experience_tree": 0, "principle_selections": 0, "principle_updates": 0}
         toe_outcomes: dict[str, int] = {}
@@ -319,7 +351,7 @@ def build_variant_assets(family: str, partitions_def, settings: Settings) -> lis
         applied = 0
         for v in vs:
             v = Variant(v.name, v.family, params.lam if v.uses_memory else 0.0, v.credit, v.shuffle_labels_seed, v.shuffle_types_seed, v.toe)
-            mem = initial_memory(lake, cal, s, v, days[0], params)
+            mem = initial_memory(lake, cal, s, v, days[0], env.params_of(days[0]) if env.params_of else params)
             tree0 = initial_tree(lake, cal, s, v, days[0])
             for res in run_days(days, v, env, mem, tree0):
                 if res.tree is not None:
@@ -367,6 +399,7 @@ def build_variant_assets(family: str, partitions_def, settings: Settings) -> lis
         yield dg.MaterializeResult(
             asset_key=key("contexts"),
             metadata={"rows": written["contexts"], "variants": ", ".join(names), "lambda": params.lam, "delta": params.delta, "kappa": params.kappa,
+                      "test_split_params": test_note,
                       "preview": dg.MetadataValue.md(preview_md(previews.get("contexts", pl.DataFrame())))},
         )
         yield dg.MaterializeResult(
