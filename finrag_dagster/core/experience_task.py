@@ -351,8 +351,8 @@ def cs_ic(scores: pl.DataFrame) -> pl.DataFrame:
     """csIC_h = mean over days of Corr_i(s, α) (eqs 21-22); days with < 3 targets or no spread skipped."""
     rows = []
     for (m, h), g in scores.group_by("method", "horizon"):
-        g = g.drop_nulls("alpha")  # a (method, horizon) with nothing matured yet still gets its row, value null
-        vals = [c for (_,), d in g.group_by("date") if (c := _corr(d["score"].to_numpy(), d["alpha"].to_numpy())) is not None]
+        g = g.drop_nulls("alpha").sort("date", "target")  # a (method, horizon) with nothing matured yet still gets its row, value null
+        vals = [c for (_,), d in g.group_by("date", maintain_order=True) if (c := _corr(d["score"].to_numpy(), d["alpha"].to_numpy())) is not None]
         rows.append((m, h, float(np.mean(vals)) if vals else None, len(vals)))
     return pl.DataFrame(rows, schema={"method": pl.Utf8, "horizon": pl.Utf8, "value": pl.Float64, "n": pl.Int64}, orient="row")
 
@@ -361,8 +361,8 @@ def ts_ic(scores: pl.DataFrame) -> pl.DataFrame:
     """tsIC_h = mean over targets of Corr_t(s, α) (eqs 23-24); targets with < 3 days or no spread skipped."""
     rows = []
     for (m, h), g in scores.group_by("method", "horizon"):
-        g = g.drop_nulls("alpha")
-        vals = [c for (_,), d in g.sort("date").group_by("target") if (c := _corr(d["score"].to_numpy(), d["alpha"].to_numpy())) is not None]
+        g = g.drop_nulls("alpha").sort("target", "date")
+        vals = [c for (_,), d in g.group_by("target", maintain_order=True) if (c := _corr(d["score"].to_numpy(), d["alpha"].to_numpy())) is not None]
         rows.append((m, h, float(np.mean(vals)) if vals else None, len(vals)))
     return pl.DataFrame(rows, schema={"method": pl.Utf8, "horizon": pl.Utf8, "value": pl.Float64, "n": pl.Int64}, orient="row")
 

@@ -75,3 +75,29 @@ def test_benchmarks_and_summary():
     assert s["Sharpe"] == pytest.approx(s["Ann. Ret."] / s["Ann. Vol."])
     assert math.isnan(summary(pl.DataFrame({"net": [], "turnover": []}, schema={"net": pl.Float64, "turnover": pl.Float64}))["Sharpe"])
     assert CASH not in ("A", "B")
+
+
+def test_book_and_rank_ic_are_the_same_to_the_bit_under_any_hash_seed():
+    """Set iteration order follows string hashing, which changes per process: the turnover sum and
+    the daily IC average must not depend on it (two processes, two PYTHONHASHSEEDs, same bits)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import datetime as dt, numpy as np, polars as pl\n"
+        "from finrag_dagster.core.evaluation.portfolio import run_book\n"
+        "from finrag_dagster.core.evaluation.metrics import rank_ic\n"
+        "rng = np.random.default_rng(0)\n"
+        "names = [f'T{i:03d}' for i in range(60)]\n"
+        "days = [dt.date(2021, 1, 1) + dt.timedelta(days=i) for i in range(30)]\n"
+        "targets = {d: {n: 0.1 for n in rng.choice(names, 10, replace=False)} for d in days}\n"
+        "rets = {d: {n: float(x) for n, x in zip(names, rng.normal(0, 0.02, 60))} for d in days}\n"
+        "b = run_book(targets, rets, days)\n"
+        "rows = [(d, n, h, float(rng.normal()), float(rng.normal())) for d in days for n in names[:7] for h in ('1D', '3D', '5D')]\n"
+        "sd = pl.DataFrame(rows, schema=['date', 'ticker', 'horizon', 'signal', 'z'], orient='row').sample(fraction=1.0, seed=3)\n"
+        "print(b['turnover'].to_numpy().tobytes().hex(), np.float64(rank_ic(sd)).tobytes().hex())\n"
+    )
+    outs = {subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True, text=True, check=True).stdout
+            for seed in ("1", "2", "3")}
+    assert len(outs) == 1

@@ -49,9 +49,9 @@ def rank_ic(stock_day: pl.DataFrame, min_names: int = 3) -> float:
     """``stock_day``: date, ticker, horizon, signal, z. Mean over horizons of the mean daily Spearman."""
     per_h = []
     for h in HORIZONS:
-        g = stock_day.filter(pl.col("horizon") == h)
+        g = stock_day.filter(pl.col("horizon") == h).sort("date", "ticker")
         ics = []
-        for (_,), d in g.group_by(["date"]):
+        for (_,), d in g.group_by(["date"], maintain_order=True):  # fixed order: the mean is the same to the bit every run
             if d.height < min_names or d["signal"].n_unique() < 2 or d["z"].n_unique() < 2:
                 continue
             ics.append(spearmanr(d["signal"].to_numpy(), d["z"].to_numpy()).statistic)

@@ -53,7 +53,7 @@ def run_book(targets: dict, returns: dict, days: list, cost: float = 0.001) -> p
     for t in days:
         drifted = _drift(prev_w, prev_r) if prev_r else prev_w
         w = _with_cash(targets.get(t, {}))
-        names = set(w) | set(drifted)
+        names = sorted(set(w) | set(drifted))  # a fixed summation order (set order follows string hashing, which varies by process)
         to = 0.5 * sum(abs(w.get(i, 0.0) - drifted.get(i, 0.0)) for i in names)
         r = returns.get(t, {})
         gross = sum(wi * r.get(i, 0.0) for i, wi in w.items() if i != CASH)

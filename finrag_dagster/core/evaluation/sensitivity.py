@@ -28,9 +28,10 @@ def grid(lam0: float = 0.30, delta0: float = 0.20) -> list[tuple[str, float, flo
 
 def stock_day_from(outputs: pl.DataFrame, contexts: pl.DataFrame) -> pl.DataFrame:
     """The stock_day_signals model in polars (for runs that are not written to the lake)."""
-    rel = contexts.group_by(["date", "anchor_id"]).agg(pl.col("relevance").mean().alias("r"))
+    # values sorted inside each group: float sums in a fixed order, the same to the bit every run
+    rel = contexts.group_by(["date", "anchor_id"]).agg(pl.col("relevance").sort().mean().alias("r"))
     j = outputs.join(rel, on=["date", "anchor_id"], how="left")
-    return j.group_by(["date", "ticker", "horizon"]).agg(pl.col("signal").cast(pl.Float64).mean().alias("signal"), pl.col("r").mean().alias("mean_relevance"))
+    return j.group_by(["date", "ticker", "horizon"]).agg(pl.col("signal").cast(pl.Float64).mean().alias("signal"), pl.col("r").sort().mean().alias("mean_relevance"))
 
 
 def run_setting(env: LoopEnv, days: list[str], lam: float, delta: float, kappa: float, labels: pl.DataFrame, returns: dict) -> dict:
