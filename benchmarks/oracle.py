@@ -8,7 +8,8 @@ source_memory snapshot of the evaluated split: per (event type, horizon) whether
 the higher learned û is the family with the higher planted utility (cells where both families
 have n >= 100), the pairwise concordance of û with the planted utility over all cells with
 n >= 100, and the quarterly share of context slots that the event type's useful family takes in
-source_memory versus no_memory.
+source_memory versus no_memory, and their difference (the memory's own effect: both variants share
+anchors and pools, so the quarter's mix of event types cancels).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from finrag_dagster.core.evaluation.oracle import family_ordering, pairwise_concordance, planted_table, trend, useful_share_by_period  # noqa: E402
+from finrag_dagster.core.evaluation.oracle import family_ordering, pairwise_concordance, planted_table, trend, useful_share_by_period, useful_share_gain  # noqa: E402
 from finrag_dagster.core.lake import Lake  # noqa: E402
 from finrag_dagster.core.settings import load_settings  # noqa: E402
 
@@ -47,12 +48,18 @@ def main() -> None:
     print(f"cells where both families have n >= {args.min_n:g}: {order.height}; family ordering agrees in {order['agree'].sum() if order.height else 0} "
           f"({(order['agree'].mean() if order.height else float('nan')):.0%})")
     print(f"pairwise concordance of û with planted utility over cells with n >= {args.min_n:g}: {conc:.2f} over {pairs} pairs")
+    print(order)
     anchors = lake.read("anchors", dates=test)
-    for v in ("no_memory", "source_memory"):
-        ctx = lake.read("contexts", dates=test, variant=v)
-        sh = useful_share_by_period(ctx, anchors, planted, "1q")
+    ctx = {v: lake.read("contexts", dates=test, variant=v) for v in ("no_memory", "source_memory")}
+    for v, c in ctx.items():
+        sh = useful_share_by_period(c, anchors, planted, "1q")
         vals = sh["useful_share"].to_list()
         print(f"{v}: useful-family share of top-5 slots by quarter: {[round(x, 3) for x in vals]} (trend {trend(vals):+.4f}/quarter)")
+    g = useful_share_gain(ctx["source_memory"], ctx["no_memory"], anchors, planted, "1q")
+    gains = g["gain"].to_list()
+    print(f"source_memory minus no_memory by quarter: {[round(x, 4) for x in gains]} (trend {trend(gains):+.4f}/quarter)")
+    sec = {v: c.filter(pl.col("source_family") == "sec_filing").height / max(1, c.height) for v, c in ctx.items()}
+    print("SEC share of all context slots: " + ", ".join(f"{v} {x:.3f}" for v, x in sec.items()))
 
 
 if __name__ == "__main__":

@@ -34,6 +34,9 @@ class WorldSettings(_M):
     news_start: dt.date = dt.date(2018, 11, 1)
     events_per_ticker_year: float = 26.0
     market_ticker: str = "QQQ"
+    # Event 8-Ks restate the anchor's headline (minus its sentiment words), as real press releases
+    # do. Off by default (the demo's world); configs/oracle.toml turns it on (docs/synthetic_world.md).
+    press_release_echo: bool = False
 
 
 class SourceSettings(_M):

@@ -155,3 +155,24 @@ def test_the_loop_learns_the_planted_orderings(tmp_path):
     # the memory on day D only knows feedback matured by D-1: nothing on the first two days
     assert learned[0].snapshot["n"].sum() == 0 and learned[1].snapshot["n"].sum() == 0
     assert learned[2].snapshot["n"].sum() > 0
+
+
+def test_useful_share_gain_is_memory_minus_static_per_quarter():
+    from finrag_dagster.core.evaluation.oracle import useful_share_gain
+
+    planted = pl.DataFrame([{"source_family": f, "event_type": c, "horizon": "1D", "planted": p}
+                            for f, c, p in [("news", "A", 0.8), ("sec_filing", "A", 0.4), ("news", "B", 0.3), ("sec_filing", "B", 0.7)]])
+    anchors = pl.DataFrame({"anchor_id": ["a1", "b1", "a2", "b2"], "event_type": ["A", "B", "A", "B"]})
+    q1, q2 = dt.date(2020, 1, 2), dt.date(2020, 4, 1)
+
+    def ctx(fams):  # two slots per anchor; a1/b1 in Q1, a2/b2 in Q2
+        ids = ["a1", "a1", "b1", "b1", "a2", "a2", "b2", "b2"]
+        return pl.DataFrame({"anchor_id": ids, "source_family": fams, "date": [q1] * 4 + [q2] * 4})
+
+    static = ctx(["news", "sec_filing", "news", "news", "news", "sec_filing", "news", "news"])
+    memory = ctx(["news", "sec_filing", "news", "news", "news", "news", "sec_filing", "news"])
+    g = useful_share_gain(memory, static, anchors, planted)
+    # Q1: both 1/4 (a1: news useful, 1 of 2; b1: sec useful, 0 of 2) -> gain 0; Q2: memory 3/4, static 1/4
+    assert g["without_memory"].to_list() == [0.25, 0.25]
+    assert g["with_memory"].to_list() == [0.25, 0.75]
+    assert g["gain"].to_list() == [0.0, 0.5] and g["slots"].to_list() == [4, 4]

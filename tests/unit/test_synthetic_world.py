@@ -399,3 +399,38 @@ def test_real_format_loaders_accept_every_row(world, truth):
         assert j.height == acc.height
         assert (j["public_time"] == j["pt"]).all() and (j["date"] == j["decision_day"]).all()
     assert p.accepted.height == truth["prices"].height
+
+
+def test_press_release_echo_restates_the_anchor_without_its_sentiment(tmp_path):
+    """The oracle world's option: every event 8-K restates its anchor headline (entity and event
+    words), the restatement carries no sentiment for the LM lexicon or the embedded reader, every
+    filing keeps its planted LM tone, and the world without the option is unchanged."""
+    from finrag_dagster.core.reader.embedded import tone as reader_tone
+    from finrag_dagster.sources.synthetic.filings import press_release_echo
+
+    assert press_release_echo("Intel Raises Guidance After Strong Quarter") == "Intel After Quarter"
+    assert press_release_echo("Amgen Posts Record Quarter; Profit Surpassed Forecasts") == "Amgen Posts Quarter; Forecasts"
+    assert press_release_echo("Record Profit") == ""  # nothing left to restate: no echo
+    out = tmp_path / "echo"
+    generate_world(SMALL.model_copy(update={"press_release_echo": True}), out)
+    plain = tmp_path / "plain"
+    generate_world(SMALL, plain)
+    assert _hashes(plain / "raw") != _hashes(out / "raw")
+    events = pl.read_parquet(out / "truth" / "events.parquet").filter(pl.col("accession").is_not_null())
+    for t in ("documents", "events", "prices_truth", "source_utility"):  # same documents, tones, times, prices
+        assert pl.read_parquet(out / "truth" / f"{t}.parquet").equals(pl.read_parquet(plain / "truth" / f"{t}.parquet")), t
+    assert _hashes(plain / "raw" / "news") == _hashes(out / "raw" / "news") and _hashes(plain / "raw" / "prices") == _hashes(out / "raw" / "prices")
+    pos, neg = _lm_sets()
+    echoed = 0
+    for r in events.iter_rows(named=True):
+        path = next((out / "raw" / "sec" / "sec-edgar-filings" / r["ticker"] / "8-K").glob(f"{r['accession']}/full-submission.txt"))
+        body = path.read_text().split("</SEC-HEADER>")[1]
+        echo = press_release_echo(r["anchor_title"])
+        assert reader_tone(echo) == (0.0, 0) and _lm_tone(echo, pos, neg) == 0, echo
+        if echo:
+            echoed += 1
+            assert echo in body, (r["accession"], echo)
+        assert _lm_tone(body, pos, neg) == r["sec_tone"], r["accession"]
+        plain_body = next((plain / "raw" / "sec" / "sec-edgar-filings" / r["ticker"] / "8-K").glob(f"{r['accession']}/full-submission.txt")).read_text()
+        assert "the Company announced:" not in plain_body and "is headed:" not in plain_body
+    assert echoed >= 0.9 * events.height > 0

@@ -75,3 +75,17 @@ def trend(values: list[float]) -> float:
         return float("nan")
     x = np.arange(len(values), dtype=float)
     return float(np.polyfit(x, np.asarray(values, dtype=float), 1)[0])
+
+
+def useful_share_gain(memory_ctx: pl.DataFrame, static_ctx: pl.DataFrame, anchors: pl.DataFrame, planted: pl.DataFrame,
+                      every: str = "1q") -> pl.DataFrame:
+    """Per period: the useful family's share of context slots with the memory minus without it.
+
+    Both variants share anchors and candidate pools, so the difference removes what moves both
+    (the mix of event types and sources in each quarter); it starts near 0 at the memory reset and
+    rises as the memory learns which family to trust."""
+    m = useful_share_by_period(memory_ctx, anchors, planted, every).rename({"useful_share": "with_memory", "slots": "slots"})
+    s = useful_share_by_period(static_ctx, anchors, planted, every).select("date", pl.col("useful_share").alias("without_memory"))
+    return m.join(s, on="date", how="full", coalesce=True).sort("date").with_columns(
+        (pl.col("with_memory") - pl.col("without_memory")).alias("gain")
+    ).select("date", "with_memory", "without_memory", "gain", "slots")

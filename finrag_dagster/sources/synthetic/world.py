@@ -43,6 +43,7 @@ from .filings import (
     full_submission,
     next_fq,
     periodic_filings,
+    press_release_echo,
     render_8k_body,
     render_periodic,
     submissions_json,
@@ -208,7 +209,8 @@ def build_world(s: WorldSettings) -> _World:
                 e = ev_by_id[f.event_id]
                 fq = e.fq or current_quarter(c, f.report_date)
                 info = {"qf": fin[c.ticker].get(fq.end), "long": fq_long(fq), "next_long": fq_long(next_fq(fq, c.fye_month))}
-                docs = render_8k_body(c, f, e, exec_name, cfo_name, f.report_date, subject[e.event_id], info)
+                echo = press_release_echo(anchor_title[e.event_id]) if s.press_release_echo else ""
+                docs = render_8k_body(c, f, e, exec_name, cfo_name, f.report_date, subject[e.event_id], info, echo)
             else:
                 notes = [
                     f"In {to_utc(le.event_ns).strftime('%B %Y')}, the Company reported a matter described as the {subject[le.event_id]}."
