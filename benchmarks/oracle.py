@@ -22,7 +22,10 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from finrag_dagster.core.evaluation.oracle import family_ordering, pairwise_concordance, planted_table, trend, useful_share_by_period, useful_share_gain  # noqa: E402
+from finrag_dagster.core.evaluation.oracle import (  # noqa: E402
+    changed_contexts, family_ordering, memory_terms, pairwise_concordance, planted_table, trend, useful_family, useful_share_by_period,
+    useful_share_gain,
+)
 from finrag_dagster.core.lake import Lake  # noqa: E402
 from finrag_dagster.core.settings import load_settings  # noqa: E402
 
@@ -58,8 +61,22 @@ def main() -> None:
     g = useful_share_gain(ctx["source_memory"], ctx["no_memory"], anchors, planted, "1q")
     gains = g["gain"].to_list()
     print(f"source_memory minus no_memory by quarter: {[round(x, 4) for x in gains]} (trend {trend(gains):+.4f}/quarter)")
+    first = sorted(set(test))[:10]
+    early = useful_share_gain(ctx["source_memory"].filter(pl.col("date").cast(pl.Utf8).is_in(first)),
+                              ctx["no_memory"].filter(pl.col("date").cast(pl.Utf8).is_in(first)), anchors, planted, "1y")
+    print(f"... over the first 10 test days (memory just reset): {early['gain'][0]:+.4f}")
+    use = useful_family(planted)
+    for et in sorted(use):
+        ids = anchors.filter(pl.col("event_type") == et).select("anchor_id")
+        ge = useful_share_gain(ctx["source_memory"].join(ids, on="anchor_id"), ctx["no_memory"].join(ids, on="anchor_id"), anchors, planted, "1q")
+        print(f"  {et} (useful: {use[et]}): {[round(x, 4) for x in ge['gain'].to_list()]}")
     sec = {v: c.filter(pl.col("source_family") == "sec_filing").height / max(1, c.height) for v, c in ctx.items()}
     print("SEC share of all context slots: " + ", ".join(f"{v} {x:.3f}" for v, x in sec.items()))
+    k, n = changed_contexts(ctx["source_memory"], ctx["no_memory"])
+    print(f"anchors whose top-5 differs with the memory: {k} of {n} ({k / max(1, n):.1%})")
+    lam = s.memory.lam if s.memory.test_params == "settings" else float("nan")
+    print(f"memory term lambda * mean_h adj per event type and family on {last} (lambda = {lam}):")
+    print(memory_terms(snap, lam))
 
 
 if __name__ == "__main__":

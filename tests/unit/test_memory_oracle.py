@@ -176,3 +176,19 @@ def test_useful_share_gain_is_memory_minus_static_per_quarter():
     assert g["without_memory"].to_list() == [0.25, 0.25]
     assert g["with_memory"].to_list() == [0.25, 0.75]
     assert g["gain"].to_list() == [0.0, 0.5] and g["slots"].to_list() == [4, 4]
+
+
+def test_changed_contexts_and_memory_terms():
+    from finrag_dagster.core.evaluation.oracle import changed_contexts, memory_terms
+    from finrag_dagster.core.memory.source_memory import SourceMemory
+
+    static = pl.DataFrame({"anchor_id": ["a", "a", "b", "b", "c"], "passage_id": ["p1", "p2", "p3", "p4", "p5"]})
+    memory = pl.DataFrame({"anchor_id": ["a", "a", "b", "b", "d"], "passage_id": ["p2", "p1", "p3", "p9", "p5"]})
+    assert changed_contexts(memory, static) == (1, 2)  # only b differs; c and d are not in both
+
+    m = SourceMemory(MemoryParams(kappa=30, delta=0.2, lam=0.3))
+    for h in H:
+        m.add("news", EVENT_TYPES[0], h, 70.0, True)  # a=70, b=0: û=71/72, η=0.7 -> adj=clip(0.34)=0.2
+        m.add("sec_filing", EVENT_TYPES[0], h, 30.0, False)  # a=0, b=30: û=1/32, η=0.5 -> adj=-0.234375 -> -0.2 clipped
+    t = memory_terms(m.to_frame(), 0.3).filter(pl.col("event_type") == EVENT_TYPES[0])
+    assert abs(t["news"][0] - 0.06) < 1e-12 and abs(t["sec_filing"][0] + 0.06) < 1e-12 and abs(t["news_minus_sec"][0] - 0.12) < 1e-12

@@ -89,3 +89,20 @@ def useful_share_gain(memory_ctx: pl.DataFrame, static_ctx: pl.DataFrame, anchor
     return m.join(s, on="date", how="full", coalesce=True).sort("date").with_columns(
         (pl.col("with_memory") - pl.col("without_memory")).alias("gain")
     ).select("date", "with_memory", "without_memory", "gain", "slots")
+
+
+def changed_contexts(memory_ctx: pl.DataFrame, static_ctx: pl.DataFrame) -> tuple[int, int]:
+    """(anchors whose top-M passage set differs with the memory, anchors in both)."""
+    both = memory_ctx.select("anchor_id").unique().join(static_ctx.select("anchor_id").unique(), on="anchor_id")
+    m = memory_ctx.select("anchor_id", "passage_id").join(both, on="anchor_id")
+    s = static_ctx.select("anchor_id", "passage_id").join(both, on="anchor_id")
+    differ = pl.concat([m.join(s, on=["anchor_id", "passage_id"], how="anti"), s.join(m, on=["anchor_id", "passage_id"], how="anti")])
+    return differ["anchor_id"].n_unique(), both.height
+
+
+def memory_terms(snapshot: pl.DataFrame, lam: float) -> pl.DataFrame:
+    """Per (event type, family): λ·mean_h adj, the term eq. 6 adds to every passage of that family,
+    and the news-minus-SEC difference that decides whether the memory can swap them."""
+    t = snapshot.group_by(["event_type", "source_family"]).agg((lam * pl.col("adjustment").mean()).alias("term"))
+    w = t.pivot(on="source_family", index="event_type", values="term").sort("event_type")
+    return w.with_columns((pl.col("news") - pl.col("sec_filing")).alias("news_minus_sec"))
