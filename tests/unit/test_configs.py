@@ -1,0 +1,26 @@
+"""Every shipped settings file loads, and the oracle's GPU twin differs from it only in the reader and lake."""
+
+from pathlib import Path
+
+import pytest
+
+from finrag_dagster.core.settings import load_settings
+
+CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[p.name for p in CONFIGS])
+def test_config_loads(path, monkeypatch):
+    monkeypatch.delenv("FINRAG_LAKE", raising=False)
+    s = load_settings(path)
+    assert s.lake_dir.is_absolute()
+
+
+def test_oracle_configs(monkeypatch):
+    monkeypatch.delenv("FINRAG_LAKE", raising=False)
+    root = CONFIGS[0].parent
+    cpu, gpu = load_settings(root / "oracle.toml"), load_settings(root / "oracle_gpu.toml")
+    assert cpu.world.press_release_echo and cpu.memory.test_params == "settings"
+    assert (cpu.memory.lam, cpu.memory.delta, cpu.memory.kappa) == (0.30, 0.20, 30.0)
+    assert cpu.reader.backend == "embedded" and gpu.reader.backend == "vllm" and gpu.lake_dir != cpu.lake_dir
+    assert cpu.model_dump(exclude={"reader", "lake_dir"}) == gpu.model_dump(exclude={"reader", "lake_dir"})
