@@ -1,4 +1,4 @@
-"""The experience task (seed 002 §5, FinEvolveBench protocol, US version; issue 7 part 2).
+"""The experience task (seed 002 §5, FinEvolveBench protocol, US version).
 
 Targets are the universe's sectors (equal-weight sector returns, rebalanced daily). On every
 trading day T of the evaluated split each method turns the sector's news of decision days

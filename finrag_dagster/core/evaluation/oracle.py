@@ -1,4 +1,4 @@
-"""Does the source memory learn the planted source utilities? (issue 5's oracle)
+"""Does the source memory learn the planted source utilities? (the memory oracle)
 
 Compares learned cells (source family, event type, horizon) with the synthetic world's planted
 probability that a document's tone agrees with the event's true direction.

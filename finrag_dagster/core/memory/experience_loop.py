@@ -1,4 +1,4 @@
-"""Tree-of-Experience inside the main pipeline (issue 7 part 3; seed 002 eqs 6-13 on seed 000's anchors).
+"""Tree-of-Experience inside the main pipeline (seed 002 eqs 6-13 on seed 000's anchors).
 
 For a ``toe`` variant, on decision day D:
 

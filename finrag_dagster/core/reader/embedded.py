@@ -12,7 +12,7 @@ It is documented as a baseline, not a stand-in for an LLM:
   most at 5D (disclosures move prices more slowly); passages lower in the context weigh less.
 * **Decision**: score_h = Σ weight × tone × strength; signal = sign(score_h) when
   |score_h| ≥ threshold (higher in an elevated-volatility market), else 0.
-* **Experience principle** (the ``toe`` variants, issue 7 part 3): when the prompt carries a
+* **Experience principle** (the ``toe`` variants): when the prompt carries a
   Tree-of-Experience principle with utilities Q_h, the anchor's own term at horizon h is weighted
   by Q_h / q0 (in [0, 2]): a perspective that has paid off after similar news makes the reader
   trust the anchor's tone more at that horizon, one that has not makes it lean on the evidence or
