@@ -5,9 +5,13 @@
   m-5: it requests exactly those ``labels`` and ``<family>/feedback`` partitions, never earlier.
   (The memory snapshot that uses this feedback is part of the next decision day's run.)
 * ``new_market_data`` — cursor = a fingerprint (path, size, mtime) of the configured source
-  files; when it changes, it requests the daily job for the sessions after the last materialised
+  files; when it changes, it requests the ingest job for the sessions after the last materialised
   ``anchors`` partition, up to the last completed session, as one single-run range.
-* ``finrag_daily_schedule`` — weekdays 18:30 New York: the day's whole chain, if it is a session.
+* ``finrag_daily_schedule`` — weekdays 18:30 New York: the day's ingest, if it is a session.
+* ``decisions_after_ingest`` — when an ingest run succeeds, runs the decision job over the same
+  days (those on or after the first decision day), so the schedule and ``new_market_data`` give
+  the whole chain. Two runs, because one run covers one partitions definition and the decision-day
+  assets are partitioned from the first decision day, the history assets from the first price day.
 """
 
 from __future__ import annotations
@@ -161,3 +165,45 @@ def build_daily_schedule(job: dg.UnresolvedAssetJobDefinition) -> dg.ScheduleDef
         return dg.RunRequest(run_key=f"daily:{day}", partition_key=day.isoformat())
 
     return finrag_daily_schedule
+
+
+def decision_range(tags: dict, partition_key: str | None, first_decision_day: str, last_day: str) -> tuple[str, str] | None:
+    """The decision days an ingest run covered: its partition (or range) from the first decision day on."""
+    if partition_key:
+        a = b = partition_key
+    elif RANGE_START in tags and RANGE_END in tags:
+        a, b = tags[RANGE_START], tags[RANGE_END]
+    else:
+        return None
+    a = max(a, first_decision_day)
+    b = min(b, last_day)
+    return (a, b) if a <= b else None
+
+
+def build_decisions_after_ingest_sensor(ingest: dg.UnresolvedAssetJobDefinition, daily: dg.UnresolvedAssetJobDefinition) -> dg.SensorDefinition:
+    @dg.run_status_sensor(
+        name="decisions_after_ingest",
+        run_status=dg.DagsterRunStatus.SUCCESS,
+        monitored_jobs=[ingest],
+        request_job=daily,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        minimum_interval_seconds=30,
+        description="After each successful ingest run, runs the decision chain over the same decision days (one range run).",
+    )
+    def decisions_after_ingest(context: dg.RunStatusSensorContext, finrag: FinragResource):
+        run = context.dagster_run
+        s = finrag.settings()
+        cal = nyse()
+        first = cal.sessions_in_range(s.calendar.decision_start, s.calendar.end)
+        if not first:
+            return dg.SkipReason("no decision day in the calendar")
+        span = decision_range(dict(run.tags), run.tags.get("dagster/partition"), first[0].isoformat(), first[-1].isoformat())
+        if span is None:
+            return dg.SkipReason(f"ingest run {run.run_id[:8]} covered no decision day")
+        a, b = span
+        tags = {"finrag/after_ingest": run.run_id}
+        if a == b:
+            return dg.RunRequest(run_key=f"decisions:{run.run_id}", partition_key=a, tags=tags)
+        return dg.RunRequest(run_key=f"decisions:{run.run_id}", tags={**tags, RANGE_START: a, RANGE_END: b})
+
+    return decisions_after_ingest

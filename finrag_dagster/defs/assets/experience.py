@@ -1,4 +1,4 @@
-"""The Tree-of-Experience snapshot per trading day (seed 002 §4.2; issue 7 part 1).
+"""The Tree-of-Experience snapshot per trading day (seed 002 §4.2).
 
 A thin asset over core/memory/experience_*.py: the pure induction builds the tree, the pure
 serialisation writes it, the pure renderer draws it for the UI.
@@ -22,7 +22,7 @@ from ..context import days_of
 from ..resources import FinragResource
 from .evidence import _split, lookback_days, require_partitions
 
-TREE_ID = "prior"  # the induced tree without utility updates; the toe variants (issue 7 part 3) add their own
+TREE_ID = "prior"  # the induced tree without utility updates; the toe variants add their own
 
 
 def toe_params(s: Settings) -> ToEParams:
@@ -115,7 +115,7 @@ def build_experience_tree_asset(partitions_def) -> dg.AssetsDefinition:
             "the train split) the tree is induced (eqs 3-5) from train-split anchors decided before that day only "
             "(rebuilt from news_raw/evidence with the anchors rule; rule skeletons clustered by MiniLM cosine, or LLM "
             "rewrites with an LLM reader); Q_init = q0. Afterwards snapshot(D) = snapshot(D-1): there are no utility "
-            "updates here — updates from matured feedback come with the toe variants (issue 7 part 3). Days before "
+            "updates here — updates from matured feedback come with the toe variants (`toe/experience_tree`). Days before "
             "the induction day hold an empty snapshot (no tree yet)."
         ),
         check_specs=[dg.AssetCheckSpec("schema", asset="experience_tree")],
@@ -173,7 +173,7 @@ def build_experience_tree_asset(partitions_def) -> dg.AssetsDefinition:
     return experience_tree
 
 
-# ------------------------------------------------------------------ the experience task (issue 7 part 2)
+# ------------------------------------------------------------------ the experience task
 def task_inputs(s: Settings, lake: Lake, cal: TradingCalendar, days: list[str], priced: set[str] | None = None):
     """A function day -> [DayInput per sector target] over news of decision days T-4..T, the
     digests embedded in one MiniLM call per day. Targets: sectors with a member in ``priced``

@@ -294,37 +294,41 @@ def build_variant_assets(family: str, partitions_def, settings: Settings) -> lis
     uses_memory = vs[0].uses_memory
     uses_toe = vs[0].toe
     key = lambda t: dg.AssetKey([family, t])  # noqa: E731
-    outs = {}
+    tw = lambda a, b: dg.TimeWindowPartitionMapping(start_offset=a, end_offset=b, allow_nonexistent_upstream_partitions=True)  # noqa: E731
+    # Per-output dependencies, so the asset graph has no cycle besides each state's dependency on
+    # its own previous partition: the memory and the tree of D carry D-1's state forward with the
+    # labels matured by D-1 (decision days D-6 .. D-2); contexts of D read D's memory, tree and
+    # pools; reader outputs read D's contexts. (Feedback also needs the reader outputs of those
+    # earlier days; they are written by this same multi-asset, stepped day by day, and are not
+    # declared, because a dependency of the state on the outputs would be a cycle between assets.)
+    matured = dg.AssetDep("labels", partition_mapping=tw(-6, -2))
+    specs = []
+    state = []
     if uses_memory:
-        outs["memory_snapshot"] = dg.AssetOut(key=key("memory_snapshot"), description="Source-memory cells used on D (feedback matured by D-1, reset at each split start).")
+        specs.append(dg.AssetSpec(
+            key("memory_snapshot"), kinds={"parquet"},
+            deps=[dg.AssetDep(key("memory_snapshot"), partition_mapping=tw(-1, -1)), matured],
+            description="Source-memory cells used on D (feedback matured by D-1, reset at each split start).",
+        ))
+        state.append(key("memory_snapshot"))
     if uses_toe:
-        outs["experience_tree"] = dg.AssetOut(
-            key=key("experience_tree"),
+        specs.append(dg.AssetSpec(
+            key("experience_tree"), kinds={"parquet"},
+            deps=["experience_tree", "anchors", dg.AssetDep(key("experience_tree"), partition_mapping=tw(-1, -1)), matured],
             description="This family's Tree-of-Experience per decision day (experience_tree, tree_id = variant): the prior tree at "
                         "each split start, then eq. 13 updates from labels matured by D-1 and D's selections/expansions; "
                         "with principle_selections (the path each anchor used) and principle_updates (every eq. 13 update).",
-        )
-    outs["contexts"] = dg.AssetOut(key=key("contexts"), description="Top-M context per anchor by r + lambda * mean_h adj.")
-    outs["reader_outputs"] = dg.AssetOut(key=key("reader_outputs"), description="Reader signals per anchor and horizon with cited IDs.")
-    deps = [
-        dg.AssetDep("candidates"), dg.AssetDep("anchors"), dg.AssetDep("context_cards"), dg.AssetDep("evidence"),
-    ]
-    if uses_memory:
-        deps += [
-            dg.AssetDep(key("memory_snapshot"), partition_mapping=dg.TimeWindowPartitionMapping(start_offset=-1, end_offset=-1, allow_nonexistent_upstream_partitions=True)),
-        ]
-    if uses_toe:
-        deps += [
-            dg.AssetDep("experience_tree"),
-            dg.AssetDep(key("experience_tree"), partition_mapping=dg.TimeWindowPartitionMapping(start_offset=-1, end_offset=-1, allow_nonexistent_upstream_partitions=True)),
-        ]
-    if uses_memory or uses_toe:
-        deps.append(dg.AssetDep("labels", partition_mapping=dg.TimeWindowPartitionMapping(start_offset=-6, end_offset=-2, allow_nonexistent_upstream_partitions=True)))
+        ))
+        state.append(key("experience_tree"))
+    specs.append(dg.AssetSpec(key("contexts"), kinds={"parquet"}, deps=["candidates", "anchors", "evidence", *state],
+                              description="Top-M context per anchor by r + lambda * mean_h adj."))
+    specs.append(dg.AssetSpec(key("reader_outputs"), kinds={"parquet"},
+                              deps=[key("contexts"), "anchors", "context_cards", "evidence", *state[len(state) - int(uses_toe):]],
+                              description="Reader signals per anchor and horizon with cited IDs."))
 
     @dg.multi_asset(
         name=f"{family}_loop",
-        outs=outs,
-        deps=deps,
+        specs=specs,
         partitions_def=partitions_def,
         backfill_policy=dg.BackfillPolicy.single_run(),
         can_subset=False,
