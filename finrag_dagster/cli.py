@@ -12,8 +12,33 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="finrag: point-in-time financial RAG on Dagster.")
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="finrag: point-in-time financial RAG on Dagster.")
 console = Console()
+_state = {"debug": False}
+
+
+@app.callback()
+def _options(debug: Annotated[bool, typer.Option("--debug", help="on an error, print the full traceback too")] = False):
+    """finrag: point-in-time financial RAG on Dagster."""
+    _state["debug"] = debug
+
+
+def main() -> None:
+    """The `finrag` command: any error ends it with one short paragraph and exit code 1."""
+    import sys
+
+    from .cli_errors import report
+
+    try:
+        app(prog_name="finrag")
+    except KeyboardInterrupt:
+        print("finrag: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except SystemExit:
+        raise
+    except BaseException as e:  # noqa: BLE001 - the one place every error is turned into a message
+        sys.exit(report(e, _state["debug"] or "--debug" in sys.argv))
 
 
 def _settings(config: Optional[Path], lake: Optional[Path]):
@@ -31,6 +56,11 @@ DAGSTER_YAML = """event_log_storage:
   config:
     base_dir:
       env: DAGSTER_HOME
+run_monitoring:
+  enabled: true
+  start_timeout_seconds: 180
+  cancel_timeout_seconds: 180
+  poll_interval_seconds: 30
 telemetry:
   enabled: false
 nux:
@@ -47,6 +77,34 @@ def ensure_dagster_home() -> Path:
         cfg.write_text(DAGSTER_YAML)
     os.environ["DAGSTER_HOME"] = str(home)
     return home
+
+
+class LakeBusy(RuntimeError):
+    """Another finrag process holds the lake's lock."""
+
+
+def lake_lock(lake_dir: Path):
+    """An exclusive lock on the lake for one `finrag demo` at a time; a second one fails at once, clearly."""
+    from filelock import FileLock, Timeout
+
+    lake_dir = Path(lake_dir)
+    lake_dir.mkdir(parents=True, exist_ok=True)
+    path = lake_dir / ".finrag.lock"
+    lock = FileLock(str(path), timeout=0)
+
+    class _Ctx:
+        def __enter__(self):
+            try:
+                lock.acquire()
+            except Timeout:
+                raise LakeBusy(f"another finrag run is writing to the lake {lake_dir} (lock {path})") from None
+            return lock
+
+        def __exit__(self, *exc):
+            lock.release()
+            return False
+
+    return _Ctx()
 
 
 @app.command()
@@ -78,7 +136,7 @@ def demo(
     """Build the world and materialise every asset over the demo period in one process."""
     import dagster as dg
 
-    from .pipeline import run_range
+    from .pipeline import fail_orphaned_runs, run_range
 
     s = _settings(config, lake)
     end_d = dt.date.fromisoformat(end) if end else s.calendar.end
@@ -94,8 +152,11 @@ def demo(
         timings.append((st.name, ", ".join(names), time.perf_counter()))
         console.print(f"  [cyan]▶ {st.name}[/cyan]: {', '.join(names)}")
 
-    with dg.instance_for_test() if os.environ.get("FINRAG_EPHEMERAL") else dg.DagsterInstance.get() as inst:
-        run_range(s, end=end_d, decision_start=start_d, instance=inst, world_config=world_cfg or None, on_stage=on_stage)
+    with lake_lock(s.lake_dir), (dg.DagsterInstance.ephemeral() if os.environ.get("FINRAG_EPHEMERAL") else dg.DagsterInstance.get()) as inst:
+        for run_id in fail_orphaned_runs(inst):
+            console.print(f"  marked run {run_id[:8]} FAILED: its finrag process was killed before it finished")
+        run_range(s, end=end_d, decision_start=start_d, instance=inst, world_config=world_cfg or None, on_stage=on_stage,
+                  log_level="WARNING" if _state["debug"] else "CRITICAL")
         _timing(timings, time.perf_counter())
     console.print(f"done in {time.perf_counter() - t_all:.0f}s")
     print_summary(s.lake_dir, start_d, end_d)
@@ -249,4 +310,4 @@ def search(
 
 
 if __name__ == "__main__":  # pragma: no cover
-    app()
+    main()

@@ -21,12 +21,14 @@ import hashlib
 import io
 import json
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from filelock import FileLock
 
 from ...core.calendar import nyse
 from ...core.settings import WorldSettings
@@ -470,9 +472,8 @@ def generate_world(settings: WorldSettings, out_dir: Path) -> WorldManifest:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     w = build_world(settings)
-    tmp = out_dir / f".tmp-{settings.seed}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
+    # a folder of this process's own, so two builds at once never write into each other's files
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{settings.seed}-", dir=out_dir))
     raw, truth = tmp / "raw", tmp / "truth"
     counts = write_raw(w, raw)
     docs = documents_table(w)
@@ -487,11 +488,12 @@ def generate_world(settings: WorldSettings, out_dir: Path) -> WorldManifest:
         if p.is_file()
     }
     _write_text(truth / "world.json", world_json(w, settings, counts, files))
-    for name in ("raw", "truth"):
-        dst = out_dir / name
-        if dst.exists():
-            dst.rename(tmp / f"old-{name}")
-        (tmp / name).rename(dst)
+    with FileLock(str(out_dir / ".world.lock")):  # one swap at a time; the last build wins whole
+        for name in ("raw", "truth"):
+            dst = out_dir / name
+            if dst.exists():
+                dst.rename(tmp / f"old-{name}")
+            (tmp / name).rename(dst)
     shutil.rmtree(tmp)
     return WorldManifest(
         out_dir=out_dir,
