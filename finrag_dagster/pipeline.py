@@ -8,6 +8,8 @@ single-run backfill over a range of trading days, as the assets are written to p
 from __future__ import annotations
 
 import datetime as dt
+import os
+import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -48,6 +50,40 @@ def stages(settings: Settings) -> list[Stage]:
     ]
 
 
+PID_TAG = "finrag/pid"
+HOST_TAG = "finrag/host"
+
+
+def process_tags() -> dict[str, str]:
+    """Which process runs an in-process materialisation (so a later run can tell it died)."""
+    return {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Mark FAILED the in-process runs left STARTED by a `finrag` process that no longer exists
+    on this host (killed mid-way). Runs launched from the UI are watched by Dagster's run
+    monitoring instead (on in the shipped dagster.yaml). Returns the run ids marked."""
+    host = socket.gethostname()
+    marked = []
+    for run in instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING])):
+        pid, h = run.tags.get(PID_TAG), run.tags.get(HOST_TAG)
+        if pid is None or h != host or _alive(int(pid)):
+            continue
+        instance.report_run_failed(run, f"the finrag process (pid {pid}) that ran this ended without finishing it (killed?)")
+        marked.append(run.run_id)
+    return marked
+
+
 def run_range(
     settings: Settings,
     end: dt.date | None = None,
@@ -63,6 +99,10 @@ def run_range(
     cal = nyse()
     end = end or settings.calendar.end
     decision_start = decision_start or settings.calendar.decision_start
+    if decision_start < settings.calendar.decision_start:
+        # decision-day assets are partitioned from calendar.decision_start: move it back so the
+        # requested days are partitions (the settings handed to the assets say the same)
+        settings = settings.with_overrides(calendar={"decision_start": decision_start})
     hist_days = cal.sessions_in_range(settings.calendar.start, end)
     dec_days = cal.sessions_in_range(decision_start, end)
     resource = resource or FinragResource.from_settings(settings)
@@ -80,6 +120,7 @@ def run_range(
             if not days:
                 continue
             tags = {RANGE_START: days[0].isoformat(), RANGE_END: days[-1].isoformat()}
+        tags.update(process_tags())
         run_config: dict = {"loggers": {"console": {"config": {"log_level": log_level}}}}
         if "synthetic_world" in names and world_config:
             run_config["ops"] = {"synthetic_world": {"config": world_config}}
