@@ -1,0 +1,117 @@
+"""`finrag replay`: replay a raw folder day by day into a landing folder, for the sensors to pick up."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+replay_app = typer.Typer(add_completion=False)  # help: the docstring of `replay`
+
+
+def _day(value: str, name: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not a date (YYYY-MM-DD)", param_hint=name) from None
+
+
+@replay_app.callback(invoke_without_command=True)
+def replay(
+    landing: Annotated[Path, typer.Option("--landing", help="landing folder the files are released into (created; a re-run resumes)")],
+    from_: Annotated[str, typer.Option("--from", metavar="YYYY-MM-DD", help="first day of the replay (YYYY-MM-DD); everything public before it is released at the start")],
+    to: Annotated[str, typer.Option("--to", metavar="YYYY-MM-DD", help="last day (YYYY-MM-DD); the replay ends once this day's close is released")],
+    speed: Annotated[float, typer.Option(help="simulated seconds per wall-clock second (0: as fast as possible, one step after another)")] = 0.0,
+    config: Annotated[Optional[Path], typer.Option(help="settings TOML (default: $FINRAG_CONFIG or built-in); gives the embedded world")] = None,
+    source_raw: Annotated[Optional[Path], typer.Option("--source-raw", help="raw folder to replay (default: the settings' embedded world, built if missing)")] = None,
+    lake: Annotated[Optional[Path], typer.Option(help="lake folder written into the settings snippet for the pipeline over the landing folder (default: <landing>/_lake)")] = None,
+    post_close: Annotated[float, typer.Option(help="minutes after each close when that day's bars are released")] = 5.0,
+    pre_open: Annotated[float, typer.Option(help="minutes before each open when the night's news is released")] = 30.0,
+    intraday_hours: Annotated[float, typer.Option(help="hours between release steps during a session (0: none)")] = 2.0,
+    max_wait: Annotated[Optional[float], typer.Option(help="longest wall-clock wait between two steps, in seconds (shortens nights and weekends)")] = None,
+):
+    """Replay the world (or any raw folder of the same layout) day by day into a landing folder.
+
+    Items appear in the landing folder, in their original formats, only once their public time has passed on the replay clock: news at its time stamp (a date-only stamp after 23:59:59 New York of that date), a day's price bars after its close, a filing after its SEC acceptance time. Point finrag at the landing folder with the settings written to <landing>/_replay/settings.toml and turn the sensors on to watch the daily loop run.
+    """
+    from .core.settings import load_settings
+    from .sources.base import SourceError
+    from .sources.replay import Replayer, ReplayError, last_closed_session, write_settings_snippet
+
+    d0, d1 = _day(from_, "--from"), _day(to, "--to")
+    if d1 < d0:
+        raise typer.BadParameter(f"{to} is before --from {from_}", param_hint="--to")
+    if speed < 0:
+        raise typer.BadParameter("must be 0 or more", param_hint="--speed")
+    for name, v in (("--post-close", post_close), ("--pre-open", pre_open), ("--intraday-hours", intraday_hours)):
+        if v < 0:
+            raise typer.BadParameter("must be 0 or more", param_hint=name)
+    try:
+        s = load_settings(config)
+    except Exception as e:  # a bad TOML: say which file and why, no traceback
+        raise typer.BadParameter(f"cannot read settings: {e}", param_hint="--config") from None
+    landing = landing.resolve()
+    if source_raw is None:
+        source_raw = s.world_dir / "raw"
+        stamp = s.world_dir / "world_settings.json"  # what the synthetic_world asset writes
+        want = json.dumps(s.world.model_dump(mode="json"), sort_keys=True)
+        if not (source_raw / "universe" / "tickers.csv").exists():
+            from .sources.synthetic import generate_world
+
+            typer.echo(f"building the embedded world under {s.world_dir} ...")
+            generate_world(s.world, s.world_dir)
+            stamp.write_text(want)
+        elif stamp.exists() and stamp.read_text() != want:
+            typer.echo(f"note: the world under {s.world_dir} was built with other world settings; replaying it "
+                       "as it is (`finrag world` rebuilds it)")
+        market = s.world.market_ticker
+    else:
+        source_raw = source_raw.resolve()
+        market = s.sources.market_ticker if s.sources.kind == "files" else s.world.market_ticker
+    news_dates_only = s.sources.news_dates_only
+    lake_dir = (lake or landing / "_lake").resolve()
+
+    try:
+        rp = Replayer(source_raw, landing, news_dates_only=news_dates_only)
+        snippet = write_settings_snippet(landing, lake_dir, s, first_day=d0, last_day=d1, market_ticker=market,
+                                         news_dates_only=news_dates_only)
+    except (SourceError, ReplayError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from None
+
+    typer.echo(f"replaying {source_raw}")
+    typer.echo(f"     into {landing}   {d0} .. {d1}   speed {'max' if speed == 0 else f'{speed:g}x'}")
+    if rp.now is not None:
+        typer.echo(f"resuming from the replay clock {rp.now.isoformat()}")
+    typer.echo(f"settings for the pipeline over the landing folder: {snippet}")
+    typer.echo(f"  e.g. FINRAG_CONFIG={snippet} dagster dev -m finrag_dagster.definitions  (then turn the sensors on)")
+
+    def show(rep) -> None:
+        st = rep.stats
+        label = "before " + d0.isoformat() if rep.session is None else rep.session.isoformat()
+        typer.echo(f"{label:>17}  news {st.news:5d}  prices {st.prices:5d}  filings {st.filings:4d}   clock {st.now.isoformat()}")
+
+    try:
+        reports = rp.run(
+            d0, d1, speed, on_session=show,
+            pre_open=dt.timedelta(minutes=pre_open), post_close=dt.timedelta(minutes=post_close),
+            intraday_every=dt.timedelta(hours=intraday_hours) if intraday_hours > 0 else None, max_wait=max_wait,
+        )
+    except ReplayError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        typer.echo(f"stopped; the replay clock is {rp.now.isoformat() if rp.now is not None else 'not started'} "
+                   "(run the same command again to resume)", err=True)
+        raise typer.Exit(130) from None
+    if not reports:
+        typer.echo(f"nothing to do: the replay clock ({rp.now.isoformat()}) is already past {d1}'s close")
+    last = last_closed_session(int(rp.now.value))
+    typer.echo(f"done: replay clock {rp.now.isoformat()}, last closed session {last.isoformat() if last else 'none'}")
+
+
+if __name__ == "__main__":
+    replay_app()
