@@ -267,12 +267,15 @@ def step(
     return StepResult(d, snapshot, contexts, outputs, applied, stats, table, selections, updates), memory, tree
 
 
-def run_days(days: list[str], v: Variant, env: LoopEnv, memory: SourceMemory | None, tree: ExperienceTree | None = None) -> list[StepResult]:
+def run_days(days: list[str], v: Variant, env: LoopEnv, memory: SourceMemory | None, tree: ExperienceTree | None = None,
+             on_day=None) -> list[StepResult]:
     """Step the loop over consecutive decision days; ``memory`` (and ``tree`` for a toe variant)
-    is the state of the day before."""
+    is the state of the day before. ``on_day(day)`` is called after each day (progress)."""
     recent: dict[str, Past] = {}
     out = []
     for d in sorted(days):
         res, memory, tree = step(d, v, env, memory, recent, tree)
         out.append(res)
+        if on_day is not None:
+            on_day(d)
     return out

@@ -11,6 +11,7 @@ import polars as pl
 import pyarrow as pa
 
 from ..calendar import TradingCalendar
+from ..progress import track
 from ..schemas import TableSpec, register
 from .lexical import PrefixStats
 from .pool import CANDIDATE_SCHEMA, PoolConfig, Store, one_blas_thread, start_day_candidates
@@ -61,6 +62,7 @@ def candidates_for_days(
     epsilon: float = 0.25,
     kernel: str = "numba",
     workers: int | None = None,
+    log=None,
 ) -> dict[str, pl.DataFrame]:
     """{day: candidates} for anchors of each day; ``evidence`` must cover everything before the last day.
 
@@ -68,7 +70,7 @@ def candidates_for_days(
     ``workers``: threads scoring (day, sector) groups at once (None: the CPUs this process may
     use). Every group is a pure function of the store and that day's frozen BM25 statistics, its
     dense products run on one BLAS thread and parts are joined in a fixed order, so the output is
-    the same to the bit for any number of workers."""
+    the same to the bit for any number of workers. ``log``: a callable for a progress line every 20 days."""
     workers = available_cpus() if workers is None else int(workers)
     if workers < 1:
         raise ValueError(f"workers must be >= 1, not {workers}")
@@ -83,7 +85,7 @@ def candidates_for_days(
             a = by_day.get((dt.date.fromisoformat(d),), empty)
             cfg = pool_config(m0, peer_share, lookback_sessions, cal, d, k1, b, epsilon)
             pending[d] = start_day_candidates(store, stats, a, int(cal.closes_ns[cal.session_index(d)]), cfg, kernel=kernel, executor=ex)
-        return {d: p.frame() for d, p in pending.items()}
+        return {d: p.frame() for d, p in track(pending.items(), len(pending), "candidate pools", log=log, every=20)}
 
 
 def available_cpus() -> int:

@@ -7,9 +7,9 @@ import sys
 import dagster as dg
 import numpy as np
 import polars as pl
-from tqdm.auto import tqdm
 
 from ...core.anchors import build_anchors
+from ...core.progress import track
 from ...core.calendar import TradingCalendar
 from ...core.context_card import build_cards, empty_cards
 from ...core.dedup import ClusterIndex
@@ -103,7 +103,7 @@ def build_evidence_asset(partitions_def) -> dg.AssetsDefinition:
         counts: dict[str, int] = {}
         fam_counts = {"news": 0, "sec_filing": 0}
         preview = None
-        for d in tqdm(days, desc="evidence", disable=len(days) < 20 or not sys.stderr.isatty(), leave=False, mininterval=2):
+        for d in track(days, len(days), "evidence (dedup + embedding)", log=context.log.info, every=20):
             i = cal.session_index(d)
             if i - es.dup_lookback_sessions - 1 >= 0:
                 index.evict_before((int(cal.closes_ns[i - es.dup_lookback_sessions - 1]) + 1, ""))

@@ -41,7 +41,8 @@ def build_candidates_asset(partitions_def) -> dg.AssetsDefinition:
         ev = lake.read("evidence", dates=history)
         anchors = lake.read("anchors", dates=days)
         out = candidates_for_days(
-            ev, anchors, days, cal, rs.m0, rs.peer_share, rs.pool_lookback_sessions, rs.bm25_k1, rs.bm25_b, rs.bm25_epsilon
+            ev, anchors, days, cal, rs.m0, rs.peer_share, rs.pool_lookback_sessions, rs.bm25_k1, rs.bm25_b, rs.bm25_epsilon,
+            log=context.log.info,
         )
         counts, first = {}, None
         n_anchor = n_empty = n_sec = 0
