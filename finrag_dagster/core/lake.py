@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .atomic import atomic_file
 from .schemas import TABLES, TableSpec
 
 PART = "part-0.parquet"
@@ -62,20 +62,8 @@ def conform(spec: TableSpec, data: pl.DataFrame | pa.Table) -> pa.Table:
 
 
 def _atomic_write(table: pa.Table, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".parquet", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            pq.write_table(table, fh, **_WRITE_OPTS)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    with atomic_file(path, prefix=".tmp-", suffix=".parquet") as fh:
+        pq.write_table(table, fh, **_WRITE_OPTS)
 
 
 class Lake:

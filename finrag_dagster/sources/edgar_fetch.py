@@ -45,6 +45,8 @@ from typing import Callable, Iterable, Sequence
 
 import httpx
 
+from ..core.atomic import atomic_file
+
 DEFAULT_BASE_URL = "https://www.sec.gov"
 DEFAULT_DATA_BASE_URL = "https://data.sec.gov"
 DEFAULT_FORMS = ("8-K", "10-Q", "10-K")
@@ -452,20 +454,8 @@ class EdgarFetcher:
         return self._request(url, consume)
 
     def _write_atomic(self, dest: Path, data: bytes) -> None:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f"{PART_PREFIX}{dest.name}.", suffix=PART_SUFFIX)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, dest)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-            raise
+        with atomic_file(dest, prefix=f"{PART_PREFIX}{dest.name}.", suffix=PART_SUFFIX) as fh:
+            fh.write(data)
 
     def _fresh(self, path: Path) -> bool:
         try:

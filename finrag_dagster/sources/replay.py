@@ -46,7 +46,6 @@ import glob
 import json
 import os
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +55,7 @@ import numpy as np
 import pandas as pd
 import polars as pl
 
+from ..core.atomic import PLAIN, atomic_file
 from ..core.calendar import NY, date_only_public_ns, nyse
 from .base import SourceError
 from .edgar import read_full_submission, read_submissions_json
@@ -408,48 +408,18 @@ def index_source(source_raw: str | os.PathLike, news_dates_only: bool = False) -
 
 
 # ============================================================================ writing
-_UMASK = os.umask(0)
-os.umask(_UMASK)
-
-
 def atomic_write(path: Path, data: bytes, base: Path | None = None) -> None:
-    """Write ``path`` through a temporary file in the same folder and ``os.replace``.
-
-    With ``base``, the temporary file starts as a copy of ``base`` and ``data`` is appended.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            if base is not None:
-                with open(base, "rb") as src:
-                    shutil.copyfileobj(src, out, 1 << 20)
-            out.write(data)
-        os.chmod(tmp, 0o666 & ~_UMASK)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    """Write ``path`` atomically; with ``base``, the new file is a copy of ``base`` with ``data`` appended."""
+    with atomic_file(path, mode=PLAIN) as out:
+        if base is not None:
+            with open(base, "rb") as src:
+                shutil.copyfileobj(src, out, 1 << 20)
+        out.write(data)
 
 
 def atomic_copy(src: Path, dst: Path) -> None:
     """Copy ``src`` to ``dst`` atomically (temporary file + ``os.replace``)."""
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent)
-    os.close(fd)
-    try:
-        shutil.copyfile(src, tmp)
-        os.chmod(tmp, 0o666 & ~_UMASK)
-        os.replace(tmp, dst)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    atomic_write(dst, b"", base=src)
 
 
 def _write_csv_upto(src: CsvSource, path: Path, k: int) -> bool:
