@@ -1,0 +1,85 @@
+"""Where the daily loop stands, read from the lake alone (what `finrag status` prints)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from dataclasses import asdict, dataclass, field
+
+import polars as pl
+
+from .lake import Lake
+
+
+@dataclass
+class LakeStatus:
+    lake: str
+    last_market_day: str | None  # last trading day with a bar for the market proxy
+    last_decision_day: dict[str, str | None]  # table (or family/table) -> last date partition
+    pending: list[dict] = field(default_factory=list)  # horizon, decision days, first/last maturity day
+    next_maturity: str | None = None  # the first day on which a pending horizon matures
+    quarantine: list[dict] = field(default_factory=list)  # source table, rows, written at, top reason
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def last_market_day(lake: Lake, market: str) -> str | None:
+    """The last trading day with a bar for the market proxy in the lake's prices."""
+    for d in reversed(lake.materialized_dates("prices")):
+        if market in set(lake.read("prices", dates=[d], columns=["ticker"])["ticker"].to_list()):
+            return d
+    return None
+
+
+def _last(lake: Lake, table: str, **keys) -> str | None:
+    ds = lake.materialized_dates(table, **keys) if (lake.root / table).exists() else []
+    return ds[-1] if ds else None
+
+
+def pending_horizons(lake: Lake) -> list[dict]:
+    """Labels still waiting for close(D+h): per horizon, how many decision days and when they mature."""
+    if not (lake.root / "labels").exists():
+        return []
+    con = lake.duckdb(tables=["labels"])
+    rows = con.execute(
+        "SELECT horizon, count(DISTINCT date), min(date), max(date), min(maturity_day), max(maturity_day) "
+        "FROM labels WHERE status = 'pending' GROUP BY horizon ORDER BY horizon"
+    ).fetchall()
+    con.close()
+    return [
+        {"horizon": h, "decision_days": n, "first_day": str(a), "last_day": str(b), "first_maturity": str(m0), "last_maturity": str(m1)}
+        for h, n, a, b, m0, m1 in rows
+    ]
+
+
+def quarantine_summary(lake: Lake) -> list[dict]:
+    """Per source table: quarantined rows, when that table was last written, the most common reason."""
+    base = lake.root / "quarantine"
+    out = []
+    for f in sorted(base.glob("source_table=*/part-0.parquet")) if base.exists() else []:
+        df = pl.read_parquet(f)
+        top = df.group_by("reason").len().sort(["len", "reason"], descending=[True, False]).head(1) if df.height else None
+        out.append({
+            "source_table": f.parent.name.split("=", 1)[1],
+            "rows": df.height,
+            "written_at": dt.datetime.fromtimestamp(os.stat(f).st_mtime, dt.timezone.utc).isoformat(timespec="seconds"),
+            "top_reason": (f"{top['reason'][0]} ({top['len'][0]})" if top is not None and top.height else ""),
+        })
+    return out
+
+
+def lake_status(lake: Lake, market: str, families: list[str] | tuple[str, ...]) -> LakeStatus:
+    last = {t: _last(lake, t) for t in ("news_raw", "evidence", "anchors", "candidates", "labels")}
+    for f in families:
+        if (lake.root / "reader_outputs").exists():
+            names = sorted(p.name.split("=", 1)[1] for p in (lake.root / "reader_outputs").glob("variant=*")
+                           if p.name.split("=", 1)[1] == f or p.name.split("=", 1)[1].startswith(f + "_s"))
+            days = [_last(lake, "reader_outputs", variant=v) for v in names]
+            days = [d for d in days if d]
+            last[f"{f}/reader_outputs"] = min(days) if days else None  # the family is as far as its slowest seed
+        else:
+            last[f"{f}/reader_outputs"] = None
+    pend = pending_horizons(lake)
+    nxt = min((p["first_maturity"] for p in pend), default=None)
+    return LakeStatus(str(lake.root), last_market_day(lake, market), last, pend, nxt, quarantine_summary(lake))
