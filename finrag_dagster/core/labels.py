@@ -178,3 +178,21 @@ def matured(labels: pl.DataFrame, as_of_day: dt.date) -> pl.DataFrame:
         r = stuck.row(0, named=True)
         raise ValueError(f"label {r['ticker']} {r['date']} {r['horizon']} matured on {r['maturity_day']} but is still pending: prices missing")
     return labels
+
+
+def market_of(s) -> str:
+    """The market proxy's ticker in the settings' source."""
+    return s.sources.market_ticker if s.sources.kind == "files" else s.world.market_ticker
+
+
+def labels_from_lake(lake, cal: TradingCalendar, s, days: list[str]) -> pl.DataFrame:
+    """Seed 000 eqs 1-3 for ``days`` from the lake's prices and universe as they are now."""
+    ls = s.labels
+    i0 = cal.session_index(days[0]) - (ls.window + ls.gap)
+    i1 = cal.session_index(days[-1]) + max(HORIZONS)
+    lo = cal.sessions[max(i0, 0)].item()
+    hi = cal.sessions[min(i1, len(cal.sessions) - 1)].item()
+    prices = lake.read_range("prices", lo, hi, columns=["ticker", "adj_close"])
+    uni = lake.read("universe")
+    tickers = uni.filter(~pl.col("is_benchmark"))["ticker"].to_list()
+    return compute_labels(prices, days, cal, market_of(s), tickers, ls.window, ls.gap, ls.min_obs, ls.z_threshold)

@@ -1,7 +1,10 @@
-"""The Dagster UI, checked as a person would: `dagster dev` on 127.0.0.1 over a small demo lake,
-opened in headless Chromium (Debian's package); the first-visit pop-up is dismissed through the
-GraphQL `setNuxSeen` mutation. Asserts that the asset graph names the pipeline's assets and that
-partitions are materialised, and keeps a screenshot."""
+"""The Dagster UI, checked as a person would: `dagster dev` (webserver and daemon) on 127.0.0.1
+over a small lake, opened in headless Chromium (Debian's package); the first-visit pop-up is
+dismissed through the GraphQL `setNuxSeen` mutation. Asserts that the asset graph names the
+pipeline's assets, that the Lineage page draws (no "Cycle detected"), that a backfill of the
+decision and loop assets launched as the UI launches it (``launchPartitionBackfill``) is run by the
+daemon to success and writes the same lake bytes as the in-process `finrag demo` path, and keeps
+screenshots for the docs."""
 
 import datetime as dt
 import os
@@ -16,13 +19,21 @@ import dagster as dg
 import httpx
 import pytest
 
+from finrag_dagster.core.calendar import nyse
 from finrag_dagster.pipeline import run_range
-from tests.pipeline.world import DECISION_START, build_world, files_settings
+from tests.pipeline.world import DECISION_START, WORLD, build_world, files_settings
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is installed by .ci/run")]
 END = dt.date(2019, 2, 8)
-DOCS_SHOT = Path(__file__).resolve().parents[2] / "docs" / "ui_asset_graph.png"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+DOCS_SHOT = DOCS / "ui_asset_graph.png"
+FAMILIES = ("no_memory", "source_memory", "source_memory_toe")  # the memory/tree pair that once formed a cycle
+BEFORE = ["universe", "prices", "news_raw", "filings_raw", "returns", "evidence", "anchors", "context_cards"]
+BACKFILLED = ["candidates", "labels", "experience_tree", *[f"{f}/{t}" for f in FAMILIES for t in ("contexts", "reader_outputs", "feedback")],
+              "source_memory/memory_snapshot", "source_memory_toe/memory_snapshot", "source_memory_toe/experience_tree", "stock_day_signals"]
+TABLES = ["candidates", "labels", "experience_tree", "memory_snapshot", "contexts", "reader_outputs", "feedback",
+          "principle_selections", "principle_updates", "stock_day_signals"]
 
 
 def _port() -> int:
@@ -48,19 +59,24 @@ def _chromium(args: list[str], tmp: Path) -> subprocess.CompletedProcess:
 def ui(tmp_path_factory):
     root = tmp_path_factory.mktemp("ui")
     raw = build_world(root)
-    settings = files_settings(raw, root / "lake")
+    settings = files_settings(raw, root / "lake", variants={"families": FAMILIES})
     home = root / "dagster_home"
     home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\nrun_monitoring:\n  enabled: true\n")
     cfg = root / "settings.json"
     cfg.write_text(settings.model_dump_json())
     env = {**os.environ, "DAGSTER_HOME": str(home), "FINRAG_CONFIG": str(cfg)}
     os.environ["DAGSTER_HOME"] = str(home)
     try:
         with dg.DagsterInstance.get() as inst:
-            run_range(settings, end=END, decision_start=DECISION_START, instance=inst, only=["universe", "prices", "news_raw", "filings_raw", "returns", "evidence", "anchors", "context_cards"])
+            run_range(settings, end=END, decision_start=DECISION_START, instance=inst, only=BEFORE)
     finally:
         os.environ.pop("DAGSTER_HOME", None)
+    # the reference: the same lake carried on by the in-process path `finrag demo` uses
+    shutil.copytree(root / "lake", root / "reference")
+    ref = settings.model_copy(update={"lake_dir": root / "reference"})
+    with dg.instance_for_test() as inst:
+        run_range(ref, end=END, decision_start=DECISION_START, instance=inst, only=BACKFILLED)
     port = _port()
     log = open(root / "dagster_dev.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "dagster", "dev", "-h", "127.0.0.1", "-p", str(port), "-m", "finrag_dagster.definitions"],
@@ -92,11 +108,15 @@ def test_ui_shows_the_pipeline_and_its_partitions(ui):
     assert {"evidence", "anchors", "candidates", "labels", "source_memory/reader_outputs", "evaluation", "report"} <= keys
     stats = _gql(port, '{ assetNodeOrError(assetKey: {path: ["anchors"]}) { ... on AssetNode { partitionStats { numMaterialized numPartitions } } } }')
     ps = stats["assetNodeOrError"]["partitionStats"]
-    assert ps["numMaterialized"] == 6 and ps["numPartitions"] > 300  # 2019-02-01 .. 2019-02-08 of the whole calendar
+    decision_days = len(nyse().sessions_in_range(DECISION_START, WORLD.end))
+    assert ps["numMaterialized"] == 6 and ps["numPartitions"] == decision_days  # decision days only, not the history's
+    stats = _gql(port, '{ assetNodeOrError(assetKey: {path: ["prices"]}) { ... on AssetNode { partitionStats { numPartitions } } } }')
+    assert stats["assetNodeOrError"]["partitionStats"]["numPartitions"] > 300  # history from the first price day
 
     graph = _chromium(["--dump-dom", f"http://127.0.0.1:{port}/asset-groups"], root)
     assert graph.returncode == 0, graph.stderr[-2000:]
     assert "Global asset lineage" in graph.stdout and "Welcome" not in graph.stdout  # the first-visit dialog is gone
+    assert "Cycle detected" not in graph.stdout and "cannot be displayed" not in graph.stdout
     for group in ("sources", "evidence", "retrieval", "feedback", "source_memory", "no_memory", "evaluation", "sql"):
         assert group in graph.stdout, f"asset group {group} not on the lineage graph"
     catalog = _chromium(["--dump-dom", f"http://127.0.0.1:{port}/assets"], root)
@@ -110,3 +130,53 @@ def test_ui_shows_the_pipeline_and_its_partitions(ui):
     assert r.returncode == 0 and shot.stat().st_size > 20_000
     if os.environ.get("FINRAG_UPDATE_SCREENSHOT"):
         shutil.copy(shot, DOCS_SHOT)
+
+
+def _lake_files(root: Path, days: list[str]) -> dict[str, bytes]:
+    out = {}
+    for t in TABLES:
+        for f in sorted((root / t).rglob("part-0.parquet")):
+            rel = f.relative_to(root).as_posix()
+            if any(f"date={d}" in rel for d in days):
+                out[rel] = f.read_bytes()
+    return out
+
+
+def test_a_backfill_launched_as_the_ui_does_is_run_by_the_daemon(ui):
+    port, root = ui
+    days = [d.isoformat() for d in nyse().sessions_in_range(DECISION_START, END)]
+    q = """mutation($p: LaunchBackfillParams!) { launchPartitionBackfill(backfillParams: $p) {
+             __typename ... on LaunchBackfillSuccess { backfillId } ... on PythonError { message } ... on UnauthorizedError { message } } }"""
+    params = {"partitionNames": days, "assetSelection": [{"path": k.split("/")} for k in BACKFILLED], "fromFailure": False, "title": "ui test"}
+    r = httpx.post(f"http://127.0.0.1:{port}/graphql", json={"query": q, "variables": {"p": params}}, timeout=120).json()
+    res = r["data"]["launchPartitionBackfill"]
+    assert res["__typename"] == "LaunchBackfillSuccess", res
+    bid = res["backfillId"]
+    status_q = '{ partitionBackfillOrError(backfillId: "%s") { ... on PartitionBackfill { status error { message } } } }' % bid
+    deadline = time.time() + 1500
+    status = None
+    while time.time() < deadline:
+        b = _gql(port, status_q)["partitionBackfillOrError"]
+        status = b["status"]
+        if status not in ("REQUESTED", "CANCELING", "FAILING"):
+            break
+        time.sleep(5)
+    log = (root / "dagster_dev.log").read_text()
+    assert "CircularDependencyError" not in log
+    assert status in ("COMPLETED", "COMPLETED_SUCCESS"), (status, b, log[-4000:])
+    runs = _gql(port, '{ runsOrError(filter: {tags: [{key: "dagster/backfill", value: "%s"}]}) { ... on Runs { results { status } } } }' % bid)
+    statuses = [x["status"] for x in runs["runsOrError"]["results"]]
+    assert statuses and set(statuses) == {"SUCCESS"}, statuses
+    got, want = _lake_files(root / "lake", days), _lake_files(root / "reference", days)
+    assert want and sorted(got) == sorted(want)
+    assert [k for k in want if got[k] != want[k]] == []  # the same bytes as the in-process path
+
+    shot = root / "backfill.png"
+    r = _chromium([f"--screenshot={shot}", f"http://127.0.0.1:{port}/runs/b/{bid}?tab=partitions"], root)
+    assert r.returncode == 0 and shot.stat().st_size > 10_000
+    lineage = root / "lineage.png"
+    r = _chromium([f"--screenshot={lineage}", f"http://127.0.0.1:{port}/asset-groups"], root)
+    assert r.returncode == 0
+    if os.environ.get("FINRAG_UPDATE_SCREENSHOT"):
+        shutil.copy(shot, DOCS / "ui_backfill.png")
+        shutil.copy(lineage, DOCS_SHOT)

@@ -4,14 +4,13 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
-from ...core.labels import compute_labels
+from ...core.labels import labels_from_lake, market_of
 from ..context import days_of
 from ..reporting import check_schema, partition_meta
 from ..resources import FinragResource
 
 
-def market_of(s) -> str:
-    return s.sources.market_ticker if s.sources.kind == "files" else s.world.market_ticker
+__all__ = ["build_labels_asset", "market_of"]
 
 
 def build_labels_asset(partitions_def) -> dg.AssetsDefinition:
@@ -21,34 +20,24 @@ def build_labels_asset(partitions_def) -> dg.AssetsDefinition:
         kinds={"parquet", "statsmodels"},
         partitions_def=partitions_def,
         backfill_policy=dg.BackfillPolicy.single_run(),
-        deps=[
-            dg.AssetDep(
-                "prices",
-                partition_mapping=dg.TimeWindowPartitionMapping(start_offset=-271, end_offset=5, allow_nonexistent_upstream_partitions=True),
-            ),
-            "universe",
-        ],
+        # labels(D) reads prices D-271 .. D+5; declared as the same day's prices only, because Dagster
+        # follows a window mapping downstream: a backfill of prices over days a..b would also target
+        # the labels of b+1 .. b+271. Horizons that mature later are re-materialised by the
+        # matured_feedback sensor.
+        deps=["prices", "universe"],
         description=(
             "Residual-impact label per ticker, decision day D and horizon (seed 000 eqs 1-3): OLS of overlapping "
             "h-day returns on QQQ over sessions D-271..D-20 (>= 120 obs), z = epsilon/sigma, y at +-1. "
-            "Rows stay `pending` until close(D+h) is in prices; the matured_feedback sensor re-materialises "
-            "a partition as each horizon matures."
+            "Reads prices of sessions D-271 .. D+5. Rows stay `pending` until close(D+h) is in prices; the "
+            "matured_feedback sensor re-materialises a partition as each horizon matures."
         ),
         check_specs=[dg.AssetCheckSpec("schema", asset="labels")],
     )
     def labels(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
         s = finrag.settings()
-        ls = s.labels
         lake, cal = finrag.lake(), finrag.calendar()
         days = days_of(context)
-        i0 = cal.session_index(days[0]) - (ls.window + ls.gap)
-        i1 = cal.session_index(days[-1]) + 5
-        lo = cal.sessions[max(i0, 0)].item()
-        hi = cal.sessions[min(i1, len(cal.sessions) - 1)].item()
-        prices = lake.read_range("prices", lo, hi, columns=["ticker", "adj_close"])
-        uni = lake.read("universe")
-        tickers = uni.filter(~pl.col("is_benchmark"))["ticker"].to_list()
-        lab = compute_labels(prices, days, cal, market_of(s), tickers, ls.window, ls.gap, ls.min_obs, ls.z_threshold)
+        lab = labels_from_lake(lake, cal, s, days)
         counts = lake.write_partitions("labels", lab, days)
         status = dict(lab.group_by("status").len().sort("status").rows())
         mix = {}

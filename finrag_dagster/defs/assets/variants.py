@@ -21,7 +21,8 @@ import polars as pl
 import pyarrow as pa
 
 from ...core.calendar import TradingCalendar
-from ...core.lake import Lake
+from ...core.lake import Lake, conform
+from ...core.progress import Progress
 from ...core.loop import DayData, LoopEnv, Past, ToEEnv, Variant, memory_keys, run_days, variants_of
 from ...core.memory.experience_loop import anchor_states
 from ...core.memory.experience_tree import ExperienceTree, from_table, render_markdown
@@ -36,6 +37,7 @@ from ..context import days_of
 from ..reporting import check_schema, preview_md
 from ..resources import FinragResource
 from .experience import toe_params
+from ...core.labels import labels_from_lake
 from .labels import market_of
 
 class ReaderConfig(dg.Config):
@@ -153,6 +155,25 @@ def _drop_hive(df: pl.DataFrame) -> pl.DataFrame:
     return df.drop([c for c in ("date", "variant") if c in df.columns])
 
 
+def labels_reader(lake: Lake, cal: TradingCalendar, s: Settings):
+    """Decision day -> its labels as the loop needs them: the lake's partition, or, when it is not
+    there yet or was written before some horizon matured (the daily loop: the matured_feedback
+    sensor re-materialises it, but not necessarily before the next decision run; a backfill may run
+    the loop before `labels`), recomputed from the prices now in the lake with the same function, so
+    the memory never misses feedback that has matured. Only horizons matured by the day before the
+    decision are used, so prices after the decision time change nothing the loop reads."""
+
+    @lru_cache(maxsize=64)
+    def labels_of(d: str) -> pl.DataFrame:
+        lab = lake.read("labels", dates=[d]) if lake.exists("labels", date=d) else None
+        if lab is None or (lab.height and (lab["status"] == "pending").any()):
+            fresh = pl.from_arrow(conform(lake.spec("labels"), labels_from_lake(lake, cal, s, [d]).drop("date")))
+            return fresh.with_columns(pl.lit(dt.date.fromisoformat(d)).alias("date"))  # as Lake.read adds it
+        return lab
+
+    return labels_of
+
+
 def build_env(s: Settings, lake: Lake, cal: TradingCalendar, days: list[str], backend, params: MemoryParams, decoding: dict,
               toe_needed: bool = False) -> LoopEnv:
     anchors = _by_day(lake.read("anchors", dates=days))
@@ -173,9 +194,7 @@ def build_env(s: Settings, lake: Lake, cal: TradingCalendar, days: list[str], ba
         card_map = {t: (txt, risk) for t, txt, risk in zip(cd["ticker"], cd["card_text"], cd["risk_state"])} if cd is not None else {}
         return DayData(anchors.get(d, empty_a), cands.get(d, empty_c), card_map)
 
-    @lru_cache(maxsize=64)
-    def labels_of(d: str) -> pl.DataFrame:
-        return lake.read("labels", dates=[d])
+    labels_of = labels_reader(lake, cal, s)
 
     def past_of(d: str, v: Variant) -> Past | None:
         if not lake.exists("reader_outputs", variant=v.name, date=d):
@@ -295,36 +314,37 @@ def build_variant_assets(family: str, partitions_def, settings: Settings) -> lis
     uses_toe = vs[0].toe
     key = lambda t: dg.AssetKey([family, t])  # noqa: E731
     tw = lambda a, b: dg.TimeWindowPartitionMapping(start_offset=a, end_offset=b, allow_nonexistent_upstream_partitions=True)  # noqa: E731
-    # Per-output dependencies, so the asset graph has no cycle besides each state's dependency on
-    # its own previous partition: the memory and the tree of D carry D-1's state forward with the
-    # labels matured by D-1 (decision days D-6 .. D-2); contexts of D read D's memory, tree and
-    # pools; reader outputs read D's contexts. (Feedback also needs the reader outputs of those
-    # earlier days; they are written by this same multi-asset, stepped day by day, and are not
-    # declared, because a dependency of the state on the outputs would be a cycle between assets.)
-    matured = dg.AssetDep("labels", partition_mapping=tw(-6, -2))
+    # Dependencies per output. Every output of the family reads the same inputs of day D (pools,
+    # anchors, cards, evidence; the prior tree for a toe family), and each state (memory, tree)
+    # also carries its own previous partition forward: no cycle between assets besides those
+    # self-dependencies. Contexts of D use D's memory and tree, and the states use the labels
+    # matured by D-1 (decision days D-6 .. D-2) and this family's outputs of those days; these are
+    # computed inside this multi-asset, stepped day by day, and not declared between its outputs:
+    # a dependency of the states on the outputs would be a cycle, a lagged labels mapping would make
+    # a backfill of days a..b also target the states of b+1 .. b+6 (Dagster follows a mapping
+    # downstream), and outputs of one multi-asset must reach a backfill's target the same way or
+    # the UI refuses to launch it. The descriptions say what each output reads.
+    common = ["candidates", "anchors", "context_cards", "evidence", *(["experience_tree"] if uses_toe else [])]
     specs = []
-    state = []
     if uses_memory:
         specs.append(dg.AssetSpec(
             key("memory_snapshot"), kinds={"parquet"},
-            deps=[dg.AssetDep(key("memory_snapshot"), partition_mapping=tw(-1, -1)), matured],
-            description="Source-memory cells used on D (feedback matured by D-1, reset at each split start).",
+            deps=[*common, dg.AssetDep(key("memory_snapshot"), partition_mapping=tw(-1, -1))],
+            description="Source-memory cells used on D: the state of D-1 updated with the feedback whose labels matured by D-1 "
+                        "(decision days D-6 .. D-2, read from `labels` and this family's reader outputs); reset at each split start.",
         ))
-        state.append(key("memory_snapshot"))
     if uses_toe:
         specs.append(dg.AssetSpec(
             key("experience_tree"), kinds={"parquet"},
-            deps=["experience_tree", "anchors", dg.AssetDep(key("experience_tree"), partition_mapping=tw(-1, -1)), matured],
+            deps=[*common, dg.AssetDep(key("experience_tree"), partition_mapping=tw(-1, -1))],
             description="This family's Tree-of-Experience per decision day (experience_tree, tree_id = variant): the prior tree at "
-                        "each split start, then eq. 13 updates from labels matured by D-1 and D's selections/expansions; "
+                        "each split start, then eq. 13 updates from the labels matured by D-1 (read from `labels`) and D's selections/expansions; "
                         "with principle_selections (the path each anchor used) and principle_updates (every eq. 13 update).",
         ))
-        state.append(key("experience_tree"))
-    specs.append(dg.AssetSpec(key("contexts"), kinds={"parquet"}, deps=["candidates", "anchors", "evidence", *state],
-                              description="Top-M context per anchor by r + lambda * mean_h adj."))
-    specs.append(dg.AssetSpec(key("reader_outputs"), kinds={"parquet"},
-                              deps=[key("contexts"), "anchors", "context_cards", "evidence", *state[len(state) - int(uses_toe):]],
-                              description="Reader signals per anchor and horizon with cited IDs."))
+    specs.append(dg.AssetSpec(key("contexts"), kinds={"parquet"}, deps=common,
+                              description="Top-M context per anchor by r + lambda * mean_h adj, with D's memory snapshot (and principle, for a toe family)."))
+    specs.append(dg.AssetSpec(key("reader_outputs"), kinds={"parquet"}, deps=common,
+                              description="Reader signals per anchor and horizon with cited IDs, read from D's contexts and market cards."))
 
     @dg.multi_asset(
         name=f"{family}_loop",
@@ -353,11 +373,12 @@ def build_variant_assets(family: str, partitions_def, settings: Settings) -> lis
         last_tree = None
         previews = {}
         applied = 0
+        prog = Progress(len(days) * len(vs), f"{family} loop", log=context.log.info, every=20, unit="variant-days")
         for v in vs:
             v = Variant(v.name, v.family, params.lam if v.uses_memory else 0.0, v.credit, v.shuffle_labels_seed, v.shuffle_types_seed, v.toe)
             mem = initial_memory(lake, cal, s, v, days[0], env.params_of(days[0]) if env.params_of else params)
             tree0 = initial_tree(lake, cal, s, v, days[0])
-            for res in run_days(days, v, env, mem, tree0):
+            for res in run_days(days, v, env, mem, tree0, on_day=lambda _d: prog.update()):
                 if res.tree is not None:
                     lake.write("experience_tree", res.tree, tree_id=v.name, date=res.day)
                     lake.write("principle_selections", res.selections, variant=v.name, date=res.day)
@@ -384,6 +405,7 @@ def build_variant_assets(family: str, partitions_def, settings: Settings) -> lis
                     previews["contexts"] = res.contexts
                 if res.snapshot is not None:
                     previews["memory_snapshot"] = res.snapshot
+        prog.close()
         names = [v.name for v in vs]
         if uses_memory:
             snap = previews.get("memory_snapshot", pl.DataFrame())
