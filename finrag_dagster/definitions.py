@@ -46,7 +46,6 @@ def build_definitions(settings: Settings | None = None, resource: FinragResource
     assets += [build_sql_asset(m, dec if m.spec.decision_time else days, table_assets) for m in sql_models()]
     assets += build_evaluation_assets(s)
     assets.append(build_experience_task_asset())
-    present = {k.to_user_string() for a in assets for k in a.keys}
     history_keys = [k for a in assets if a.partitions_def is days for k in a.keys]
     decision_keys = [k for a in assets if a.partitions_def is dec for k in a.keys]
     # One run covers one partitions definition, so the day's chain is two runs: the ingest of the
@@ -68,7 +67,8 @@ def build_definitions(settings: Settings | None = None, resource: FinragResource
         assets=assets,
         jobs=[ingest, daily],
         schedules=[build_daily_schedule(ingest)],
-        sensors=[build_matured_feedback_sensor(tuple(s.variants.families)), build_new_market_data_sensor(ingest),
+        sensors=[build_matured_feedback_sensor(tuple(s.variants.families), interval_s=s.sensors.matured_feedback_interval_s),
+                 build_new_market_data_sensor(ingest, interval_s=s.sensors.new_market_data_interval_s),
                  build_decisions_after_ingest_sensor(ingest, daily)],
         resources={"finrag": resource or FinragResource()},
     )

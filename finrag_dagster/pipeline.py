@@ -94,8 +94,10 @@ def run_range(
     only: Sequence[str] | None = None,
     on_stage=None,
     log_level: str = "WARNING",
+    history_start: dt.date | None = None,
 ) -> list[dg.ExecuteInProcessResult]:
-    """Materialise every stage over [calendar.start | decision_start, end] in one process."""
+    """Materialise every stage over [calendar.start | decision_start, end] in one process
+    (``history_start``: the history stage from that day instead, when the days before are in the lake)."""
     cal = nyse()
     end = end or settings.calendar.end
     decision_start = decision_start or settings.calendar.decision_start
@@ -103,7 +105,7 @@ def run_range(
         # decision-day assets are partitioned from calendar.decision_start: move it back so the
         # requested days are partitions (the settings handed to the assets say the same)
         settings = settings.with_overrides(calendar={"decision_start": decision_start})
-    hist_days = cal.sessions_in_range(settings.calendar.start, end)
+    hist_days = cal.sessions_in_range(history_start or settings.calendar.start, end)
     dec_days = cal.sessions_in_range(decision_start, end)
     resource = resource or FinragResource.from_settings(settings)
     defs = build_definitions(settings, resource)

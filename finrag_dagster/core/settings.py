@@ -165,6 +165,13 @@ class SplitSettings(_M):
     test: tuple[dt.date, dt.date] = (dt.date(2021, 1, 1), dt.date(2023, 12, 31))
 
 
+class SensorSettings(_M):
+    """How often the daemon evaluates the sensors (seconds; Dagster's minimum_interval_seconds)."""
+
+    new_market_data_interval_s: int = 600
+    matured_feedback_interval_s: int = 300
+
+
 class Settings(_M):
     lake_dir: Path = Path("data_lake")
     world: WorldSettings = WorldSettings()
@@ -179,6 +186,7 @@ class Settings(_M):
     reader: ReaderSettings = ReaderSettings()
     variants: VariantSettings = VariantSettings()
     experience: ExperienceSettings = ExperienceSettings()
+    sensors: SensorSettings = SensorSettings()
 
     @property
     def world_dir(self) -> Path:

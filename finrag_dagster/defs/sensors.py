@@ -6,7 +6,9 @@
   (The memory snapshot that uses this feedback is part of the next decision day's run.)
 * ``new_market_data`` — cursor = a fingerprint (path, size, mtime) of the configured source
   files; when it changes, it requests the ingest job for the sessions after the last materialised
-  ``anchors`` partition, up to the last completed session, as one single-run range.
+  ``evidence`` partition (from the first price day on an empty lake), up to the last completed
+  session (by the wall clock, or by the replay clock of a landing folder that `finrag replay`
+  fills), as one single-run range.
 * ``finrag_daily_schedule`` — weekdays 18:30 New York: the day's ingest, if it is a session.
 * ``decisions_after_ingest`` — when an ingest run succeeds, runs the decision job over the same
   days (those on or after the first decision day), so the schedule and ``new_market_data`` give
@@ -25,8 +27,10 @@ import dagster as dg
 
 from ..core.calendar import nyse
 from ..core.lake import Lake
+from ..core.status import last_market_day
 from ..core.settings import HORIZON_NAMES, HORIZONS, Settings
 from ..sources.registry import source_paths
+from ..sources.replay import replay_now
 from .resources import FinragResource
 
 RANGE_START = "dagster/asset_partition_range_start"
@@ -35,10 +39,7 @@ RANGE_END = "dagster/asset_partition_range_end"
 
 def latest_market_day(lake: Lake, market: str) -> str | None:
     """The last trading day with a bar for the market proxy in the lake's prices."""
-    for d in reversed(lake.materialized_dates("prices")):
-        if market in set(lake.read("prices", dates=[d], columns=["ticker"])["ticker"].to_list()):
-            return d
-    return None
+    return last_market_day(lake, market)
 
 
 def matured_decision_days(new_market_days: list[str], first_day: str) -> dict[str, list[str]]:
@@ -60,12 +61,12 @@ def market_ticker(s: Settings) -> str:
     return s.sources.market_ticker if s.sources.kind == "files" else s.world.market_ticker
 
 
-def build_matured_feedback_sensor(families: tuple[str, ...], job: dg.UnresolvedAssetJobDefinition | None = None) -> dg.SensorDefinition:
+def build_matured_feedback_sensor(families: tuple[str, ...], job: dg.UnresolvedAssetJobDefinition | None = None, interval_s: int = 300) -> dg.SensorDefinition:
     targets = [dg.AssetKey("labels")] + [dg.AssetKey([f, "feedback"]) for f in families]
 
     @dg.sensor(
         name="matured_feedback",
-        minimum_interval_seconds=300,
+        minimum_interval_seconds=interval_s,
         default_status=dg.DefaultSensorStatus.STOPPED,
         asset_selection=targets,
         description="Requests labels and feedback partitions only once close(D+h) is in prices.",
@@ -115,11 +116,11 @@ def source_fingerprint(s: Settings) -> str:
     return h.hexdigest()
 
 
-def build_new_market_data_sensor(job: dg.UnresolvedAssetJobDefinition) -> dg.SensorDefinition:
+def build_new_market_data_sensor(job: dg.UnresolvedAssetJobDefinition, interval_s: int = 600) -> dg.SensorDefinition:
     @dg.sensor(
         name="new_market_data",
         job=job,
-        minimum_interval_seconds=600,
+        minimum_interval_seconds=interval_s,
         default_status=dg.DefaultSensorStatus.STOPPED,
         description="When source files change, runs the daily chain for the sessions not yet materialised (one range run).",
     )
@@ -133,11 +134,13 @@ def build_new_market_data_sensor(job: dg.UnresolvedAssetJobDefinition) -> dg.Sen
             return dg.SkipReason("source files unchanged")
         cal = nyse()
         lake = finrag.lake()
-        done = lake.materialized_dates("anchors")
-        today = dt.datetime.now(dt.timezone.utc)
+        done = lake.materialized_dates("evidence")  # the ingest job's last stage
+        # a landing folder being replayed (`finrag replay`) carries its own clock
+        replayed = replay_now(s)
+        today = replayed.to_pydatetime() if replayed is not None else dt.datetime.now(dt.timezone.utc)
         last_complete = cal.decision_day(today) if cal.close_time(cal.decision_day(today)) <= today else cal.previous_session(cal.decision_day(today))
         last = min(last_complete, s.calendar.end)
-        start = cal.next_session(done[-1]) if done else max(s.calendar.decision_start, s.calendar.start)
+        start = cal.next_session(done[-1]) if done else s.calendar.start
         if start > last:
             context.update_cursor(fp)
             return dg.SkipReason("every completed session is materialised")

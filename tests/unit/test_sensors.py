@@ -68,3 +68,45 @@ def test_schedule_skips_holidays_and_runs_sessions():
     assert isinstance(holiday, dg.SkipReason)
     run = sched(dg.build_schedule_context(scheduled_execution_time=dt.datetime(2021, 7, 6, 18, 30, tzinfo=ny)))
     assert run.partition_key == "2021-07-06"
+
+
+def test_decisions_follow_an_ingest_run_over_its_decision_days_only():
+    from finrag_dagster.defs.sensors import decision_range
+
+    first, last = "2019-02-01", "2019-06-28"
+    assert decision_range({}, "2019-02-05", first, last) == ("2019-02-05", "2019-02-05")
+    assert decision_range({}, "2019-01-31", first, last) is None  # a history day: nothing to decide
+    tags = {"dagster/asset_partition_range_start": "2019-01-02", "dagster/asset_partition_range_end": "2019-02-06"}
+    assert decision_range(tags, None, first, last) == ("2019-02-01", "2019-02-06")
+    assert decision_range({}, None, first, last) is None
+
+
+def test_new_market_data_follows_the_replay_clock_of_a_landing_folder(tmp_path):
+    import json
+
+    from finrag_dagster.defs.sensors import build_new_market_data_sensor
+
+    landing = tmp_path / "landing"
+    (landing / "universe").mkdir(parents=True)
+    (landing / "universe" / "tickers.csv").write_text("ticker\nAAA\n")
+    (landing / "_replay").mkdir()
+    lake = tmp_path / "lake"
+    for d in ("2019-01-30", "2019-01-31"):  # ingested up to Jan 31
+        (lake / "evidence" / f"date={d}").mkdir(parents=True)
+        (lake / "evidence" / f"date={d}" / "part-0.parquet").write_bytes(b"")
+    s = Settings(lake_dir=lake, sources={"kind": "files", "universe": str(landing / "universe" / "tickers.csv"), "news": [], "prices": [],
+                                         "filings_index": [], "filings_text": []},
+                 calendar={"start": dt.date(2018, 1, 2), "end": dt.date(2019, 6, 28), "decision_start": dt.date(2019, 2, 1)})
+    job = dg.define_asset_job("j", selection=dg.AssetSelection.all())
+    sensor = build_new_market_data_sensor(job, interval_s=10)
+
+    def tick(now: str, cursor=None):
+        (landing / "_replay" / "clock.json").write_text(json.dumps({"now": now, "last_closed_session": None}))
+        return sensor(dg.build_sensor_context(cursor=cursor, resources={"finrag": FinragResource.from_settings(s)}))
+
+    # replay clock before the close of Feb 5 (a Tuesday): Feb 1 and Feb 4 are complete, not Feb 5
+    req = tick("2019-02-05T20:00:00+00:00")
+    assert isinstance(req, dg.RunRequest)
+    assert (req.tags["dagster/asset_partition_range_start"], req.tags["dagster/asset_partition_range_end"]) == ("2019-02-01", "2019-02-04")
+    # before the first close after the lake's last day: nothing to do
+    assert isinstance(tick("2019-02-01T20:59:00+00:00", cursor="other"), dg.SkipReason)
