@@ -38,7 +38,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 dev: $(STAMP)
-	FINRAG_CONFIG=$${FINRAG_CONFIG:-$(DEMO_CONFIG)} $(BIN)/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml
+	FINRAG_CONFIG=$${FINRAG_CONFIG:-$(DEMO_CONFIG)} $(BIN)/finrag dev --host 127.0.0.1 --port 3000
 
 clean-lake:
 	rm -rf data_lake/* .dagster_home/history .dagster_home/storage .dagster_home/schedules .dagster_home/logs .dagster_home/event_log.db

@@ -309,5 +309,128 @@ def search(
         console.print(res.context, markup=False, highlight=False)
 
 
+@app.command()
+def status(
+    config: Annotated[Optional[Path], typer.Option(help="settings TOML")] = None,
+    lake: Annotated[Optional[Path], typer.Option(help="lake folder")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of tables")] = False,
+):
+    """Where the daily loop stands: last market day, last decision day per stage, pending horizons, sensors, quarantine."""
+    import json
+
+    from .core.labels import market_of
+    from .core.lake import Lake
+    from .core.status import lake_status
+
+    s = _settings(config, lake)
+    st = lake_status(Lake(s.lake_dir), market_of(s), s.variants.families).to_dict()
+    st["sensors"] = instigators()
+    if as_json:
+        print(json.dumps(st, indent=2, default=str))
+        return
+    console.print(f"[bold]lake[/bold] {st['lake']}")
+    console.print(f"last market day seen (close of {market_of(s)} in prices): [bold]{st['last_market_day']}[/bold]")
+    t = Table(title="last decision day materialised")
+    t.add_column("stage")
+    t.add_column("last day")
+    for k, v in st["last_decision_day"].items():
+        t.add_row(k, v or "-")
+    console.print(t)
+    t = Table(title=f"horizons pending (next maturity {st['next_maturity'] or '-'})")
+    for c in ("horizon", "decision days", "first day", "last day", "matures from", "matures until"):
+        t.add_column(c)
+    for p in st["pending"]:
+        t.add_row(p["horizon"], str(p["decision_days"]), p["first_day"], p["last_day"], p["first_maturity"], p["last_maturity"])
+    console.print(t)
+    t = Table(title="schedules and sensors (this Dagster instance)")
+    for c in ("name", "kind", "status", "cursor"):
+        t.add_column(c)
+    for i in st["sensors"]:
+        t.add_row(i["name"], i["kind"], i["status"], (i["cursor"] or "")[:40])
+    console.print(t if st["sensors"] else "schedules and sensors: none started in this Dagster instance yet (make dev, then turn them on)")
+    t = Table(title="quarantine (rejected input rows, as of the last write of each source)")
+    for c in ("source table", "rows", "written at (UTC)", "most common reason"):
+        t.add_column(c)
+    for q in st["quarantine"]:
+        t.add_row(q["source_table"], f"{q['rows']:,}", q["written_at"], q["top_reason"][:80])
+    console.print(t)
+
+
+def instigators() -> list[dict]:
+    """Schedules and sensors recorded in the Dagster instance ($DAGSTER_HOME or ./.dagster_home), with their cursors."""
+    home = Path(os.environ.get("DAGSTER_HOME") or ".dagster_home")
+    if not (home / "dagster.yaml").exists():
+        return []
+    import dagster as dg
+
+    os.environ.setdefault("DAGSTER_HOME", str(home.resolve()))
+    with dg.DagsterInstance.from_config(str(home.resolve())) as inst:
+        out = []
+        for state in inst.all_instigator_state():
+            data = state.instigator_data
+            out.append({"name": state.instigator_name, "kind": state.instigator_type.value.lower(), "status": state.status.value.lower(),
+                        "cursor": getattr(data, "cursor", None) if data is not None else None})
+        return sorted(out, key=lambda x: (x["kind"], x["name"]))
+
+
+@app.command()
+def dev(
+    host: Annotated[str, typer.Option(help="address the UI listens on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port of the UI")] = 3000,
+    config: Annotated[Optional[Path], typer.Option(help="settings TOML (default: $FINRAG_CONFIG or built-in)")] = None,
+    grace: Annotated[float, typer.Option(help="seconds Dagster gets to stop cleanly after Ctrl-C or SIGTERM before it is killed")] = 10.0,
+):
+    """The Dagster UI (webserver and daemon: schedules, sensors, backfills) over the settings' lake and instance.
+
+    Stops on Ctrl-C or SIGTERM within a few seconds: the signal is passed to every Dagster process
+    as an interrupt, and whatever is still running after --grace seconds is killed.
+    """
+    import signal
+    import subprocess
+    import sys
+
+    if config:
+        os.environ["FINRAG_CONFIG"] = str(config.resolve())
+    home = ensure_dagster_home()
+    ws = home / "workspace.yaml"  # the same code location name as the repository's workspace.yaml, from any folder
+    ws.write_text("load_from:\n  - python_module:\n      module_name: finrag_dagster.definitions\n      location_name: finrag\n")
+    cmd = [sys.executable, "-m", "dagster", "dev", "-h", host, "-p", str(port), "-w", str(ws)]
+    proc = subprocess.Popen(cmd, start_new_session=True)  # its own process group, so no child is left behind
+    stop = {"at": None}
+
+    def _forward(signum, _frame):
+        if stop["at"] is None:
+            stop["at"] = time.monotonic()
+            console.print(f"[yellow]stopping Dagster (signal {signum})...[/yellow]")
+            try:
+                os.killpg(proc.pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+
+    signal.signal(signal.SIGINT, _forward)
+    signal.signal(signal.SIGTERM, _forward)
+    while True:
+        try:
+            rc = proc.wait(timeout=0.5)
+            break
+        except subprocess.TimeoutExpired:
+            if stop["at"] is not None and time.monotonic() - stop["at"] > grace:
+                os.killpg(proc.pid, signal.SIGKILL)
+                rc = proc.wait()
+                break
+    try:  # the code servers of the group, if any outlived dagster dev
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    raise typer.Exit(0 if stop["at"] is not None else rc)
+
+
+from .cli_fetch import fetch_app  # noqa: E402
+from .cli_replay import replay  # noqa: E402
+
+app.command("replay")(replay)
+app.add_typer(fetch_app, name="fetch")
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

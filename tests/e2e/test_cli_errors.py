@@ -96,7 +96,7 @@ def test_bad_setting_names_the_key(tmp_path):
     cfg = tmp_path / "s.toml"
     cfg.write_text('[retrieval]\nm = "five"\n')
     r = _run(["summary", "--config", str(cfg)], tmp_path)
-    msg = _short_error(r, "retrieval.m")
+    _short_error(r, "retrieval.m")
     assert r.elapsed < 60
 
 
