@@ -2,7 +2,6 @@
 
 
 import datetime as dt
-import sys
 
 import dagster as dg
 import numpy as np
