@@ -24,4 +24,7 @@ def trading_day_partitions(start: dt.date, end: dt.date) -> dg.TimeWindowPartiti
         cron_schedule="0 0 * * 1-5",
         timezone="America/New_York",
         exclusions=exclusions,
+        # a session's partition exists from the start of that day (not from the next midnight), so
+        # the 18:30 schedule can run the day it is for; sensors only request completed sessions
+        end_offset=1,
     )
