@@ -71,13 +71,15 @@ def replay(
     else:
         source_raw = source_raw.resolve()
         market = s.sources.market_ticker if s.sources.kind == "files" else s.world.market_ticker
-    news_dates_only = s.sources.news_dates_only
+    from .sources.registry import news_clock
+
+    clock = news_clock(s)
     lake_dir = (lake or landing / "_lake").resolve()
 
     try:
-        rp = Replayer(source_raw, landing, news_dates_only=news_dates_only)
+        rp = Replayer(source_raw, landing, news_clock=clock)
         snippet = write_settings_snippet(landing, lake_dir, s, first_day=d0, last_day=d1, market_ticker=market,
-                                         news_dates_only=news_dates_only)
+                                         news_clock=clock)
     except (SourceError, ReplayError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None

@@ -50,9 +50,15 @@ class SourceSettings(_M):
     filings_index: list[str] = Field(default_factory=list)
     filings_text: list[str] = Field(default_factory=list)
     market_ticker: str = "QQQ"
-    # Treat every news timestamp as a date (published after that day's close). Safer for
-    # FNSPID, whose time-of-day offsets are unreliable (see the real sample's PROVENANCE.md).
-    news_dates_only: bool = False
+    # Read news stamps as dates (published after that day's close). Unset: true for news files
+    # (FNSPID's time-of-day offsets are known to be wrong, see the real sample's PROVENANCE.md),
+    # false for the embedded world (its stamps are generated true). A publisher's or a file's
+    # clock can be trusted explicitly; its stamps then keep their time of day.
+    news_dates_only: bool | None = None
+    news_trusted_publishers: list[str] = Field(default_factory=list)
+    news_trusted_files: list[str] = Field(default_factory=list)  # shell patterns on file names
+    # An optional survivorship-free universe: ticker,start,end (membership dates, inclusive).
+    membership: str = ""
 
 
 class CalendarSettings(_M):

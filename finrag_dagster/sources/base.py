@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import glob
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -12,6 +12,13 @@ import polars as pl
 from ..core.text import stable_hash
 
 QUARANTINE_COLUMNS = {"source_file": pl.Utf8, "source_row": pl.Int64, "reason": pl.Utf8, "raw": pl.Utf8}
+# Rows kept but worth a look (a repaired encoding, an unexplained price move, a missing session).
+FLAG_COLUMNS = {"source_file": pl.Utf8, "source_row": pl.Int64, "ticker": pl.Utf8, "date": pl.Date,
+                "flag": pl.Utf8, "detail": pl.Utf8}
+
+
+def empty_flags() -> pl.DataFrame:
+    return pl.DataFrame(schema=FLAG_COLUMNS)
 
 
 class SourceError(ValueError):
@@ -24,13 +31,15 @@ class LoadResult:
 
     ``accepted`` has exactly the table's declared columns plus ``date`` (pl.Date: the decision
     day, or the bar date for prices); ``quarantine`` has :data:`QUARANTINE_COLUMNS`.
-    Invariant: ``rows_in == len(accepted) + len(quarantine)``.
+    Invariant: ``rows_in == len(accepted) + len(quarantine)``. ``flags`` (:data:`FLAG_COLUMNS`)
+    names accepted rows that were kept but deserve a look; a flag never drops a row.
     """
 
     table: str
     accepted: pl.DataFrame
     quarantine: pl.DataFrame
     rows_in: int
+    flags: pl.DataFrame = field(default_factory=empty_flags)
 
     def check(self) -> "LoadResult":
         got = self.accepted.height + self.quarantine.height

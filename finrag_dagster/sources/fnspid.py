@@ -9,19 +9,29 @@ Formats read
   a ``date_has_time`` column, when present, decides the time precision, and
   ``title_from_url_slug=True`` titles are percent-decoded.
 
-Time
-----
+Time (a timestamp stands for the end of its precision)
+------------------------------------------------------
 Stamps are parsed as ISO 8601 ("2021-12-31 00:00:00+00:00", "2020-06-05 06:30:54 UTC",
-"2021-03-01 14:05:00-05:00"; no offset = UTC) into ``source_time`` (UTC). A stamp at exactly
-00:00:00 UTC carries no time of day (FNSPID's nasdaq.com rows): ``time_precision="date"`` and
-``public_time = date_only_public_time(date)`` (23:59:59 New York), so the item is decided on
-the next session. Otherwise ``public_time = source_time``. ``dates_only=True`` treats every
-row as date-only (FNSPID's "UTC" offsets are unreliable, see PROVENANCE).
+"2021-03-01 14:05:00-05:00"; no offset = UTC) into ``source_time`` (UTC). Each row then gets a
+precision and a ``public_time`` (:func:`news_public_ns`):
+
+* ``date``: the row carries no trustworthy time of day, and is public at 23:59:59 New York of
+  the date written in the stamp (decided on the next session). That is every row by default:
+  FNSPID's offsets are known to be applied the wrong way (the real sample's PROVENANCE: a 10:30
+  EDT item appears as 06:30 UTC), so its time of day is not trusted unless the user trusts a
+  publisher's (or a file's) clock (:class:`NewsClock`). A trusted stamp is still date-only at
+  local midnight (``00:00:00+00:00``, ``00:00-05:00``) or when ``date_has_time`` is false.
+* ``minute``: a trusted source (file and publisher) whose stamps all have zero seconds has minute
+  precision: the row is public at the end of that minute (16:00 -> 16:00:59, the next session).
+* ``second``: otherwise the stamp itself.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import fnmatch
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -32,7 +42,17 @@ import polars as pl
 from ..core.calendar import date_only_public_ns, nyse
 from ..core.schemas import NEWS_RAW
 from ..core.text import sentences
-from .base import LoadResult, SourceError, empty_quarantine, expand_paths, quarantine_rows, stable_id
+from .base import (
+    FLAG_COLUMNS,
+    LoadResult,
+    SourceError,
+    empty_flags,
+    empty_quarantine,
+    expand_paths,
+    quarantine_rows,
+    stable_id,
+)
+from .csvcheck import csv_problem
 
 FNSPID_COLUMNS = (
     "Date", "Article_title", "Stock_symbol", "Url", "Publisher", "Author", "Article",
@@ -48,10 +68,44 @@ R_NO_TICKER = "missing Stock_symbol"
 R_NOT_UNIVERSE = "ticker not in universe"
 R_NO_TITLE_URL = "missing title and url"
 R_OUT_OF_CALENDAR = "public time outside the trading calendar"
+R_AFTER_END = "decision day after the calendar's end (calendar.end)"
+F_REPAIRED = "non-UTF-8 bytes replaced by U+FFFD"
 R_DUPLICATE = "duplicate of an earlier row (same ticker, url, source_time)"
 
 _TZ_SUFFIX = re.compile(r"\s*(?:UTC|GMT|Z)$", re.IGNORECASE)
+_WALL = re.compile(r"^\s*(\d{4}-\d{2}-\d{2})(?:[ T](\d{1,2}):(\d{2})(?::(\d{2}))?)?")
 _DAY_NS = 86_400 * 10**9
+_SEC_NS = 10**9
+NEVER = np.iinfo(np.int64).max
+
+
+@dataclass(frozen=True)
+class NewsClock:
+    """Whose time of day is trusted (SPEC §1: a source's clock is trusted only where it is known
+    to be right).
+
+    ``dates_only`` (the default) reads every stamp as a date, except rows whose ``Publisher`` is
+    in ``trusted_publishers`` (exact, case-insensitive) or whose file name matches one of
+    ``trusted_files`` (shell patterns such as ``"aapl*.csv"``). ``dates_only=False`` trusts every
+    clock.
+    """
+
+    dates_only: bool = True
+    trusted_publishers: tuple[str, ...] = ()
+    trusted_files: tuple[str, ...] = ()
+
+    def trusted(self, publishers: list[str], files: list[str]) -> np.ndarray:
+        """Boolean array: whose time of day is trusted, row by row."""
+        n = len(publishers)
+        if not self.dates_only:
+            return np.ones(n, dtype=bool)
+        pubs = {p.strip().lower() for p in self.trusted_publishers if p.strip()}
+        file_ok = {f: any(fnmatch.fnmatch(f, pat) for pat in self.trusted_files) for f in set(files)}
+        return np.array([(p or "").strip().lower() in pubs or file_ok[f] for p, f in zip(publishers, files)], dtype=bool)
+
+    def describe(self) -> dict:
+        return {"dates_only": self.dates_only, "trusted_publishers": sorted(self.trusted_publishers),
+                "trusted_files": sorted(self.trusted_files)}
 
 
 # ---------------------------------------------------------------------------- parsing
@@ -92,11 +146,20 @@ def read_news_file(path: Path) -> pl.DataFrame:
         ``source_file`` and ``source_row`` (0-based data row).
     """
     name = path.name.lower()
-    if name.endswith(".csv") or name.endswith(".csv.gz"):
+    repaired = False
+    if name.endswith((".csv", ".csv.gz")):
+        if name.endswith(".csv"):
+            problem = csv_problem(path)
+            if problem:
+                raise SourceError(f"{path.name}: not a well-formed CSV at {problem}")
+            try:
+                path.read_bytes().decode("utf-8")
+            except UnicodeDecodeError:
+                repaired = True
         try:
             df = pl.read_csv(path, infer_schema=False, encoding="utf8-lossy")
         except Exception as exc:  # polars raises several types for malformed CSV
-            raise SourceError(f"{path.name}: cannot be read as CSV ({exc})") from exc
+            raise SourceError(f"{path.name}: cannot be read as CSV ({str(exc).splitlines()[0]})") from exc
     elif name.endswith(".parquet"):
         df = pl.read_parquet(path)
     else:
@@ -110,13 +173,17 @@ def read_news_file(path: Path) -> pl.DataFrame:
         d = date if tz else date.dt.replace_time_zone("UTC")
         ts_ns = d.dt.convert_time_zone("UTC").dt.cast_time_unit("ns").dt.epoch("ns")
         date_text = d.dt.to_string("%Y-%m-%d %H:%M:%S%z")
+        wall_day = d.dt.date()
+        wall_sec = (d.dt.hour().cast(pl.Int32) * 3600 + d.dt.minute().cast(pl.Int32) * 60 + d.dt.second().cast(pl.Int32))
     elif date.dtype == pl.Date:
         ts_ns = date.cast(pl.Datetime("ns")).dt.epoch("ns")
         date_text = date.cast(pl.Utf8)
+        wall_day, wall_sec = date, pl.Series([0] * n, dtype=pl.Int32)
     else:
         date_text = date.cast(pl.Utf8)
         raw_ns = parse_news_times(date_text.to_list())
         ts_ns = pl.Series(np.where(raw_ns == np.iinfo(np.int64).min, None, raw_ns).tolist(), dtype=pl.Int64)
+        wall_day, wall_sec = _wall_clock(date_text.to_list())
 
     def text(c: str) -> pl.Series:
         if c not in cols:
@@ -131,6 +198,8 @@ def read_news_file(path: Path) -> pl.DataFrame:
     return pl.DataFrame(
         [
             ts_ns.alias("ts_ns").cast(pl.Int64),
+            wall_day.alias("wall_day").cast(pl.Date),
+            wall_sec.alias("wall_sec").cast(pl.Int32),
             date_text.fill_null("").alias("Date"),
             flag("date_has_time").alias("has_time"),
             flag("title_from_url_slug").fill_null(False).alias("slug_title"),
@@ -138,7 +207,70 @@ def read_news_file(path: Path) -> pl.DataFrame:
             pl.Series("source_file", [path.name] * n, dtype=pl.Utf8),
             pl.Series("source_row", range(n), dtype=pl.Int64),
         ]
-    )
+    ).with_columns(_repaired_expr(repaired).alias("repaired"))
+
+
+def _repaired_expr(file_repaired: bool) -> pl.Expr:
+    """Rows of a file that was not valid UTF-8 whose text now carries U+FFFD."""
+    if not file_repaired:
+        return pl.lit(False)
+    return pl.any_horizontal([pl.col(c).str.contains("\ufffd", literal=True) for c in FNSPID_COLUMNS])
+
+
+def _wall_clock(values: list[str | None]) -> tuple[pl.Series, pl.Series]:
+    """The date and seconds since midnight as written in each stamp (its own offset's wall clock)."""
+    days, secs = [], []
+    for v in values:
+        m = _WALL.match(v or "")
+        if not m:
+            days.append(None)
+            secs.append(None)
+            continue
+        try:
+            days.append(dt.date.fromisoformat(m.group(1)))
+        except ValueError:
+            days.append(None)
+            secs.append(None)
+            continue
+        h, mi, se = (int(g) if g else 0 for g in m.group(2, 3, 4))
+        secs.append(h * 3600 + mi * 60 + se)
+    return pl.Series(days, dtype=pl.Date), pl.Series(secs, dtype=pl.Int32)
+
+
+def news_public_ns(frame: pl.DataFrame, clock: NewsClock = NewsClock()) -> tuple[np.ndarray, np.ndarray]:
+    """Public time (int64 UTC ns; :data:`NEVER` where unparseable) and precision ("date",
+    "minute", "second") of each row of :func:`read_news_file`'s frame (SPEC §1: a timestamp
+    stands for the end of its precision; only trusted clocks give a time of day).
+    """
+    n = frame.height
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=object)
+    valid = ~frame["ts_ns"].is_null().to_numpy()
+    ts = np.where(valid, frame["ts_ns"].fill_null(0).to_numpy(), 0).astype(np.int64)
+    wall_sec = frame["wall_sec"].fill_null(0).to_numpy().astype(np.int64)
+    wall_day = frame["wall_day"].to_numpy().astype("datetime64[D]")
+    utc_day = (ts // _DAY_NS).astype("datetime64[D]")
+    wall_day = np.where(np.isnat(wall_day), utc_day, wall_day)
+    has_time = frame["has_time"]
+    no_time = has_time.is_not_null().to_numpy() & ~has_time.fill_null(True).to_numpy()
+    trusted = clock.trusted(frame["Publisher"].to_list(), frame["source_file"].to_list())
+    is_date = ~trusted | no_time | (wall_sec == 0)
+    timed = valid & ~is_date
+    # minute precision: a trusted source (file, publisher) whose timed stamps all have zero seconds
+    on_minute = (ts % (60 * _SEC_NS)) == 0
+    src = pl.DataFrame({"f": frame["source_file"], "p": frame["Publisher"], "t": timed, "m": on_minute})
+    all_minute = src.with_columns(
+        pl.col("m").filter(pl.col("t")).all().over("f", "p").alias("all")
+    )["all"].fill_null(False).to_numpy()
+    is_minute = timed & all_minute
+    public = ts.copy()
+    public[is_minute] += 59 * _SEC_NS
+    d_idx = np.flatnonzero(valid & is_date)
+    if len(d_idx):
+        public[d_idx] = date_only_public_ns(wall_day[d_idx])
+    public[~valid] = NEVER
+    precision = np.where(is_date, "date", np.where(is_minute, "minute", "second")).astype(object)
+    return public, precision
 
 
 # ---------------------------------------------------------------------------- fields
@@ -182,7 +314,8 @@ def _quarantine(df: pl.DataFrame, raw_cols: tuple[str, ...]) -> pl.DataFrame:
     return pl.concat(parts).sort("source_file", "source_row", "reason")
 
 
-def load_news(paths, universe_tickers: set[str], dates_only: bool = False) -> LoadResult:
+def load_news(paths, universe_tickers: set[str], dates_only: bool = True, *, clock: NewsClock | None = None,
+              calendar_end: dt.date | None = None) -> LoadResult:
     """Read FNSPID news files into ``news_raw`` rows plus quarantine.
 
     Parameters
@@ -192,7 +325,13 @@ def load_news(paths, universe_tickers: set[str], dates_only: bool = False) -> Lo
     universe_tickers : set of str
         Tickers kept; other rows are quarantined.
     dates_only : bool
-        Treat every stamp as a date (published after that day's close).
+        Read every stamp as a date (published after that day's close): the default, because
+        FNSPID's time-of-day offsets are wrong. Shorthand for ``clock=NewsClock(dates_only)``.
+    clock : NewsClock, optional
+        Whose time of day is trusted (overrides ``dates_only``).
+    calendar_end : date, optional
+        The last decision day of the run's calendar: rows decided after it are quarantined
+        rather than accepted into partitions that will never exist.
 
     Returns
     -------
@@ -200,9 +339,16 @@ def load_news(paths, universe_tickers: set[str], dates_only: bool = False) -> Lo
         ``accepted`` has the NEWS_RAW columns plus ``date`` (decision day), sorted by
         (public_time, news_id). One quarantine reason per row, first failing check in the order:
         Date missing/unparseable, missing Stock_symbol, ticker not in universe, missing title
-        and url, public time outside the calendar, duplicate (ticker, url, source_time) of an
-        earlier accepted row.
+        and url, public time outside the calendar, decision day after ``calendar_end``,
+        duplicate (ticker, url, source_time) of an earlier accepted row. ``flags``: accepted rows
+        whose non-UTF-8 bytes were replaced by U+FFFD.
+
+    Raises
+    ------
+    SourceError
+        A file that is not a news file, or a CSV that does not parse (naming the line).
     """
+    clock = clock or NewsClock(dates_only=dates_only)
     files = expand_paths(paths, ("*.csv", "*.parquet", "*.csv.gz"))
     if not files:
         return LoadResult("news_raw", _empty_news(), empty_quarantine(), 0).check()
@@ -215,27 +361,20 @@ def load_news(paths, universe_tickers: set[str], dates_only: bool = False) -> Lo
     universe = sorted({t.strip().upper() for t in universe_tickers})
     df = df.with_columns(ticker=pl.col("Stock_symbol").str.to_uppercase())
 
-    # time precision and public time
-    ts = df["ts_ns"].to_numpy(allow_copy=True)
-    valid_ts = ~df["ts_ns"].is_null().to_numpy()
-    ts_f = np.where(valid_ts, ts, 0).astype(np.int64)
-    if dates_only:
-        is_date = np.ones(rows_in, dtype=bool)
-    else:
-        midnight = (ts_f % _DAY_NS) == 0
-        has_time = df["has_time"]
-        is_date = np.where(has_time.is_null().to_numpy(), midnight, ~has_time.fill_null(True).to_numpy())
-    public = ts_f.copy()
-    d_idx = np.flatnonzero(valid_ts & is_date)
-    if len(d_idx):
-        days = (ts_f[d_idx] // _DAY_NS).astype("datetime64[D]")
-        public[d_idx] = date_only_public_ns(days)
+    public, precision = news_public_ns(df, clock)
+    valid_ts = public != NEVER
     in_cal = valid_ts & (public >= cal.opens_ns[0]) & (public <= cal.closes_ns[-1])
+    after_end = np.zeros(rows_in, dtype=bool)
+    if calendar_end is not None and in_cal.any():
+        end_close = int(cal.closes_for(np.array([cal.previous_session(calendar_end) if not cal.is_session(calendar_end)
+                                                 else calendar_end], dtype="datetime64[D]"))[0])
+        after_end = in_cal & (public > end_close)
 
     df = df.with_columns(
-        pl.Series("public_ns", public, dtype=pl.Int64),
-        pl.Series("is_date", is_date, dtype=pl.Boolean),
+        pl.Series("public_ns", np.where(valid_ts, public, 0), dtype=pl.Int64),
+        pl.Series("precision", precision.astype(str), dtype=pl.Utf8),
         pl.Series("in_cal", in_cal, dtype=pl.Boolean),
+        pl.Series("after_end", after_end, dtype=pl.Boolean),
     )
     reason = (
         pl.when(pl.col("ts_ns").is_null() & (pl.col("Date") == "")).then(pl.lit(R_MISSING_DATE))
@@ -244,6 +383,7 @@ def load_news(paths, universe_tickers: set[str], dates_only: bool = False) -> Lo
         .when(~pl.col("ticker").is_in(universe)).then(pl.lit(R_NOT_UNIVERSE))
         .when((pl.col("Article_title") == "") & (pl.col("Url") == "")).then(pl.lit(R_NO_TITLE_URL))
         .when(~pl.col("in_cal")).then(pl.lit(R_OUT_OF_CALENDAR))
+        .when(pl.col("after_end")).then(pl.lit(R_AFTER_END))
         .otherwise(pl.lit(None, dtype=pl.Utf8))
     )
     df = df.with_columns(reason.alias("reason"))
@@ -256,7 +396,23 @@ def load_news(paths, universe_tickers: set[str], dates_only: bool = False) -> Lo
     quarantine = _quarantine(bad, RAW_COLUMNS)
     good = df.filter(pl.col("reason").is_null())
     accepted = _accepted_frame(good, cal) if good.height else _empty_news()
-    return LoadResult("news_raw", accepted, quarantine, rows_in).check()
+    flags = _repair_flags(good, cal)
+    return LoadResult("news_raw", accepted, quarantine, rows_in, flags).check()
+
+
+def _repair_flags(good: pl.DataFrame, cal) -> pl.DataFrame:
+    rep = good.filter(pl.col("repaired"))
+    if rep.height == 0:
+        return empty_flags()
+    days = cal.decision_days(rep["public_ns"].to_numpy()).astype("datetime64[D]")
+    return pl.DataFrame(
+        {
+            "source_file": rep["source_file"], "source_row": rep["source_row"], "ticker": rep["ticker"],
+            "date": pl.Series(days).cast(pl.Date), "flag": [F_REPAIRED] * rep.height,
+            "detail": ["the file is not valid UTF-8; undecodable bytes in this row were replaced"] * rep.height,
+        },
+        schema=FLAG_COLUMNS,
+    ).sort("source_file", "source_row")
 
 
 def _accepted_frame(good: pl.DataFrame, cal) -> pl.DataFrame:
@@ -276,7 +432,7 @@ def _accepted_frame(good: pl.DataFrame, cal) -> pl.DataFrame:
             "ticker": good["ticker"],
             "public_time": good["public_ns"].cast(pl.Datetime("ns", "UTC")).dt.cast_time_unit("us"),
             "source_time": src_time.dt.cast_time_unit("us"),
-            "time_precision": np.where(good["is_date"].to_numpy(), "date", "second"),
+            "time_precision": good["precision"],
             "title": titles,
             "summary": summaries,
             "article": good["Article"],
@@ -291,4 +447,4 @@ def _accepted_frame(good: pl.DataFrame, cal) -> pl.DataFrame:
     return out.select([pl.col(c).cast(t) for c, t in schema.items()]).sort("public_time", "news_id")
 
 
-__all__ = ["load_news", "read_news_file", "parse_news_times", "slug_title", "pick_summary"]
+__all__ = ["NewsClock", "load_news", "news_public_ns", "parse_news_times", "pick_summary", "read_news_file", "slug_title"]

@@ -10,6 +10,7 @@ import polars as pl
 
 from ..core.settings import Settings
 from .base import LoadResult, SourceError
+from .fnspid import NewsClock
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,16 @@ class SourcePaths:
     filings_index: tuple[str, ...]
     filings_text: tuple[str, ...]
     market_ticker: str
-    news_dates_only: bool
+    news_clock: NewsClock
+    calendar_end: object = None  # dt.date: rows decided after it are quarantined
+
+
+def news_clock(settings: Settings) -> NewsClock:
+    """Whose news clock is trusted: files are read as dates unless told otherwise; the embedded
+    world's stamps are generated true."""
+    src = settings.sources
+    dates_only = src.news_dates_only if src.news_dates_only is not None else src.kind != "synthetic"
+    return NewsClock(dates_only, tuple(src.news_trusted_publishers), tuple(src.news_trusted_files))
 
 
 def world_raw(settings: Settings) -> Path:
@@ -43,7 +53,8 @@ def source_paths(settings: Settings) -> SourcePaths:
             filings_index=(str(raw / "sec" / "submissions" / "*.json"), str(raw / "sec" / "sec-edgar-filings")),
             filings_text=(str(raw / "sec" / "sec-edgar-filings"),),
             market_ticker=settings.world.market_ticker,
-            news_dates_only=src.news_dates_only,
+            news_clock=news_clock(settings),
+            calendar_end=settings.calendar.end,
         )
     if not src.universe:
         raise SourceError("sources.kind = 'files' needs sources.universe (a tickers.csv)")
@@ -54,7 +65,8 @@ def source_paths(settings: Settings) -> SourcePaths:
         filings_index=tuple(src.filings_index),
         filings_text=tuple(src.filings_text),
         market_ticker=src.market_ticker,
-        news_dates_only=src.news_dates_only,
+        news_clock=news_clock(settings),
+        calendar_end=settings.calendar.end,
     )
 
 
@@ -74,7 +86,7 @@ def load_table(settings: Settings, table: str, universe: pl.DataFrame) -> LoadRe
 
         if not sp.news:
             return _empty(table)
-        return load_news(list(sp.news), tickers, dates_only=sp.news_dates_only).check()
+        return load_news(list(sp.news), tickers, clock=sp.news_clock, calendar_end=sp.calendar_end).check()
     if table == "prices":
         from .prices import load_prices
 

@@ -14,7 +14,7 @@ whose public time is at or before the clock (``public_time <= now``) and was not
 
 * news rows: appended to the landing CSV of the same name (original header, original row bytes).
   Public time as the FNSPID loader derives it: the stamp, or 23:59:59 New York of the date for a
-  date-only stamp (00:00:00 UTC, or every row with ``news_dates_only``);
+  date-only stamp (every row by default, see ``fnspid.NewsClock``);
 * price rows: the bar of day D once close(D) has passed (a bar dated on a non-session day: at
   23:59:59 New York of that day), appended to the per-ticker CSV;
 * filings: per accession, the latest acceptance time any source gives (submissions JSON
@@ -59,7 +59,7 @@ from ..core.atomic import PLAIN, atomic_file
 from ..core.calendar import NY, date_only_public_ns, nyse
 from .base import SourceError
 from .edgar import read_full_submission, read_submissions_json
-from .fnspid import read_news_file
+from .fnspid import NewsClock, news_public_ns, read_news_file
 from .prices import read_price_csv
 
 # ----------------------------------------------------------------------------- layout
@@ -83,32 +83,6 @@ class ReplayError(ValueError):
 
 
 # ============================================================================ public times
-def news_public_ns(frame: pl.DataFrame, dates_only: bool = False) -> np.ndarray:
-    """Public time (int64 UTC ns) of each row of :func:`fnspid.read_news_file`'s frame.
-
-    The FNSPID loader's rule (``load_news``): a stamp at exactly 00:00:00 UTC (or any stamp when
-    ``dates_only``, or ``date_has_time`` false) is date-only and public at 23:59:59 New York of
-    that date; otherwise the stamp itself. :data:`NEVER` where the stamp is unparseable.
-    """
-    n = frame.height
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    valid = ~frame["ts_ns"].is_null().to_numpy()
-    ts = np.where(valid, frame["ts_ns"].fill_null(0).to_numpy(), 0).astype(np.int64)
-    if dates_only:
-        is_date = np.ones(n, dtype=bool)
-    else:
-        midnight = (ts % _DAY_NS) == 0
-        has_time = frame["has_time"]
-        is_date = np.where(has_time.is_null().to_numpy(), midnight, ~has_time.fill_null(True).to_numpy())
-    public = ts.copy()
-    d_idx = np.flatnonzero(valid & is_date)
-    if len(d_idx):
-        public[d_idx] = date_only_public_ns((ts[d_idx] // _DAY_NS).astype("datetime64[D]"))
-    public[~valid] = NEVER
-    return public
-
-
 def price_public_ns(date_raw: pl.Series) -> np.ndarray:
     """Public time (int64 UTC ns) of price bars from their raw date strings.
 
@@ -201,7 +175,7 @@ def _csv_source(rel: str, kind: str, header: bytes, public: np.ndarray, keys: li
     )
 
 
-def _news_source(path: Path, rel: str, dates_only: bool) -> CsvSource:
+def _news_source(path: Path, rel: str, clock: NewsClock) -> CsvSource:
     frame = read_news_file(path)
     records = split_csv_records(path.read_bytes())
     if not records:
@@ -214,7 +188,7 @@ def _news_source(path: Path, rel: str, dates_only: bool) -> CsvSource:
             f"{rel}: {len(body)} CSV records but the news reader sees {frame.height} rows; "
             "cannot replay this file row by row"
         )
-    public = news_public_ns(frame, dates_only)
+    public, _ = news_public_ns(frame, clock)
     keys = [f"{rel}#{i}" for i in range(frame.height)]
     src = _csv_source(rel, "news", records[0], public, keys, body)
     symbols = frame["Stock_symbol"].to_list()
@@ -305,7 +279,7 @@ class SourceIndex:
     """Everything the replay needs to know about a source raw folder, read once."""
 
     root: Path
-    news_dates_only: bool
+    news_clock: NewsClock
     universe: Path | None
     news: list[CsvSource]
     prices: list[CsvSource]
@@ -333,7 +307,7 @@ def _files(root: Path, pattern: str) -> list[Path]:
     return sorted((Path(p) for p in glob.glob(str(root / pattern)) if Path(p).is_file()), key=str)
 
 
-def index_source(source_raw: str | os.PathLike, news_dates_only: bool = False) -> SourceIndex:
+def index_source(source_raw: str | os.PathLike, news_clock: NewsClock = NewsClock()) -> SourceIndex:
     """Read a source raw folder once: every item, its public time and where it goes.
 
     Raises
@@ -346,7 +320,7 @@ def index_source(source_raw: str | os.PathLike, news_dates_only: bool = False) -
     if not root.is_dir():
         raise SourceError(f"source folder {root} does not exist")
     universe = root / UNIVERSE
-    news = [_news_source(p, _rel(p, root), news_dates_only) for p in _files(root, NEWS_GLOB)]
+    news = [_news_source(p, _rel(p, root), news_clock) for p in _files(root, NEWS_GLOB)]
     prices = [_price_source(p, _rel(p, root)) for p in _files(root, PRICES_GLOB)]
     subs = [_json_source(p, _rel(p, root)) for p in _files(root, SUBMISSIONS_GLOB)]
     txts = sorted((root / FILINGS_DIR).rglob(FULL_SUBMISSION), key=str) if (root / FILINGS_DIR).is_dir() else []
@@ -401,7 +375,7 @@ def index_source(source_raw: str | os.PathLike, news_dates_only: bool = False) -
         "filings": sum(1 for it in items if it.public == NEVER),
     }
     return SourceIndex(
-        root=root, news_dates_only=news_dates_only, universe=universe if universe.is_file() else None,
+        root=root, news_clock=news_clock, universe=universe if universe.is_file() else None,
         news=news, prices=prices, submissions=subs, filings=items,
         filing_public=np.array([it.public for it in items], dtype=np.int64), unreleasable=unreleasable,
     )
@@ -526,16 +500,16 @@ class Replayer:
     landing : path
         The landing folder (created). When it holds ``_replay/clock.json`` the replay resumes
         from that clock; it must then have been filled from the same source.
-    news_dates_only : bool
-        Treat every news stamp as a date (as ``sources.news_dates_only`` makes the loader do).
+    news_clock : NewsClock
+        Whose news clock is trusted (as the loader reads it; default: every stamp is a date).
     index : SourceIndex, optional
         A source already read by :func:`index_source` (reused across replayers).
     """
 
-    def __init__(self, source_raw, landing, news_dates_only: bool = False, index: SourceIndex | None = None):
-        self.index = index or index_source(source_raw, news_dates_only)
-        if Path(source_raw).resolve() != self.index.root or self.index.news_dates_only != news_dates_only:
-            raise ReplayError("the index given was read from another source or with another news_dates_only")
+    def __init__(self, source_raw, landing, news_clock: NewsClock = NewsClock(), index: SourceIndex | None = None):
+        self.index = index or index_source(source_raw, news_clock)
+        if Path(source_raw).resolve() != self.index.root or self.index.news_clock != news_clock:
+            raise ReplayError("the index given was read from another source or with another news clock")
         self.landing = Path(landing).resolve()
         if self.landing == self.index.root or self.index.root in self.landing.parents:
             raise ReplayError(f"the landing folder {self.landing} must not be inside the source {self.index.root}")
@@ -545,10 +519,10 @@ class Replayer:
         self._now: int | None = None
         self._log_size = 0
         if clock:
-            if clock.get("source") != str(self.index.root) or bool(clock.get("news_dates_only")) != news_dates_only:
+            if clock.get("source") != str(self.index.root) or clock.get("news_clock") != news_clock.describe():
                 raise ReplayError(
                     f"{self.landing} was filled from {clock.get('source')} "
-                    f"(news_dates_only={clock.get('news_dates_only')}); use another landing folder"
+                    f"(news clock {clock.get('news_clock')}); use another landing folder"
                 )
             self._now = to_ns(clock["now"])
             self._log_size = int(clock.get("log_size", 0))
@@ -583,7 +557,7 @@ class Replayer:
             "now": _iso(now),
             "last_closed_session": lcs.isoformat() if lcs else None,
             "source": str(self.index.root),
-            "news_dates_only": self.index.news_dates_only,
+            "news_clock": self.index.news_clock.describe(),
             "released": counts,
             "unreleasable": self.index.unreleasable,
             "log_size": self._log_size,
@@ -811,29 +785,29 @@ def _fingerprint(root: Path) -> tuple:
     return n, size, mtime
 
 
-def cached_index(source_raw, news_dates_only: bool = False) -> SourceIndex:
+def cached_index(source_raw, news_clock: NewsClock = NewsClock()) -> SourceIndex:
     """:func:`index_source`, kept in memory while the source folder is unchanged."""
     root = Path(source_raw).resolve()
-    key = (str(root), news_dates_only)
+    key = (str(root), news_clock)
     fp = _fingerprint(root)
     hit = _INDEX_CACHE.get(key)
     if hit and hit[0] == fp:
         return hit[1]
-    ix = index_source(root, news_dates_only)
+    ix = index_source(root, news_clock)
     _INDEX_CACHE.clear()
     _INDEX_CACHE[key] = (fp, ix)
     return ix
 
 
 def release_until(source_raw, landing, until: dt.datetime | pd.Timestamp | str,
-                  news_dates_only: bool = False) -> ReleaseStats:
+                  news_clock: NewsClock = NewsClock()) -> ReleaseStats:
     """Release into ``landing`` every item of ``source_raw`` public at or before ``until``.
 
     Resumes from ``<landing>/_replay/clock.json`` (items released by earlier calls are not
     released again). ``until`` must carry a time zone.
     """
-    ix = cached_index(source_raw, news_dates_only)
-    return Replayer(source_raw, landing, news_dates_only=news_dates_only, index=ix).release_until(until)
+    ix = cached_index(source_raw, news_clock)
+    return Replayer(source_raw, landing, news_clock=news_clock, index=ix).release_until(until)
 
 
 # ============================================================================ settings snippet
@@ -850,7 +824,7 @@ def _toml_value(v) -> str:
 
 
 def files_settings_toml(landing, lake_dir, base=None, *, first_day=None, last_day=None,
-                        market_ticker: str | None = None, news_dates_only: bool = False) -> str:
+                        market_ticker: str | None = None, news_clock: NewsClock = NewsClock()) -> str:
     """A settings TOML that points finrag (files mode) at a landing folder.
 
     Parameters
@@ -887,7 +861,9 @@ def files_settings_toml(landing, lake_dir, base=None, *, first_day=None, last_da
         "filings_index": [str(landing / SUBMISSIONS_GLOB), str(landing / FILINGS_DIR)],
         "filings_text": [str(landing / FILINGS_DIR)],
         "market_ticker": market_ticker,
-        "news_dates_only": news_dates_only,
+        "news_dates_only": news_clock.dates_only,
+        "news_trusted_publishers": list(news_clock.trusted_publishers),
+        "news_trusted_files": list(news_clock.trusted_files),
     }
     lines = [
         "# finrag settings over a replay landing folder (written by `finrag replay`).",

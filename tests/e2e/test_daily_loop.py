@@ -35,6 +35,7 @@ import pytest
 from finrag_dagster.core.calendar import nyse
 from finrag_dagster.core.lake import Lake
 from finrag_dagster.pipeline import run_range
+from finrag_dagster.sources.fnspid import NewsClock
 from finrag_dagster.sources.replay import Replayer, start_of
 from tests.pipeline.world import DECISION_START, build_world, files_settings
 
@@ -131,7 +132,7 @@ def loop(tmp_path_factory):
     root = tmp_path_factory.mktemp("daily")
     raw = build_world(root)
     landing = root / "landing"
-    rep = Replayer(raw, landing)
+    rep = Replayer(raw, landing, news_clock=NewsClock(dates_only=False))  # as files_settings reads it
     rep.release_until(start_of(DECISION_START))  # the history, as if the loop had run until then
     settings = files_settings(landing, root / "lake", variants={"families": FAMILIES},
                               sensors={"new_market_data_interval_s": 10, "matured_feedback_interval_s": 10})

@@ -44,6 +44,7 @@ def files_settings(raw: Path, lake: Path, **sections) -> Settings:
             "filings_index": [str(raw / "sec" / "submissions" / "*.json"), str(raw / "sec" / "sec-edgar-filings")],
             "filings_text": [str(raw / "sec" / "sec-edgar-filings")],
             "market_ticker": "QQQ",
+            "news_dates_only": False,  # the world's stamps are generated true: trust their time of day
         },
         calendar={"start": HISTORY_START, "end": WORLD.end, "decision_start": DECISION_START},
         splits={

@@ -21,7 +21,8 @@ cal = nyse()
 
 @pytest.fixture(scope="module")
 def parquet_news(real_data):
-    return load_news(real_data / "news" / "fnspid_news.parquet", UNIVERSE)
+    """The real sample with every clock trusted (``dates_only=False``): the time-of-day rules."""
+    return load_news(real_data / "news" / "fnspid_news.parquet", UNIVERSE, dates_only=False)
 
 
 @pytest.fixture(scope="module")
@@ -39,10 +40,17 @@ def test_parquet_row_counts_and_schema(parquet_news):
     assert {c: r.accepted.schema[c] for c in expected} == dict(expected)
     assert r.accepted.schema["date"] == pl.Date
     assert r.accepted["news_id"].is_unique().all()
-    # date_has_time is authoritative: 141 AAPL rows carry a time of day, every other row is a date
+    # date_has_time is authoritative: 141 AAPL rows carry a time of day, every other row is a date;
+    # the scraper's stamps are whole minutes ("03:33 am EST"), so they have minute precision
     prec = dict(r.accepted.group_by("time_precision").len().iter_rows())
-    assert prec == {"second": 141, "date": 4416}
-    assert set(r.accepted.filter(pl.col("time_precision") == "second")["ticker"]) == {"AAPL"}
+    assert prec == {"minute": 141, "date": 4416}
+    assert set(r.accepted.filter(pl.col("time_precision") == "minute")["ticker"]) == {"AAPL"}
+
+
+def test_by_default_no_fnspid_clock_is_trusted(real_data):
+    r = load_news(real_data / "news" / "fnspid_news.parquet", UNIVERSE)
+    assert r.rows_in == 4557 and r.quarantine.height == 0
+    assert set(r.accepted["time_precision"]) == {"date"}
 
 
 def test_same_url_under_several_tickers_is_not_a_duplicate(parquet_news, real_data):
@@ -65,8 +73,8 @@ def test_date_only_rows_are_decided_on_the_next_session(parquet_news):
 
 
 def test_timed_rows_use_the_close_rule(parquet_news):
-    timed = parquet_news.accepted.filter(pl.col("time_precision") == "second")
-    assert (timed["public_time"] == timed["source_time"]).all()
+    timed = parquet_news.accepted.filter(pl.col("time_precision") == "minute")
+    assert (timed["public_time"] == timed["source_time"] + dt.timedelta(seconds=59)).all()  # end of the minute
     by_time = {r["source_time"]: r["date"] for r in timed.iter_rows(named=True)}
     utc = dt.timezone.utc
     # 03:33 ET pre-market -> same day; 16:27 ET after the close -> next session
@@ -128,7 +136,7 @@ def test_malformed_rows_go_to_quarantine_with_reasons(tmp_path):
         '2021-03-01 14:05:00-05:00,Title G,MSFT,https://x.com/g,P,,Body.,,,,\n',  # 8 same url, other ticker: ok
         '2020-06-05 06:30:54 UTC,,AAPL,https://x.com/news/apple-beats-estimates%3A-q2,P,,,lsa,luhn,,\n',  # 9 ok
     ]
-    r = load_news(_write(tmp_path, "bad.csv", "".join(rows)), UNIVERSE)
+    r = load_news(_write(tmp_path, "bad.csv", "".join(rows)), UNIVERSE, dates_only=False)
     assert r.rows_in == 10
     reasons = dict(zip(r.quarantine["source_row"], r.quarantine["reason"]))
     assert reasons == {
@@ -157,8 +165,8 @@ def test_malformed_rows_go_to_quarantine_with_reasons(tmp_path):
 
 def test_dates_only_treats_every_stamp_as_a_date(tmp_path):
     f = _write(tmp_path, "t.csv", '2021-03-01 14:05:00-05:00,T,AAPL,https://x.com/t,P,,B,,,,\n')
-    timed = load_news(f, UNIVERSE).accepted.row(0, named=True)
-    dated = load_news(f, UNIVERSE, dates_only=True).accepted.row(0, named=True)
+    timed = load_news(f, UNIVERSE, dates_only=False).accepted.row(0, named=True)
+    dated = load_news(f, UNIVERSE).accepted.row(0, named=True)  # the default
     assert timed["date"] == dt.date(2021, 3, 1)
     assert dated["time_precision"] == "date"
     assert dated["public_time"] == pd.Timestamp("2021-03-01 23:59:59", tz="America/New_York").tz_convert("UTC")

@@ -15,7 +15,7 @@ from finrag_dagster.core.calendar import date_only_public_time, nyse
 from finrag_dagster.core.settings import WorldSettings, load_settings
 from finrag_dagster.sources import replay as R
 from finrag_dagster.sources.edgar import load_filings
-from finrag_dagster.sources.fnspid import load_news
+from finrag_dagster.sources.fnspid import NewsClock, load_news
 from finrag_dagster.sources.prices import load_prices
 from finrag_dagster.sources.registry import load_table, load_universe_frame, source_paths
 from finrag_dagster.sources.synthetic import generate_world
@@ -28,6 +28,7 @@ TINY = WorldSettings(seed=11, n_tickers=3, n_sectors=2, start=dt.date(2018, 6, 1
                      news_start=dt.date(2018, 11, 1))
 D0, D1 = dt.date(2019, 1, 28), dt.date(2019, 2, 22)  # the replay window of most tests (4 weeks)
 ROOT = Path(__file__).resolve().parents[2]
+CLOCK = NewsClock(dates_only=False)  # the world's stamps are generated true: replay and load them timed
 
 
 @pytest.fixture(scope="module")
@@ -37,14 +38,14 @@ def raw(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def index(raw):
-    return R.index_source(raw)
+    return R.index_source(raw, news_clock=CLOCK)
 
 
 def _loaded(root: Path):
     """The three raw tables as the loaders read a folder with the world's layout."""
     uni = load_universe(root / "universe" / "tickers.csv")
     tickers = set(uni["ticker"].to_list())
-    news = load_news([str(root / "news" / "*.csv")], tickers)
+    news = load_news([str(root / "news" / "*.csv")], tickers, clock=CLOCK)
     prices = load_prices([str(root / "prices" / "*.csv")], tickers)
     sec = root / "sec" / "sec-edgar-filings"
     filings = load_filings([str(root / "sec" / "submissions" / "*.json"), str(sec)], [str(sec)], uni)
@@ -111,7 +112,7 @@ def test_released_rows_are_exactly_the_source_rows_public_by_then(raw, index, fu
         cuts |= {_ts(t) - one_s, _ts(t)}  # just before and exactly at a public time
     seen = []
     for t in sorted(cuts):
-        st = R.release_until(raw, tmp_path, t)
+        st = R.release_until(raw, tmp_path, t, news_clock=CLOCK)
         assert st.now == t
         seen.append(_check_cut(tmp_path, full, t))
         # the clock file says where the replay stands
@@ -145,7 +146,7 @@ def test_news_public_time_is_the_loaders(tmp_path):
     (tmp_path / "news").mkdir()
     (tmp_path / "news" / "n.csv").write_text(csv)
     for dates_only in (False, True):
-        ix = R.index_source(tmp_path, news_dates_only=dates_only)
+        ix = R.index_source(tmp_path, news_clock=NewsClock(dates_only=dates_only))
         (src,) = ix.news
         loaded = load_news([tmp_path / "news" / "n.csv"], {"AAA"}, dates_only=dates_only).accepted
         want = dict(zip(loaded["source_row"].to_list(), loaded["public_time"].to_list()))
@@ -160,7 +161,7 @@ def test_news_public_time_is_the_loaders(tmp_path):
 
 def test_no_bar_before_its_close_step_by_step(raw, index, tmp_path):
     """(2) stepping through sessions (an early close among them), a bar of D appears at close(D)."""
-    rp = R.Replayer(raw, tmp_path, index=index)
+    rp = R.Replayer(raw, tmp_path, index=index, news_clock=CLOCK)
     tickers = set(load_universe(raw / "universe" / "tickers.csv")["ticker"].to_list())
     steps = 0
     for st, _ in rp.step_through("2018-11-20", "2018-11-27"):  # 2018-11-23 closes at 13:00 New York
@@ -180,9 +181,9 @@ def test_no_bar_before_its_close_step_by_step(raw, index, tmp_path):
     assert early.tz_convert("America/New_York").hour == 13
     # just before / at the early close, with a fresh landing
     other = tmp_path / "other"
-    R.release_until(raw, other, early - pd.Timedelta(microseconds=1))
+    R.release_until(raw, other, early - pd.Timedelta(microseconds=1), news_clock=CLOCK)
     assert "2018-11-23" not in (other / "prices" / "qqq.csv").read_text()
-    R.release_until(raw, other, early)
+    R.release_until(raw, other, early, news_clock=CLOCK)
     assert "2018-11-23" in (other / "prices" / "qqq.csv").read_text()
 
 
@@ -193,7 +194,7 @@ def _block(doc: dict) -> dict:
 def test_submissions_json_stays_aligned(raw, index, tmp_path):
     """(3) the JSON holds the accepted filings only, every array filtered with the same index."""
     t = _ts("2019-02-08T21:05:00Z")
-    R.release_until(raw, tmp_path, t)
+    R.release_until(raw, tmp_path, t, news_clock=CLOCK)
     released = {it.key for it in index.filings if it.public <= t.value}
     assert 0 < len(released) < len(index.filings)
     n_checked = 0
@@ -217,7 +218,7 @@ def test_submissions_json_stays_aligned(raw, index, tmp_path):
                 n_checked += 1
     assert n_checked == len(released)
     # at the end of the world every JSON and full submission is the source's, byte for byte
-    R.release_until(raw, tmp_path, "2020-01-01T00:00:00Z")
+    R.release_until(raw, tmp_path, "2020-01-01T00:00:00Z", news_clock=CLOCK)
     for p in (raw / "sec").rglob("*"):
         if p.is_file():
             assert (tmp_path / p.relative_to(raw)).read_bytes() == p.read_bytes(), p
@@ -241,7 +242,7 @@ def test_filing_waits_for_the_later_acceptance_time(raw, tmp_path):
     assert _upto(full[2].accepted, "public_time", later).filter(pl.col("accession") == acc)["public_time"][0] == later
     landing = tmp_path / "landing"
     for t in (header_t, later - pd.Timedelta(seconds=1), later):
-        R.release_until(src, landing, t)
+        R.release_until(src, landing, t, news_clock=CLOCK)
         _check_cut(landing, full, t)
         there = bool(list((landing / "sec" / "sec-edgar-filings").glob(f"*/*/{acc}/full-submission.txt")))
         listed = acc in _block(json.loads((landing / "sec" / "submissions" / js.name).read_text()))["accessionNumber"]
@@ -261,9 +262,9 @@ def _log(root: Path) -> list[tuple]:
 def test_resume_gives_the_same_landing_as_one_run(raw, index, tmp_path, monkeypatch):
     """(4) stop, crash mid-step, resume: same bytes and same release log as one uninterrupted run."""
     a, b = tmp_path / "a", tmp_path / "b"
-    R.Replayer(raw, a, index=index).run(D0, D1)
+    R.Replayer(raw, a, index=index, news_clock=CLOCK).run(D0, D1)
     # b: stopped after a week...
-    rb = R.Replayer(raw, b, index=index)
+    rb = R.Replayer(raw, b, index=index, news_clock=CLOCK)
     for st, _ in rb.step_through(D0, D1):
         if st.session == dt.date(2019, 2, 4) and st.phase == "intraday":
             break
@@ -274,7 +275,7 @@ def test_resume_gives_the_same_landing_as_one_run(raw, index, tmp_path, monkeypa
     monkeypatch.undo()
     assert R.read_clock(b)["now"] < cal.close_time(dt.date(2019, 2, 5)).isoformat()
     # resume with a fresh process-like replayer (new index, read from the clock file)
-    reports = R.Replayer(raw, b).run(D0, D1)
+    reports = R.Replayer(raw, b, news_clock=CLOCK).run(D0, D1)
     assert reports[0].session == dt.date(2019, 2, 4) and reports[-1].session == D1
     assert _landing_files(a) == _landing_files(b)
     assert _log(a) == _log(b)
@@ -284,33 +285,33 @@ def test_resume_gives_the_same_landing_as_one_run(raw, index, tmp_path, monkeypa
     assert ca["last_closed_session"] == cb["last_closed_session"] == D1.isoformat()
     assert ca["released"] == cb["released"]
     # a third run over the same window has nothing left to do
-    assert R.Replayer(raw, b).run(D0, D1) == []
+    assert R.Replayer(raw, b, news_clock=CLOCK).run(D0, D1) == []
     assert _landing_files(a) == _landing_files(b)
     # and the module-level call releases only what became public since the clock
-    st = R.release_until(raw, b, cal.close_time(dt.date(2019, 2, 25)))
+    st = R.release_until(raw, b, cal.close_time(dt.date(2019, 2, 25)), news_clock=CLOCK)
     assert st.since == _ts(cb["now"]) and st.prices == 4 and st.total == len(_log(b)) - len(_log(a))
 
 
 def test_resume_refuses_another_source(raw, tmp_path):
-    R.release_until(raw, tmp_path / "l", "2019-01-02T00:00:00Z")
+    R.release_until(raw, tmp_path / "l", "2019-01-02T00:00:00Z", news_clock=CLOCK)
     other = tmp_path / "copy"
     import shutil
 
     shutil.copytree(raw, other)
     with pytest.raises(R.ReplayError, match="filled from"):
-        R.release_until(other, tmp_path / "l", "2019-01-03T00:00:00Z")
+        R.release_until(other, tmp_path / "l", "2019-01-03T00:00:00Z", news_clock=CLOCK)
     with pytest.raises(R.ReplayError, match="naive"):
-        R.release_until(raw, tmp_path / "l", dt.datetime(2019, 1, 4))
+        R.release_until(raw, tmp_path / "l", dt.datetime(2019, 1, 4), news_clock=CLOCK)
 
 
 def test_speed_waits_in_proportion(raw, index, tmp_path):
     waits: list[float] = []
-    R.Replayer(raw, tmp_path, index=index).run("2019-02-01", "2019-02-04", speed=3600.0, sleep=waits.append,
+    R.Replayer(raw, tmp_path, index=index, news_clock=CLOCK).run("2019-02-01", "2019-02-04", speed=3600.0, sleep=waits.append,
                                                 max_wait=10.0, intraday_every=None)
     # start (no wait); Fri 00:00 -> 09:00 pre-open; -> 16:05 post-close; weekend; Mon 09:00 -> 16:05
     assert waits == pytest.approx([9.0, 7 + 5 / 60, 10.0, 7 + 5 / 60])  # the weekend capped by max_wait
     with pytest.raises(R.ReplayError):
-        next(R.Replayer(raw, tmp_path / "x", index=index).step_through("2019-02-01", "2019-02-04", speed=-1))
+        next(R.Replayer(raw, tmp_path / "x", index=index, news_clock=CLOCK).step_through("2019-02-01", "2019-02-04", speed=-1))
     with pytest.raises(R.ReplayError, match="no trading session"):
         R.session_steps("2019-02-02", "2019-02-03")
 
