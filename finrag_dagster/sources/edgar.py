@@ -44,6 +44,8 @@ R_FORM = "form not used"
 R_NO_TICKER = "ticker not in universe"
 R_NO_TIME = "no acceptance time"
 R_OUT_OF_CALENDAR = "public time outside the trading calendar"
+R_UNEQUAL_ARRAYS = "submissions JSON arrays of unequal length"
+R_CORRUPT = "unreadable filing file"
 DEFAULT_FYE = "1231"
 FYE_SLACK_DAYS = 14  # 52/53-week fiscal years end up to a week either side of the nominal day
 
@@ -460,6 +462,7 @@ class FilingRecord:
     items: str = ""
     fye: str | None = None
     text: str = ""
+    problem: str | None = None  # the whole source record is unusable (quarantined with this reason)
 
 
 def _norm_accession(a: object) -> str | None:
@@ -524,31 +527,68 @@ def read_submissions_json(path: Path, file_index: int) -> list[FilingRecord]:
     tickers = doc.get("tickers") or []
     fye = doc.get("fiscalYearEnd")
     n = len(block["accessionNumber"])
+    lengths = {k: len(v) for k, v in block.items() if isinstance(v, list)}
+    short = {k: m for k, m in lengths.items() if m != n}
+    if short:
+        # parallel arrays that do not line up cannot be zipped: a time would go to another filing
+        why = f"{R_UNEQUAL_ARRAYS} (accessionNumber {n}, " + ", ".join(f"{k} {m}" for k, m in sorted(short.items())) + ")"
+        return [
+            FilingRecord(accession=_norm_accession(acc), source="submissions_json", source_file=path.name,
+                         source_row=i, file_index=file_index, cik=cik_i, problem=why)
+            for i, acc in enumerate(block["accessionNumber"])
+        ]
+    names = _former_names(doc)
 
     def arr(key: str) -> list:
-        v = block.get(key) or []
-        return list(v) + [None] * (n - len(v))
+        v = block.get(key)
+        return list(v) if isinstance(v, list) else [None] * n
 
     out = []
     for i, (acc, form, acc_t, filed, rep, items) in enumerate(
         zip(arr("accessionNumber"), arr("form"), arr("acceptanceDateTime"), arr("filingDate"),
-            arr("reportDate"), arr("items"))
+            arr("reportDate"), arr("items"), strict=True)
     ):
+        accepted = _utc_ns(acc_t)
         out.append(
             FilingRecord(
                 accession=_norm_accession(acc), source="submissions_json", source_file=path.name, source_row=i,
                 file_index=file_index, form_type=(form or "").strip() or None, cik=cik_i,
-                company=doc.get("name"), ticker=(tickers[0] if tickers else None), accepted_ns=_utc_ns(acc_t),
-                filed_date=_date(filed), report_date=_date(rep), items=(items or "").strip(),
+                company=_name_at(names, doc.get("name"), accepted), ticker=(tickers[0] if tickers else None),
+                accepted_ns=accepted, filed_date=_date(filed), report_date=_date(rep), items=(items or "").strip(),
                 fye=fye if isinstance(fye, str) and re.fullmatch(r"\d{4}", fye) else None,
             )
         )
     return out
 
 
+def _former_names(doc: dict) -> list[tuple[int, int, str]]:
+    """(from ns, to ns, name) of a submissions JSON's ``formerNames`` (the end of ``to``'s day)."""
+    out = []
+    for f in doc.get("formerNames") or []:
+        if not isinstance(f, dict) or not f.get("name"):
+            continue
+        lo, hi = _utc_ns(f.get("from")), _utc_ns(f.get("to"))
+        if lo is None or hi is None:
+            continue
+        out.append((lo, hi + 86_400 * 10**9 - 1, str(f["name"]).strip()))
+    return sorted(out)
+
+
+def _name_at(former: list[tuple[int, int, str]], current: str | None, t_ns: int | None) -> str | None:
+    """The company's name when it filed: a former name whose dates cover ``t_ns``, else today's."""
+    if t_ns is not None:
+        hits = [name for lo, hi, name in former if lo <= t_ns <= hi]
+        if hits:
+            return hits[-1]
+    return current
+
+
 def read_full_submission(path: Path, file_index: int, with_text: bool) -> list[FilingRecord]:
     """One record from a ``full-submission.txt`` (header always; body text when ``with_text``)."""
-    raw = path.read_text(encoding="utf-8", errors="replace")
+    data = path.read_bytes()
+    if b"\x00" in data[:65536]:
+        raise SourceError(f"{path}: a binary or corrupt file (NUL bytes), not an EDGAR SGML submission")
+    raw = data.decode("utf-8", errors="replace")
     if "<SEC-HEADER>" not in raw[:5000] and "ACCESSION NUMBER:" not in raw[:5000]:
         raise SourceError(f"{path}: not an EDGAR SGML submission (no <SEC-HEADER>)")
     h = parse_submission_header(raw)
@@ -636,7 +676,12 @@ def _read_records(index_paths, text_paths) -> list[FilingRecord]:
         elif name.endswith(".parquet"):
             records += read_filings_parquet(f, i)
         elif name.endswith(".txt"):
-            records += read_full_submission(f, i, with_text=f in txt_files)
+            try:
+                records += read_full_submission(f, i, with_text=f in txt_files)
+            except (SourceError, OSError) as exc:  # one bad filing is quarantined; the others load
+                acc = _norm_accession(f.parent.name)
+                records.append(FilingRecord(accession=acc, source="sgml_header", source_file=f"{f.parent.name}/{f.name}",
+                                            source_row=0, file_index=i, problem=f"{R_CORRUPT}: {str(exc).split(': ', 1)[-1]}"))
         else:
             raise SourceError(f"{f.name}: unknown filings file format (expected .json, .parquet or full-submission .txt)")
     return records
@@ -696,7 +741,10 @@ def load_filings(index_paths, text_paths, universe: pl.DataFrame) -> LoadResult:
     q_rows: list[dict] = []
     groups: dict[str, list[FilingRecord]] = {}
     for r in records:
-        if r.accession is None:
+        if r.problem is not None:
+            q_rows.append({"source_file": r.source_file, "source_row": r.source_row, "reason": r.problem,
+                           "raw": {"accession": r.accession, "cik": r.cik, "source": r.source}})
+        elif r.accession is None:
             q_rows.append({"source_file": r.source_file, "source_row": r.source_row, "reason": R_NO_ACCESSION,
                            "raw": {"form_type": r.form_type, "cik": r.cik, "source": r.source}})
         else:
@@ -735,7 +783,8 @@ def load_filings(index_paths, text_paths, universe: pl.DataFrame) -> LoadResult:
                 "accession": acc,
                 "cik": cik,
                 "ticker": ticker,
-                "company": _first(r.company for r in g) or ticker,
+                # the name at filing time: the SGML header's conformed name, else the JSON's as of then
+                "company": _first(r.company for r in sorted(g, key=lambda r: r.source != "sgml_header")) or ticker,
                 "form_type": form,
                 "public_ns": public,
                 "acceptance_source": "|".join(sorted({s for _, s in times})),
