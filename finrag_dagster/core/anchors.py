@@ -41,6 +41,15 @@ def session_bucket(public_ns: np.ndarray, precision: list[str], cal: TradingCale
     return out
 
 
+def members_on(membership: pl.DataFrame | None, day: dt.date) -> set[str] | None:
+    """Tickers in the universe on ``day`` from the membership intervals (None when no membership
+    is configured: every ticker, today's list)."""
+    if membership is None:
+        return None
+    m = membership.filter((pl.col("start") <= day) & (pl.col("end").is_null() | (pl.col("end") >= day)))
+    return set(m["ticker"].to_list())
+
+
 def build_anchors(
     news: pl.DataFrame,
     evidence_clusters: pl.DataFrame,
@@ -48,11 +57,14 @@ def build_anchors(
     cal: TradingCalendar,
     benchmark: set[str],
     sectors: dict[str, str],
+    members: set[str] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Anchors of decision day ``day`` and the rows dropped as duplicates (with the reason).
 
     ``news``: news_raw rows of the day. ``evidence_clusters``: passage_id, ticker, dup_cluster for
     the day's passages and the dedup look-back (to know which ticker rooted a cluster).
+    ``members``: the tickers in the universe on ``day`` (None: all); news of other tickers is no
+    anchor (dropped with the reason), so a delisted or later-added name is traded only while listed.
     """
     news = news.filter(~pl.col("ticker").is_in(sorted(benchmark))).sort(["public_time", "news_id"])
     root_ticker = dict(zip(evidence_clusters["passage_id"], evidence_clusters["ticker"]))
@@ -67,7 +79,9 @@ def build_anchors(
         tk = r["ticker"]
         tkey = title_key(r["title"])
         reason = None
-        if cl != pid and root_ticker.get(cl) == tk:
+        if members is not None and tk not in members:
+            reason = "not a universe member on its decision day"
+        elif cl != pid and root_ticker.get(cl) == tk:
             reason = f"near-duplicate of {cl}"
         elif (tk, r["url"]) in seen_url:
             reason = "same URL as an earlier anchor"

@@ -50,6 +50,19 @@ UNIVERSE = TableSpec(
     "Tickers with sector and CIK; the market proxy (QQQ) flagged is_benchmark.",
 )
 
+MEMBERSHIP = TableSpec(
+    "membership",
+    _s(
+        ("ticker", pa.string(), False),
+        ("start", pa.date32(), False),
+        ("end", pa.date32(), True),  # null: still a member
+    ),
+    (),
+    ("ticker", "start"),
+    "Universe membership intervals (inclusive), when a membership file is configured: anchors of a "
+    "ticker exist only on decision days inside one of its intervals (no survivorship bias).",
+)
+
 NEWS_RAW = TableSpec(
     "news_raw",
     _s(
@@ -226,7 +239,7 @@ EXPERIENCE_TREE = TableSpec(
 )
 
 TABLES: dict[str, TableSpec] = {
-    t.name: t for t in [UNIVERSE, NEWS_RAW, PRICES, FILINGS_RAW, EVIDENCE, ANCHORS, CONTEXT_CARDS, QUARANTINE, EXPERIENCE_TREE]
+    t.name: t for t in [UNIVERSE, MEMBERSHIP, NEWS_RAW, PRICES, FILINGS_RAW, EVIDENCE, ANCHORS, CONTEXT_CARDS, QUARANTINE, EXPERIENCE_TREE]
 }
 
 

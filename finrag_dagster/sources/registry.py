@@ -77,6 +77,15 @@ def load_universe_frame(settings: Settings) -> pl.DataFrame:
     return load_universe(sp.universe, market_ticker=sp.market_ticker)
 
 
+def load_membership_frame(settings: Settings, universe: pl.DataFrame) -> pl.DataFrame | None:
+    """The configured membership intervals (``sources.membership``), or None (today's list)."""
+    from .universe import load_membership
+
+    if not settings.sources.membership:
+        return None
+    return load_membership(settings.sources.membership, set(universe["ticker"].to_list()))
+
+
 def load_table(settings: Settings, table: str, universe: pl.DataFrame) -> LoadResult:
     """Read every configured file of one raw table (news_raw, prices or filings_raw)."""
     sp = source_paths(settings)

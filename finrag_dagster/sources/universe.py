@@ -10,12 +10,13 @@ market proxy (QQQ by default) flagged ``is_benchmark`` and added when the file l
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from pathlib import Path
 
 import polars as pl
 
-from ..core.schemas import UNIVERSE
+from ..core.schemas import MEMBERSHIP, UNIVERSE
 from .base import SourceError, expand_paths
 
 UNKNOWN_SECTOR = "Unknown"
@@ -154,3 +155,47 @@ def load_universe(path: str | Path, market_ticker: str = "QQQ") -> pl.DataFrame:
         )
     schema = pl.from_arrow(UNIVERSE.schema.empty_table()).schema
     return pl.DataFrame(rows, schema=schema).sort("ticker")
+
+
+def load_membership(path: str | Path, tickers: set[str]) -> pl.DataFrame:
+    """A membership CSV (``ticker,start,end``; dates YYYY-MM-DD, ``end`` empty while a member;
+    several rows per ticker for re-entries) into the MEMBERSHIP schema.
+
+    Raises
+    ------
+    SourceError
+        Missing columns, an unparseable date, ``start`` after ``end``, overlapping intervals of
+        one ticker, or a ticker not in the universe — naming the file and data row.
+    """
+    files = expand_paths([path], dir_patterns=("*.csv",))
+    if len(files) != 1:
+        raise SourceError(f"membership: expected one file, {path!s} matches {len(files)}")
+    f = files[0]
+    raw = pl.read_csv(f, infer_schema=False)
+    cols = {c.strip().lower(): c for c in raw.columns}
+    missing = [c for c in ("ticker", "start", "end") if c not in cols]
+    if missing:
+        raise SourceError(f"membership: {f.name} lacks column(s) {missing} (needs ticker,start,end)")
+    rows = []
+    for i, (t, a, b) in enumerate(zip(raw[cols["ticker"]], raw[cols["start"]], raw[cols["end"]], strict=True)):
+        ticker = _text(t).upper()
+        where = f"membership: {f.name} data row {i}"
+        if ticker not in tickers:
+            raise SourceError(f"{where}: ticker {ticker or '(empty)'} is not in the universe")
+        try:
+            start = dt.date.fromisoformat(_text(a))
+            end = dt.date.fromisoformat(_text(b)) if _text(b) else None
+        except ValueError:
+            raise SourceError(f"{where}: dates must be YYYY-MM-DD (got start={_text(a)!r}, end={_text(b)!r})") from None
+        if end is not None and end < start:
+            raise SourceError(f"{where}: start {start} is after end {end}")
+        rows.append({"ticker": ticker, "start": start, "end": end})
+    df = pl.DataFrame(rows, schema=pl.from_arrow(MEMBERSHIP.schema.empty_table()).schema).sort("ticker", "start")
+    prev = df.with_columns(pl.col("end").shift(1).over("ticker").alias("prev_end"),
+                           pl.col("end").is_null().shift(1).over("ticker").alias("prev_open"))
+    bad = prev.filter(pl.col("prev_open").fill_null(False) | (pl.col("start") <= pl.col("prev_end")))
+    if bad.height:
+        r = bad.row(0, named=True)
+        raise SourceError(f"membership: {f.name}: intervals of {r['ticker']} overlap (one starts {r['start']})")
+    return df
+

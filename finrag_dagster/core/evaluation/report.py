@@ -28,6 +28,7 @@ th{background:#f3f3f3} img{max-width:100%} .note{color:#555;font-size:.88rem}
 </style></head><body>
 <h1>finrag report</h1>
 <p class="sub">lake <code>{{ lake }}</code> · generated from the lake's tables · splits {{ splits }}</p>
+{% for n in notes %}<p class="note">{{ n }}</p>{% endfor %}
 {% for t in tables %}
 <h2>{{ t.title }}</h2>
 {% if t.note %}<p class="note">{{ t.note }}</p>{% endif %}
@@ -151,16 +152,27 @@ def citation_figure(valid: pl.DataFrame) -> str | None:
     return _png(fig)
 
 
-def render(lake: Lake, out: Path, splits: dict, tables: list[dict], figures: list[dict]) -> Path:
+def render(lake: Lake, out: Path, splits: dict, tables: list[dict], figures: list[dict], notes: list[str] = ()) -> Path:
     env = Environment(autoescape=select_autoescape(["html"]))
     html = env.from_string(TEMPLATE).render(
-        lake=str(lake.root), splits=", ".join(f"{k} {a}..{b}" for k, (a, b) in splits.items()), tables=tables, figures=[f for f in figures if f.get("png")]
+        lake=str(lake.root), splits=", ".join(f"{k} {a}..{b}" for k, (a, b) in splits.items()), tables=tables,
+        figures=[f for f in figures if f.get("png")], notes=list(notes),
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".tmp")
     tmp.write_text(html)
     tmp.replace(out)
     return out
+
+
+def universe_note(membership: str) -> str:
+    """What the report says about survivorship."""
+    if membership:
+        return (f"Universe: point in time from the membership file {membership}; a ticker has anchors only on "
+                "decision days when it was a member.")
+    return ("Universe: today's ticker list applied to every past day (survivorship bias: companies delisted, "
+            "merged or dropped before today are missing). Configure sources.membership (ticker,start,end) "
+            "for a point-in-time universe.")
 
 
 def valid_citation_by_month(lake: Lake, variants: list[str]) -> pl.DataFrame:

@@ -270,4 +270,6 @@ def write_report(s: Settings, lake: Lake):
         {"title": "Valid-citation rate per month", "png": R.citation_figure(R.valid_citation_by_month(lake, sorted({p.parent.parent.name.split('=', 1)[1] for p in lake.partition_files('reader_outputs')})))},
     ]
     st = s.splits
-    return R.render(lake, report_path(s), {"train": st.train, "validation": st.validation, "test": st.test}, tables, figures)
+    notes = [R.universe_note(s.sources.membership) if s.sources.kind == "files"
+             else "Universe: the embedded world's companies, each listed over the whole calendar."]
+    return R.render(lake, report_path(s), {"train": st.train, "validation": st.validation, "test": st.test}, tables, figures, notes)

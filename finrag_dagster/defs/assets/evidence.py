@@ -7,7 +7,7 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
-from ...core.anchors import build_anchors
+from ...core.anchors import build_anchors, members_on
 from ...core.progress import track
 from ...core.calendar import TradingCalendar
 from ...core.context_card import build_cards, empty_cards
@@ -154,10 +154,12 @@ def build_anchors_asset(partitions_def) -> dg.AssetsDefinition:
         window = lookback_days(cal, days[0], s.evidence.dup_lookback_sessions, s.calendar.start) + days
         clusters = lake.read("evidence", dates=window, columns=["passage_id", "ticker", "dup_cluster"])
         news = lake.read("news_raw", dates=days)
+        membership = lake.read("membership") if s.sources.membership else None
         counts, n_dropped, types = {}, 0, {}
         parts = []
         for d in days:
-            a, dropped = build_anchors(_split(news, d), clusters, dt.date.fromisoformat(d), cal, bench, sectors)
+            day = dt.date.fromisoformat(d)
+            a, dropped = build_anchors(_split(news, d), clusters, day, cal, bench, sectors, members_on(membership, day))
             _, counts[d] = lake.write("anchors", a, date=d)
             n_dropped += dropped.height
             for t, n in a.group_by("event_type").len().rows():

@@ -10,7 +10,7 @@ import datetime as dt
 import dagster as dg
 import polars as pl
 
-from ...core.anchors import build_anchors
+from ...core.anchors import build_anchors, members_on
 from ...core.calendar import TradingCalendar
 from ...core.embeddings import embed
 from ...core.lake import Lake
@@ -56,7 +56,12 @@ def historical_anchors(s: Settings, lake: Lake, cal: TradingCalendar, days: list
     bench = set(uni.filter(pl.col("is_benchmark"))["ticker"].to_list())
     clusters = lake.read("evidence", dates=window, columns=["passage_id", "ticker", "dup_cluster"])
     news = lake.read("news_raw", dates=days)
-    parts = [build_anchors(_split(news, d), clusters, dt.date.fromisoformat(d), cal, bench, sectors)[0] for d in days]
+    membership = lake.read("membership") if s.sources.membership else None
+    parts = [
+        build_anchors(_split(news, d), clusters, dt.date.fromisoformat(d), cal, bench, sectors,
+                      members_on(membership, dt.date.fromisoformat(d)))[0]
+        for d in days
+    ]
     return pl.concat(parts) if parts else pl.DataFrame()
 
 

@@ -9,7 +9,7 @@ import polars as pl
 
 from ...core.schemas import TABLES
 from ...sources.base import LoadResult
-from ...sources.registry import load_table, load_universe_frame
+from ...sources.registry import load_membership_frame, load_table, load_universe_frame
 from ..context import days_of
 from ..reporting import check_schema, partition_meta
 from ..resources import FinragResource
@@ -72,16 +72,26 @@ def build_universe_asset(deps) -> dg.AssetsDefinition:
         group_name="sources",
         kinds={"parquet"},
         deps=deps,
-        description="Tickers with company names, aliases, GICS sector and CIK; the market proxy flagged.",
+        description=(
+            "Tickers with company names, aliases, GICS sector and CIK; the market proxy flagged. Without "
+            "sources.membership this is today's list (survivorship bias: names delisted before today are "
+            "missing); with it, the membership table says when each ticker was in the universe."
+        ),
     )
     def universe(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
         lake = finrag.lake()
-        df = load_universe_frame(finrag.settings())
+        s = finrag.settings()
+        df = load_universe_frame(s)
         _, n = lake.write("universe", df)
+        mem = load_membership_frame(s, df)
+        if mem is not None:
+            lake.write("membership", mem)
         return dg.MaterializeResult(
             metadata={
                 "rows": n,
                 "sectors": dg.MetadataValue.json(df.group_by("sector").len().sort("sector").rows()),
+                "membership": (f"{mem.height} intervals from {s.sources.membership}" if mem is not None
+                               else "none: today's list, survivorship bias (set sources.membership)"),
                 "preview": dg.MetadataValue.md(_md(df)),
             }
         )
