@@ -33,7 +33,7 @@ from .memory.source_memory import MemoryParams, SourceMemory, rerank, shuffled_e
 from .reader.backends import Backend
 from .reader.cache import PromptCache
 from .reader.prompt import EvidenceItem
-from .reader.run import DayStats, read_day
+from .reader.run import DayStats, ReaderIncomplete, read_day
 from .schemas import TableSpec, register
 from .settings import HORIZONS
 
@@ -255,11 +255,15 @@ def step(
         if tree is None:
             raise ValueError(f"{v.name}: no prior experience tree on {d}; materialise experience_tree first")
     cache = env.cache_of(d)
-    if v.toe:
-        ids, f_texts, skels, vecs = env.toe.states(d)
-        selections, principles = choose_principles(tree, ids, f_texts, skels, vecs, env.toe.expansion_cap, env.toe.judge, env.toe.embed_fn, cache)
-    outputs, stats = read_day(d, data.anchors, contexts, env.evidence, data.cards, env.companies, env.backend, cache, env.decoding, principles)
-    cache.flush()
+    try:
+        if v.toe:
+            ids, f_texts, skels, vecs = env.toe.states(d)
+            selections, principles = choose_principles(tree, ids, f_texts, skels, vecs, env.toe.expansion_cap, env.toe.judge, env.toe.embed_fn, cache)
+        outputs, stats = read_day(d, data.anchors, contexts, env.evidence, data.cards, env.companies, env.backend, cache, env.decoding, principles)
+    finally:
+        cache.flush()  # only successful answers are in it: keep them even when the day fails
+    if stats.failed_anchors:
+        raise ReaderIncomplete(d, stats)  # never a half day: a re-run sends only the missing prompts
     recent[d] = Past(outputs, contexts, keys, selections)
     for old in [k for k in recent if k < env.cal.offset(d, -7).isoformat()]:
         del recent[old]

@@ -130,6 +130,8 @@ class ReaderSettings(_M):
     concurrency: int = 8
     timeout_s: float = 120.0
     retries: int = 4
+    backoff_base_s: float = 0.5  # jittered exponential backoff between retries (openai)
+    backoff_max_s: float = 30.0  # also caps a server's Retry-After
     max_tokens: int = 400
     n_ctx: int = 4096
     tensor_parallel_size: int = 1

