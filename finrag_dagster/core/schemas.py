@@ -215,6 +215,22 @@ QUARANTINE = TableSpec(
     "Rejected input rows with the reason; rows in = accepted + quarantined for every source.",
 )
 
+SOURCE_FLAGS = TableSpec(
+    "source_flags",
+    _s(
+        ("source_file", pa.string(), False),
+        ("source_row", pa.int64(), False),
+        ("ticker", pa.string(), True),
+        ("date", pa.date32(), True),  # the row's decision day or bar date
+        ("flag", pa.string(), False),
+        ("detail", pa.string(), False),
+    ),
+    ("source_table",),
+    ("source_file", "source_row", "flag"),
+    "Accepted input rows that deserve a look (a repaired encoding, an unexplained price move, a "
+    "missing session), with what was seen; a flag never drops a row.",
+)
+
 EXPERIENCE_TREE = TableSpec(
     "experience_tree",
     _s(
@@ -239,7 +255,7 @@ EXPERIENCE_TREE = TableSpec(
 )
 
 TABLES: dict[str, TableSpec] = {
-    t.name: t for t in [UNIVERSE, MEMBERSHIP, NEWS_RAW, PRICES, FILINGS_RAW, EVIDENCE, ANCHORS, CONTEXT_CARDS, QUARANTINE, EXPERIENCE_TREE]
+    t.name: t for t in [UNIVERSE, MEMBERSHIP, NEWS_RAW, PRICES, FILINGS_RAW, EVIDENCE, ANCHORS, CONTEXT_CARDS, QUARANTINE, SOURCE_FLAGS, EXPERIENCE_TREE]
 }
 
 

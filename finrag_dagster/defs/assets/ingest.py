@@ -8,7 +8,7 @@ import dagster as dg
 import polars as pl
 
 from ...core.schemas import TABLES
-from ...sources.base import LoadResult
+from ...sources.base import FLAG_COLUMNS, LoadResult
 from ...sources.registry import load_membership_frame, load_table, load_universe_frame
 from ..context import days_of
 from ..reporting import check_schema, partition_meta
@@ -131,6 +131,7 @@ def build_raw_asset(table: str, partitions_def, description: str) -> dg.AssetsDe
         universe = lake.read("universe")
         res = load_table(finrag.settings(), table, universe)
         nq = write_quarantine(lake, res)
+        _, nflags = lake.write("source_flags", res.flags.select(list(FLAG_COLUMNS)), source_table=table)
         lo, hi = days[0], days[-1]
         acc = res.accepted
         in_range = acc.filter((pl.col("date") >= pl.lit(lo).str.to_date()) & (pl.col("date") <= pl.lit(hi).str.to_date()))
@@ -149,6 +150,8 @@ def build_raw_asset(table: str, partitions_def, description: str) -> dg.AssetsDe
                 "source_rows_quarantined": nq,
                 "accepted_outside_these_partitions": acc.height - in_range.height,
                 "quarantine_reasons": dg.MetadataValue.json([[r, n] for r, n in reasons]),
+                "source_rows_flagged": nflags,
+                "flags": dg.MetadataValue.json(res.flags.group_by("flag").len().sort("flag").rows()),
                 "quarantine_path": dg.MetadataValue.path(str(lake.path("quarantine", source_table=table))),
             }
         )

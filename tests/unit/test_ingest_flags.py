@@ -1,0 +1,45 @@
+"""Through the Dagster assets: flagged rows land in `source_flags`, the membership file in
+`membership`, and news after calendar.end in the quarantine (not silently outside every partition)."""
+
+import datetime as dt
+
+import dagster as dg
+import polars as pl
+
+from finrag_dagster.core.lake import Lake
+from finrag_dagster.core.settings import Settings
+from finrag_dagster.pipeline import run_range
+
+HEADER = b"Date,Article_title,Stock_symbol,Url,Publisher,Author,Article,Lsa_summary,Luhn_summary,Textrank_summary,Lexrank_summary\n"
+
+
+def test_flags_membership_and_late_news_through_the_assets(tmp_path):
+    (tmp_path / "tickers.csv").write_text("ticker,Security,gics_sector\nAAA,Aaa Corp,Information Technology\nQQQ,QQQ,\n")
+    (tmp_path / "membership.csv").write_text("ticker,start,end\nAAA,2019-01-02,\n")
+    (tmp_path / "news.csv").write_bytes(
+        HEADER
+        + b"2019-01-03 00:00:00+00:00,Caf\xe9 chain deal,AAA,u1,P,,Body,,,,\n"  # latin-1 byte: repaired and flagged
+        + b"2019-01-04 00:00:00+00:00,Plain,AAA,u2,P,,Body,,,,\n"
+        + b"2019-03-01 00:00:00+00:00,After the end,AAA,u3,P,,Body,,,,\n"  # decided after calendar.end
+    )
+    (tmp_path / "prices").mkdir()
+    rows = "\n".join(f"{d},10,11,9,10,10,100" for d in ("2019-01-02", "2019-01-03", "2019-01-04", "2019-01-07"))
+    for t in ("aaa", "qqq"):
+        (tmp_path / "prices" / f"{t}.csv").write_text("Date,Open,High,Low,Close,Adj Close,Volume\n" + rows + "\n")
+    s = Settings(
+        lake_dir=tmp_path / "lake",
+        sources={"kind": "files", "universe": str(tmp_path / "tickers.csv"), "news": [str(tmp_path / "news.csv")],
+                 "prices": [str(tmp_path / "prices" / "*.csv")], "membership": str(tmp_path / "membership.csv")},
+        calendar={"start": dt.date(2019, 1, 2), "end": dt.date(2019, 1, 31), "decision_start": dt.date(2019, 1, 2)},
+    )
+    with dg.instance_for_test() as inst:
+        run_range(s, end=dt.date(2019, 1, 31), instance=inst, only=["universe", "news_raw"])
+    lake = Lake(tmp_path / "lake")
+    flags = lake.read("source_flags", source_table="news_raw")
+    assert flags.select("source_row", "ticker", "flag").rows() == [(0, "AAA", "non-UTF-8 bytes replaced by U+FFFD")]
+    assert flags["date"].to_list() == [dt.date(2019, 1, 4)]
+    q = lake.read("quarantine", source_table="news_raw")
+    assert q["reason"].to_list() == ["decision day after the calendar's end (calendar.end)"]
+    news = lake.read("news_raw")
+    assert sorted(news["url"]) == ["u1", "u2"] and news.filter(pl.col("url") == "u1")["title"][0] == "Caf\ufffd chain deal"
+    assert lake.read("membership").rows() == [("AAA", dt.date(2019, 1, 2), None)]
