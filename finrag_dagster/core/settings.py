@@ -59,6 +59,10 @@ class SourceSettings(_M):
     news_trusted_files: list[str] = Field(default_factory=list)  # shell patterns on file names
     # An optional survivorship-free universe: ticker,start,end (membership dates, inclusive).
     membership: str = ""
+    # Price checks: a daily adj_close move beyond this fraction is flagged (kept); open/close may
+    # lie this relative fraction outside [low, high] before the bar is quarantined.
+    price_max_abs_move: float = 0.5
+    price_ohlc_tolerance: float = 1e-3
 
 
 class CalendarSettings(_M):

@@ -151,7 +151,7 @@ def read_news_file(path: Path) -> pl.DataFrame:
         if name.endswith(".csv"):
             problem = csv_problem(path)
             if problem:
-                raise SourceError(f"{path.name}: not a well-formed CSV at {problem}")
+                raise SourceError(f"{path.name}: not a well-formed CSV: the record starting at {problem}")
             try:
                 path.read_bytes().decode("utf-8")
             except UnicodeDecodeError:

@@ -16,20 +16,43 @@ Formats read
 One source per ticker (PROVENANCE: adjusted closes from different downloads do not mix): the first
 source, in sorted path order (and sorted ``source_path`` order within a file), that holds a ticker
 supplies all of its rows; that ticker's rows in any later source are quarantined.
+
+Inputs that lie
+---------------
+Nothing is repaired silently. A file that cannot be parsed (an unterminated quote, a ragged row, a
+corrupt parquet) is a :class:`SourceError` naming the file (and the line, for CSV). A row is
+quarantined when a price cell is not a number, when ``adj_close`` is missing or non-positive, when
+``close`` is non-positive, or NaN in a source that otherwise gives closes (a source with no closes at
+all, such as an auto-adjusted yfinance download stored with ``close`` null, is read as "close not
+provided"), when ``high < low``, or when ``open``/``close`` lies outside ``[low, high]`` by more than
+``ohlc_tolerance``. Kept rows that look suspect are reported in ``LoadResult.flags``:
+``large_move`` (a daily ``adj_close`` move beyond ``max_abs_move``; adjusted closes already net out
+splits and dividends, so neither explains it) and ``missing_session`` (an XNYS session with no bar
+between a ticker's first and last bar; the detail lists the labels that come out ``missing_price``).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import math
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from ..core.calendar import nyse
+from ..core.calendar import TradingCalendar, nyse
 from ..core.schemas import PRICES
-from .base import LoadResult, SourceError, empty_quarantine, expand_paths, quarantine_rows
+from ..core.settings import HORIZON_NAMES, HORIZONS
+from .base import (
+    FLAG_COLUMNS,
+    LoadResult,
+    SourceError,
+    empty_flags,
+    empty_quarantine,
+    expand_paths,
+    quarantine_rows,
+)
 
 FIELDS = ("open", "high", "low", "close", "adj_close", "volume")
 R_BAD_DATE = "unparseable or missing date"
@@ -38,20 +61,34 @@ R_NOT_UNIVERSE = "ticker not in universe"
 R_NOT_SESSION = "date is not an XNYS session"
 R_OUT_OF_CALENDAR = "date outside the trading calendar range"
 R_BAD_ADJ = "missing, NaN or non-positive adj_close"
+R_BAD_NUMBER = "unparseable number in a price field"  # followed by ": field='text'"
+R_BAD_CLOSE = "non-positive or NaN close with a valid adj_close"
+R_HIGH_LOW = "high below low"
+R_OUTSIDE_RANGE = "open or close outside [low, high]"
 R_DUPLICATE = "duplicate (ticker, date)"
+F_LARGE_MOVE = "large_move"
+F_MISSING_SESSION = "missing_session"
+# cells that mean "no value" rather than a number that failed to parse
+_MISSING_TOKENS = {"", "null", "none", "na", "n/a", "nan"}
 
 
-def _num(values: list) -> list[float | None]:
+def _num(values: list) -> tuple[list[float | None], list[str | None]]:
+    """Numbers, and for each cell the text when it is neither a number nor a missing-value token."""
     out: list[float | None] = []
+    bad: list[str | None] = []
     for v in values:
         if v is None:
             out.append(None)
+            bad.append(None)
             continue
+        text = str(v).strip()
         try:
-            out.append(float(str(v).replace(",", "").strip()))
+            out.append(float(text.replace(",", "")))
+            bad.append(None)
         except ValueError:
             out.append(None)
-    return out
+            bad.append(None if text.lower() in _MISSING_TOKENS else text)
+    return out, bad
 
 
 def _is_number(s: str) -> bool:
@@ -64,11 +101,16 @@ def _is_number(s: str) -> bool:
 
 def _frame(path: Path, source: str, ticker: list[str], date: list, cols: dict[str, list]) -> pl.DataFrame:
     n = len(date)
+    parsed = {f: _num(cols.get(f, [None] * n)) for f in FIELDS}
+    bad_number = [
+        "; ".join(f"{f}={parsed[f][1][i]!r}" for f in FIELDS if parsed[f][1][i] is not None) or None for i in range(n)
+    ]
     return pl.DataFrame(
         {
             "ticker": pl.Series(ticker, dtype=pl.Utf8),
             "date_raw": pl.Series([None if d is None else str(d) for d in date], dtype=pl.Utf8),
-            **{f: pl.Series(_num(cols.get(f, [None] * n)), dtype=pl.Float64) for f in FIELDS},
+            **{f: pl.Series(parsed[f][0], dtype=pl.Float64) for f in FIELDS},
+            "bad_number": pl.Series(bad_number, dtype=pl.Utf8),
             "source_file": pl.Series([path.name] * n, dtype=pl.Utf8),
             "source": pl.Series([source] * n, dtype=pl.Utf8),
             "source_row": pl.Series(range(n), dtype=pl.Int64),
@@ -76,10 +118,38 @@ def _frame(path: Path, source: str, ticker: list[str], date: list, cols: dict[st
     )
 
 
+def _csv_records(path: Path, text: str) -> list[list[str]]:
+    """CSV records of a price file. A record that cannot be parsed (an unterminated quote, text after
+    a closing quote) or whose field count differs from the header's is a SourceError naming the file
+    and the line where the record starts. A blank line stays a record (an empty row, which the loader
+    quarantines for its missing date), so rows stay one-to-one with the file's records."""
+    reader = csv.reader(io.StringIO(text), strict=True)
+    rows: list[list[str]] = []
+    width = None
+    line = 1
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as e:
+            hint = " (an unterminated quote?)" if "unexpected end of data" in str(e) else ""
+            raise SourceError(f"{path}: line {line}: cannot parse CSV record: {e}{hint}") from None
+        if row and width is None:
+            width = len(row)
+        elif row and len(row) != width:
+            raise SourceError(f"{path}: line {line}: ragged row: {len(row)} fields where the header has {width}")
+        rows.append(row)
+        line = reader.line_num + 1
+    return rows
+
+
 def read_price_csv(path: Path) -> pl.DataFrame:
-    """An FNSPID or yfinance price CSV as normalised rows (see module docstring)."""
+    """An FNSPID or yfinance price CSV as normalised rows (see module docstring).
+
+    Raises SourceError (file and line) for a record that cannot be parsed or a ragged row."""
     text = path.read_text(encoding="utf-8-sig", errors="replace")
-    rows = list(csv.reader(io.StringIO(text)))
+    rows = _csv_records(path, text)
     if not rows:
         raise SourceError(f"{path.name}: empty price file")
     head = [h.strip() for h in rows[0]]
@@ -118,7 +188,10 @@ def read_price_csv(path: Path) -> pl.DataFrame:
 
 def read_price_parquet(path: Path) -> pl.DataFrame:
     """A prices parquet (ticker, date, open, high, low, close, adj_close, volume[, source_path])."""
-    df = pl.read_parquet(path)
+    try:
+        df = pl.read_parquet(path)
+    except (pl.exceptions.PolarsError, OSError) as e:  # corrupt or truncated file
+        raise SourceError(f"{path}: cannot read parquet: {e}") from None
     lower = {c.lower(): c for c in df.columns}
     missing = [c for c in ("ticker", "date", "adj_close") if c not in lower]
     if missing:
@@ -130,17 +203,21 @@ def read_price_parquet(path: Path) -> pl.DataFrame:
     source = (
         (pl.lit(path.name + ":") + df[sub].cast(pl.Utf8).fill_null("")) if sub else pl.lit(path.name)
     )
-    out = df.select(
-        pl.col(lower["ticker"]).cast(pl.Utf8).fill_null("").str.strip_chars().str.to_uppercase().alias("ticker"),
-        date.alias("date_raw"),
-        *[
-            (pl.col(lower[f]).cast(pl.Float64) if f in lower else pl.lit(None, dtype=pl.Float64)).alias(f)
-            for f in FIELDS
-        ],
-        pl.lit(path.name).alias("source_file"),
-        source.alias("source"),
-        pl.int_range(0, pl.len(), dtype=pl.Int64).alias("source_row"),
-    )
+    try:
+        out = df.select(
+            pl.col(lower["ticker"]).cast(pl.Utf8).fill_null("").str.strip_chars().str.to_uppercase().alias("ticker"),
+            date.alias("date_raw"),
+            *[
+                (pl.col(lower[f]).cast(pl.Float64) if f in lower else pl.lit(None, dtype=pl.Float64)).alias(f)
+                for f in FIELDS
+            ],
+            pl.lit(None, dtype=pl.Utf8).alias("bad_number"),
+            pl.lit(path.name).alias("source_file"),
+            source.alias("source"),
+            pl.int_range(0, pl.len(), dtype=pl.Int64).alias("source_row"),
+        )
+    except pl.exceptions.PolarsError as e:  # e.g. a text price column holding a non-number
+        raise SourceError(f"{path}: price columns are not numeric: {e}") from None
     return out
 
 
@@ -157,8 +234,10 @@ def _empty_prices() -> pl.DataFrame:
     return pl.from_arrow(PRICES.schema.empty_table()).with_columns(pl.lit(None, dtype=pl.Date).alias("date"))
 
 
-def load_prices(paths, universe_tickers: set[str]) -> LoadResult:
-    """Read price files into ``prices`` rows plus quarantine.
+def load_prices(
+    paths, universe_tickers: set[str], max_abs_move: float = 0.5, ohlc_tolerance: float = 1e-3
+) -> LoadResult:
+    """Read price files into ``prices`` rows plus quarantine and quality flags.
 
     Parameters
     ----------
@@ -166,6 +245,13 @@ def load_prices(paths, universe_tickers: set[str]) -> LoadResult:
         Files, globs or directories (their ``*.csv`` / ``*.parquet``), in sorted order.
     universe_tickers : set of str
         Tickers kept (the market proxy included).
+    max_abs_move : float
+        A daily ``adj_close`` move with ``|adj_close / previous adj_close - 1|`` above this is
+        flagged ``large_move`` (the row is kept). Default 0.5 (50%).
+    ohlc_tolerance : float
+        Relative slack for the bar checks (``high >= low``, ``open``/``close`` inside
+        ``[low, high]``): Yahoo bars are sometimes a cent outside their own range (QQQ 2019-07-19:
+        open 193.84, high 193.83), which is kept; anything beyond this fraction is quarantined.
 
     Returns
     -------
@@ -173,9 +259,20 @@ def load_prices(paths, universe_tickers: set[str]) -> LoadResult:
         ``accepted``: PRICES columns plus ``date`` (the bar date), sorted by (date, ticker).
         Quarantine reasons, first failing check: unparseable date, missing ticker, ticker not in
         universe, ticker already supplied by an earlier source, date outside the calendar's
-        range, not an XNYS session, bad
-        adj_close, duplicate (ticker, date) within the source.
+        range, not an XNYS session, unparseable number, bad adj_close, non-positive or NaN close
+        (NaN only where the source otherwise gives closes), high below low, open or close outside
+        [low, high], duplicate (ticker, date) within the source.
+        ``flags``: ``large_move`` and ``missing_session`` rows (see the module docstring).
+
+    Raises
+    ------
+    SourceError
+        A path matches nothing, or a file cannot be parsed (the file, and for CSV the line).
     """
+    if not max_abs_move > 0:
+        raise ValueError(f"max_abs_move must be > 0, got {max_abs_move}")
+    if not ohlc_tolerance >= 0:
+        raise ValueError(f"ohlc_tolerance must be >= 0, got {ohlc_tolerance}")
     files = expand_paths(paths, ("*.csv", "*.parquet"))
     if not files:
         return LoadResult("prices", _empty_prices(), empty_quarantine(), 0).check()
@@ -214,6 +311,17 @@ def load_prices(paths, universe_tickers: set[str]) -> LoadResult:
     )
 
     adj = pl.col("adj_close")
+    close = pl.col("close").fill_nan(None)
+    # a source with no close at all (auto-adjusted download stored with close null) does not provide
+    # one; in any other source a missing close is a hole in the row, not a format
+    has_close = close.is_not_null().any().over("_file", "source")
+    bar_close = pl.when(has_close).then(close).otherwise(adj)  # the close on the OHLC basis
+    op, hi, lo = (pl.col(c).fill_nan(None) for c in ("open", "high", "low"))
+    tol = float(ohlc_tolerance)
+    top, bottom = hi + tol * hi.abs(), lo - tol * lo.abs()
+    bad_close = ((close <= 0) | (close.is_null() & has_close)).fill_null(False)
+    high_low = (hi < bottom).fill_null(False)
+    outside = ((op > top) | (op < bottom) | (bar_close > top) | (bar_close < bottom)).fill_null(False)
     reason = (
         pl.when(pl.col("date").is_null()).then(pl.lit(R_BAD_DATE))
         .when(pl.col("ticker") == "").then(pl.lit(R_NO_TICKER))
@@ -222,7 +330,11 @@ def load_prices(paths, universe_tickers: set[str]) -> LoadResult:
         .then(pl.lit("ticker already supplied by an earlier source: ") + pl.col("owner_source"))
         .when(~pl.col("in_range")).then(pl.lit(R_OUT_OF_CALENDAR))
         .when(~pl.col("is_session")).then(pl.lit(R_NOT_SESSION))
+        .when(pl.col("bad_number").is_not_null()).then(pl.lit(R_BAD_NUMBER + ": ") + pl.col("bad_number"))
         .when(adj.is_null() | adj.is_nan() | (adj <= 0)).then(pl.lit(R_BAD_ADJ))
+        .when(bad_close).then(pl.lit(R_BAD_CLOSE))
+        .when(high_low).then(pl.lit(R_HIGH_LOW))
+        .when(outside).then(pl.lit(R_OUTSIDE_RANGE))
         .otherwise(pl.lit(None, dtype=pl.Utf8))
     )
     df = df.with_columns(reason.alias("reason"))
@@ -251,7 +363,85 @@ def load_prices(paths, universe_tickers: set[str]) -> LoadResult:
         pl.col("low").fill_nan(None),
         pl.when(pl.col("volume").is_nan()).then(None).otherwise(pl.col("volume")).round(0).cast(pl.Int64).alias("volume"),
     ).select([pl.col(c).cast(t) for c, t in schema.items()]).sort("date", "ticker")
-    return LoadResult("prices", accepted, quarantine, rows_in).check()
+    flags = pl.concat(
+        [_large_moves(good, max_abs_move), _missing_sessions(good, bad, cal)], how="vertical"
+    ).sort("ticker", "date", "flag", "source_file")
+    return LoadResult("prices", accepted, quarantine, rows_in, flags).check()
 
 
-__all__ = ["load_prices", "read_price_csv", "read_price_parquet", "read_price_file"]
+def _flag_frame(rows: list[tuple]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=FLAG_COLUMNS, orient="row") if rows else empty_flags()
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None or math.isnan(x) else f"{x:+.1%}"
+
+
+def _large_moves(good: pl.DataFrame, max_abs_move: float) -> pl.DataFrame:
+    """``large_move`` flags: |adj_close / previous accepted adj_close - 1| > max_abs_move."""
+    g = good.select("ticker", "date", "close", "adj_close", "source_file", "source_row").sort("ticker", "date")
+    g = g.with_columns(
+        pl.col("date").shift(1).over("ticker").alias("_pd"),
+        pl.col("adj_close").shift(1).over("ticker").alias("_pa"),
+        pl.col("close").fill_nan(None).shift(1).over("ticker").alias("_pc"),
+        pl.col("close").fill_nan(None).alias("_c"),
+    ).with_columns((pl.col("adj_close") / pl.col("_pa") - 1).alias("_ret"))
+    hit = g.filter(pl.col("_ret").abs() > max_abs_move)
+    rows = []
+    for r in hit.iter_rows(named=True):
+        close_move = None if r["_c"] is None or r["_pc"] is None else r["_c"] / r["_pc"] - 1
+        detail = (
+            f"adj_close {r['_pa']:.6g} on {r['_pd']} -> {r['adj_close']:.6g}: {_pct(r['_ret'])}, beyond "
+            f"+/-{max_abs_move:.0%}; close moved {_pct(close_move)}. adj_close already nets out splits and "
+            "dividends, so neither explains it: a real move, or a split/basis error in the source"
+        )
+        rows.append((r["source_file"], r["source_row"], r["ticker"], r["date"], F_LARGE_MOVE, detail))
+    return _flag_frame(rows)
+
+
+def _labels_needing(cal: TradingCalendar, k: int) -> str:
+    """Decision days (with horizons) whose label needs the close of session ``k``: D = k for every
+    horizon h, and D = k - h (whose close(D+h) is session k)."""
+    need: dict[int, list[str]] = {}
+    for h in HORIZONS:
+        for d in (k, k - h):
+            if d >= 0:
+                need.setdefault(d, []).append(HORIZON_NAMES.get(h, f"{h}D"))
+    return ", ".join(f"{cal.sessions[d].item()} ({' '.join(sorted(set(hs), key=hs.index))})" for d, hs in sorted(need.items()))
+
+
+def _missing_sessions(good: pl.DataFrame, bad: pl.DataFrame, cal: TradingCalendar) -> pl.DataFrame:
+    """``missing_session`` flags: XNYS sessions with no accepted bar between two accepted bars of a
+    ticker (the flag's source_file/source_row are those of the bar after the gap)."""
+    g = good.select("ticker", "date", "source_file", "source_row").sort("ticker", "date")
+    if g.height == 0:
+        return empty_flags()
+    k = np.searchsorted(cal.sessions, g["date"].to_numpy().astype("datetime64[D]"))
+    g = g.with_columns(pl.Series("_k", k, dtype=pl.Int64)).with_columns(
+        pl.col("_k").shift(1).over("ticker").alias("_pk"), pl.col("date").shift(1).over("ticker").alias("_pd")
+    )
+    gaps = g.filter(pl.col("_k") - pl.col("_pk") > 1)
+    if gaps.height == 0:
+        return empty_flags()
+    seen: dict[tuple, tuple] = {}  # (ticker, date) -> first quarantined row for it
+    for r in bad.filter(pl.col("ticker").is_in(gaps["ticker"].unique().to_list()) & pl.col("date").is_not_null()).select(
+        "ticker", "date", "source_file", "source_row", "reason"
+    ).iter_rows():
+        seen.setdefault((r[0], r[1]), r[2:])
+    rows = []
+    for r in gaps.iter_rows(named=True):
+        for kk in range(r["_pk"] + 1, r["_k"]):
+            day = cal.sessions[kk].item()
+            detail = f"no bar for {r['ticker']} on this XNYS session (bars on {r['_pd']} and {r['date']})"
+            if (r["ticker"], day) in seen:
+                f, row, why = seen[(r["ticker"], day)]
+                detail += f"; {f} row {row} for this date was quarantined: {why}"
+            detail += (
+                f"; labels needing this close are missing_price: {r['ticker']} on decision days "
+                f"{_labels_needing(cal, kk)} (every ticker's, if {r['ticker']} is the market proxy)"
+            )
+            rows.append((r["source_file"], r["source_row"], r["ticker"], day, F_MISSING_SESSION, detail))
+    return _flag_frame(rows)
+
+
+__all__ = ["load_prices", "read_price_csv", "read_price_file", "read_price_parquet"]

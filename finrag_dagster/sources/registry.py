@@ -101,7 +101,8 @@ def load_table(settings: Settings, table: str, universe: pl.DataFrame) -> LoadRe
 
         if not sp.prices:
             raise SourceError("no price files configured (sources.prices)")
-        return load_prices(list(sp.prices), tickers).check()
+        src = settings.sources
+        return load_prices(list(sp.prices), tickers, src.price_max_abs_move, src.price_ohlc_tolerance).check()
     if table == "filings_raw":
         from .edgar import load_filings
 

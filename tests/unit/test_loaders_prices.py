@@ -1,6 +1,7 @@
 """Price loader: FNSPID CSV, yfinance two-row header, the sample parquet, one source per ticker."""
 
 import datetime as dt
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -14,6 +15,7 @@ from finrag_dagster.sources.prices import load_prices
 UNIVERSE = {"AAL", "AAPL", "AMD", "AMGN", "AMZN", "BIIB", "CMCSA", "COST", "GOOG", "GOOGL", "INTC", "META",
             "MSFT", "MU", "NVDA", "PEP", "PYPL", "QQQ", "SBUX", "TSLA"}
 FNSPID_HEADER = "Date,Open,High,Low,Close,Adj Close,Volume\n"
+BAD = Path(__file__).resolve().parents[1] / "data" / "bad" / "prices"
 
 
 def test_yfinance_two_row_header(real_data):
@@ -42,6 +44,8 @@ def test_fnspid_price_csv(real_data):
     assert r.quarantine.height == 4816 and acc.height == 10876 - 4816
     assert (acc["adj_close"] < acc["close"]).mean() > 0.9  # dividends: Adj Close below Close
     assert acc.schema["date"] == pl.Date and acc.schema["volume"] == pl.Int64
+    # Apple's real -51.9% day is flagged, not dropped
+    assert r.flags.select("ticker", "date", "flag").rows() == [("AAPL", dt.date(2000, 9, 29), prices.F_LARGE_MOVE)]
 
 
 def test_sample_parquet_keeps_one_source_per_ticker(real_data):
@@ -61,6 +65,7 @@ def test_sample_parquet_keeps_one_source_per_ticker(real_data):
     assert acc.filter(pl.col("ticker") == "GOOGL")["close"].null_count() == 1006  # yfinance rows: close is null
     sessions = set(nyse().sessions_in_range("2017-01-01", "2023-12-31"))
     assert set(acc["date"].unique()) <= sessions
+    assert r.flags.height == 0  # no gaps, no unexplained moves beyond 50% (AAL, BIIB top out near 44%)
 
 
 def test_later_files_cannot_add_a_supplied_ticker(real_data):
@@ -123,3 +128,19 @@ def test_bad_paths_and_formats_are_errors(tmp_path):
     (tmp_path / "q.csv").write_text("when,price\n2021-01-04,1\n")
     with pytest.raises(SourceError, match="not a price CSV"):
         load_prices(tmp_path / "q.csv", UNIVERSE)
+
+
+def test_move_bound_and_bar_tolerance_are_parameters():
+    moves = load_prices(BAD / "large_move_real" / "aapl.csv", UNIVERSE, max_abs_move=0.09)
+    assert moves.flags.select("date", "flag").rows() == [
+        (dt.date(2000, 9, 28), prices.F_LARGE_MOVE), (dt.date(2000, 9, 29), prices.F_LARGE_MOVE)  # +9.3%, -51.9%
+    ]
+    assert load_prices(BAD / "large_move_real" / "aapl.csv", UNIVERSE, max_abs_move=0.6).flags.height == 0
+    qqq = BAD / "ohlc_range" / "qqq.csv"  # real bar: open 193.84 above high 193.83 on 2019-07-19
+    assert load_prices(qqq, UNIVERSE).quarantine.height == 0
+    strict = load_prices(qqq, UNIVERSE, ohlc_tolerance=0.0)
+    assert strict.quarantine.select("source_row", "reason").rows() == [(3, prices.R_OUTSIDE_RANGE)]
+    assert strict.flags.select("date", "flag").rows() == [(dt.date(2019, 7, 19), prices.F_MISSING_SESSION)]
+    for bad in ({"max_abs_move": 0.0}, {"ohlc_tolerance": -0.1}):
+        with pytest.raises(ValueError):
+            load_prices(qqq, UNIVERSE, **bad)

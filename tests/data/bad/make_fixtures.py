@@ -1,0 +1,122 @@
+"""Rebuild the bad-input fixtures in this folder from the real-data sample (see PROVENANCE.md).
+
+Needs the sample at ../shared/data/real beside the repository; tests never run this and never need
+the sample. Run from the repository root:  python tests/data/bad/make_fixtures.py
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import polars as pl
+
+HERE = Path(__file__).resolve().parent
+REAL = HERE.parents[3] / "shared" / "data" / "real"
+FNSPID_AAPL = REAL / "raw" / "fnspid_prices" / "aapl.csv"
+YF_NVDA = REAL / "raw" / "yfinance" / "NVDA_historical_data.csv"
+PARQUET = REAL / "prices" / "prices.parquet"
+HEADER = "Date,Open,High,Low,Close,Adj Close,Volume"
+
+
+def aapl_lines(lo: str, hi: str) -> list[str]:
+    """Data lines of the raw FNSPID aapl.csv with lo <= Date <= hi, byte for byte."""
+    return [ln for ln in FNSPID_AAPL.read_text().splitlines()[1:] if lo <= ln[:10] <= hi]
+
+
+def set_field(line: str, i: int, value: str) -> str:
+    f = line.split(",")
+    f[i] = value
+    return ",".join(f)
+
+
+def fnspid_lines_from_parquet(ticker: str, lo: str, hi: str, undo_split_fix: bool = False) -> list[str]:
+    """FNSPID-format lines rebuilt from the sample parquet (whose ZD rows came from FNSPID CSVs)."""
+    df = pl.read_parquet(PARQUET).filter(
+        (pl.col("ticker") == ticker) & pl.col("price_basis").str.starts_with("raw_ohlc")
+        & pl.col("date").is_between(dt.datetime.fromisoformat(lo), dt.datetime.fromisoformat(hi))
+    ).sort("date")
+    out = []
+    for r in df.iter_rows(named=True):
+        k = 20.0 if undo_split_fix and r["split_fix_applied"] else 1.0
+        vals = [r[c] * k for c in ("open", "high", "low", "close", "adj_close")]
+        vol = round(r["volume"] / k)
+        out.append(",".join([r["date"].date().isoformat(), *(repr(v) for v in vals), str(vol)]))
+    return out
+
+
+def write(rel: str, lines: list[str]) -> None:
+    p = HERE / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text("\n".join(lines) + "\n")
+
+
+def main() -> None:
+    # (a) close <= 0 or missing while adj_close is valid (FNSPID CSV)
+    rows = aapl_lines("2021-01-04", "2021-01-15")
+    rows[2] = set_field(rows[2], 4, "0.0")  # 2021-01-06
+    rows[5] = set_field(rows[5], 4, "-" + rows[5].split(",")[4])  # 2021-01-11: sign flipped
+    rows[7] = set_field(rows[7], 4, "")  # 2021-01-13: close missing
+    write("prices/close_bad/aapl.csv", [HEADER, *rows])
+
+    # (a) in a parquet: a NaN close in a source that gives closes, beside an auto-adjusted source
+    src = pl.read_parquet(PARQUET)
+    window = pl.col("date").is_between(dt.datetime(2021, 3, 1), dt.datetime(2021, 3, 5))
+    amd = src.filter((pl.col("ticker") == "AMD") & window).sort("date")
+    meta = src.filter((pl.col("ticker") == "META") & window).sort("date")
+    amd = amd.with_columns(
+        pl.when(pl.int_range(0, pl.len()) == 2).then(float("nan")).otherwise(pl.col("close")).alias("close")
+    )
+    pl.concat([amd, meta]).write_parquet(HERE / "prices" / "close_nan_parquet" / "prices.parquet")
+
+    # (b) high below low, close above high (FNSPID CSV) + QQQ's real 1-cent open above high (kept)
+    rows = aapl_lines("2021-02-01", "2021-02-05")
+    f = rows[1].split(",")
+    rows[1] = ",".join([f[0], f[1], f[3], f[2], *f[4:]])  # 2021-02-02: High and Low swapped
+    f = rows[3].split(",")
+    rows[3] = set_field(rows[3], 4, repr(round(float(f[2]) * 1.05, 4)))  # 2021-02-04: close 5% above high
+    write("prices/ohlc_range/aapl.csv", [HEADER, *rows])
+    write("prices/ohlc_range/qqq.csv", [HEADER, *fnspid_lines_from_parquet("QQQ", "2019-07-16", "2019-07-23")])
+
+    # (b) in the yfinance two-row-header format
+    lines = YF_NVDA.read_text().splitlines()
+    data = [ln for ln in lines[2:] if "2021-06-01" <= ln[:10] <= "2021-06-07"]
+    f = data[2].split(",")  # Date,Close,High,Low,Open,Volume
+    data[2] = ",".join([f[0], f[1], f[3], f[2], *f[4:]])  # 2021-06-03: High and Low swapped
+    write("prices/yfinance_high_low/NVDA_historical_data.csv", [*lines[:2], *data])
+
+    # (c) a real crash (AAPL 2000-09-29, -51.9%) and FNSPID's GOOG split-basis error (-94.9%)
+    write("prices/large_move_real/aapl.csv", [HEADER, *aapl_lines("2000-09-25", "2000-10-03")])
+    write("prices/large_move_split_error/goog.csv",
+          [HEADER, *fnspid_lines_from_parquet("GOOG", "2020-06-29", "2020-07-10", undo_split_fix=True)])
+
+    # (d) a missing session: AAPL without 2021-03-15, QQQ complete (for the label check)
+    rows = [r for r in aapl_lines("2021-01-29", "2021-03-26") if not r.startswith("2021-03-15")]
+    write("prices/missing_session/aapl.csv", [HEADER, *rows])
+    write("prices/missing_session/qqq.csv", [HEADER, *fnspid_lines_from_parquet("QQQ", "2021-01-29", "2021-03-26")])
+
+    # (e) files that cannot be parsed
+    rows = aapl_lines("2021-01-04", "2021-01-08")
+    rows[2] = set_field(rows[2], 4, '"' + rows[2].split(",")[4])  # line 4: a quote that never closes
+    write("prices/unterminated_quote/aapl.csv", [HEADER, *rows])
+    rows = aapl_lines("2021-01-04", "2021-01-08")
+    rows[3] = rows[3].rsplit(",", 1)[0]  # line 5: the Volume field lost
+    write("prices/ragged_row/aapl.csv", [HEADER, *rows])
+    raw = (HERE / "prices" / "close_nan_parquet" / "prices.parquet").read_bytes()
+    (HERE / "prices" / "corrupt_parquet").mkdir(parents=True, exist_ok=True)
+    (HERE / "prices" / "corrupt_parquet" / "prices.parquet").write_bytes(raw[: len(raw) // 2])
+
+    # a blank line inside the data
+    rows = aapl_lines("2021-01-04", "2021-01-08")
+    write("prices/blank_line/aapl.csv", [HEADER, *rows[:2], "", *rows[2:]])  # line 4 is empty
+
+    # cells that are not numbers
+    rows = aapl_lines("2021-01-04", "2021-01-08")
+    rows[1] = set_field(rows[1], 4, "#N/A")  # 2021-01-05
+    rows[3] = set_field(rows[3], 6, rows[3].split(",")[6].replace("0", "O", 1))  # 2021-01-07: letter O
+    write("prices/bad_number/aapl.csv", [HEADER, *rows])
+
+
+if __name__ == "__main__":
+    (HERE / "prices" / "close_nan_parquet").mkdir(parents=True, exist_ok=True)
+    main()

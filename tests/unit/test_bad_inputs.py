@@ -1,0 +1,190 @@
+"""Inputs that lie: every bad-input class ends quarantined with a reason, flagged, or as a SourceError
+naming the file (and line). Nothing is repaired or dropped silently.
+
+One table (``CASES``) drives the test. To add a source, register its loader in ``LOADERS`` and add
+rows; fixtures live in ``tests/data/bad/`` (see its PROVENANCE.md). Every case that loads also passes
+an independent row count: data rows counted straight from the files (``csv`` module / parquet
+metadata) must equal ``rows_in`` and ``accepted + quarantined``.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+from finrag_dagster.core.calendar import nyse
+from finrag_dagster.core.labels import compute_labels
+from finrag_dagster.sources import edgar, fnspid, prices
+from finrag_dagster.sources.base import FLAG_COLUMNS, LoadResult, SourceError
+from finrag_dagster.sources.edgar import load_filings
+from finrag_dagster.sources.fnspid import load_news
+from finrag_dagster.sources.prices import load_prices
+
+BAD = Path(__file__).resolve().parents[1] / "data" / "bad"
+UNIVERSE = {"AAPL", "AMD", "GOOG", "INTC", "META", "NVDA", "QQQ"}
+CIKS = pl.DataFrame({"ticker": ["AAPL"], "cik": [320193]})
+
+# loader name -> function of the fixture paths (fixed universe, default settings)
+LOADERS: dict[str, Callable[[list[Path]], LoadResult]] = {
+    "prices": lambda paths: load_prices(paths, UNIVERSE),
+    "news": lambda paths: load_news(paths, UNIVERSE, calendar_end=dt.date(2023, 12, 29)),
+    "filings": lambda paths: load_filings(paths, paths, CIKS),
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    loader: str  # a key of LOADERS
+    files: tuple[str, ...]  # relative to tests/data/bad
+    quarantined: tuple[tuple[str, int, str], ...] = ()  # exactly these (source_file, source_row, reason)
+    flagged: tuple[tuple[str, str, str], ...] = ()  # exactly these (ticker, date, flag)
+    kept: tuple[tuple[str, str], ...] = ()  # these (ticker, date) are accepted
+    detail: tuple[str, ...] = ()  # each appears in some flag's detail
+    error: tuple[str, ...] = ()  # a SourceError whose message contains all of these
+    header_lines: int = 1  # header lines in each CSV file, for the independent count
+
+
+def count_data_rows(path: Path, header_lines: int) -> int:
+    """Data rows of a file without the loader: parquet metadata, CSV records minus the header lines,
+    a submissions JSON's accessions, one filing per ``full-submission.txt`` (a folder: its filings)."""
+    if path.is_dir():
+        return sum(1 for _ in path.rglob("full-submission.txt"))
+    if path.suffix == ".json":
+        return len(json.loads(path.read_text())["filings"]["recent"]["accessionNumber"])
+    if path.suffix == ".parquet":
+        return pq.ParquetFile(path).metadata.num_rows
+    with path.open(newline="", encoding="utf-8-sig", errors="replace") as fh:
+        return sum(1 for _ in csv.reader(fh)) - header_lines
+
+
+def assert_rows_balance(res: LoadResult, paths: list[Path], header_lines: int) -> None:
+    n = sum(count_data_rows(p, header_lines) for p in paths)
+    assert n == res.rows_in, f"independent count {n} != rows_in {res.rows_in}: the loader lost or invented rows"
+    assert res.rows_in == res.accepted.height + res.quarantine.height
+
+
+P = "prices/"
+CLOSE = prices.R_BAD_CLOSE
+GAP = prices.F_MISSING_SESSION
+CASES = [
+    # (a) close <= 0 or NaN while adj_close is valid: quarantined, and the hole it leaves is flagged
+    Case("price_close_nonpositive_or_missing", "prices", (P + "close_bad/aapl.csv",),
+         quarantined=(("aapl.csv", 2, CLOSE), ("aapl.csv", 5, CLOSE), ("aapl.csv", 7, CLOSE)),
+         flagged=(("AAPL", "2021-01-06", GAP), ("AAPL", "2021-01-11", GAP), ("AAPL", "2021-01-13", GAP)),
+         detail=("aapl.csv row 2 for this date was quarantined: " + CLOSE,)),
+    Case("price_close_nan_parquet", "prices", (P + "close_nan_parquet/prices.parquet",),
+         quarantined=(("prices.parquet", 2, CLOSE),),
+         flagged=(("AMD", "2021-03-03", GAP),),
+         kept=(("META", "2021-03-03"), ("AMD", "2021-03-04"))),  # META's source gives no close at all
+    # (b) a bar that contradicts itself
+    Case("price_high_below_low_and_close_above_high", "prices", (P + "ohlc_range/aapl.csv", P + "ohlc_range/qqq.csv"),
+         quarantined=(("aapl.csv", 1, prices.R_HIGH_LOW), ("aapl.csv", 3, prices.R_OUTSIDE_RANGE)),
+         flagged=(("AAPL", "2021-02-02", GAP), ("AAPL", "2021-02-04", GAP)),
+         kept=(("QQQ", "2019-07-19"),)),  # real: open one cent above high, inside the tolerance
+    Case("price_high_below_low_yfinance", "prices", (P + "yfinance_high_low/NVDA_historical_data.csv",),
+         quarantined=(("NVDA_historical_data.csv", 2, prices.R_HIGH_LOW),),
+         flagged=(("NVDA", "2021-06-03", GAP),), header_lines=2),
+    # (c) a daily adjusted move beyond max_abs_move: flagged, kept
+    Case("price_large_move_real", "prices", (P + "large_move_real/aapl.csv",),
+         flagged=(("AAPL", "2000-09-29", prices.F_LARGE_MOVE),), kept=(("AAPL", "2000-09-29"),),
+         detail=("-51.9%",)),
+    Case("price_large_move_split_error", "prices", (P + "large_move_split_error/goog.csv",),
+         flagged=(("GOOG", "2020-07-06", prices.F_LARGE_MOVE),), kept=(("GOOG", "2020-07-06"),),
+         detail=("-94.9%",)),
+    # (d) a session missing between two bars: flagged with the labels it makes missing_price
+    Case("price_missing_session", "prices", (P + "missing_session/aapl.csv", P + "missing_session/qqq.csv"),
+         flagged=(("AAPL", "2021-03-15", GAP),),
+         detail=(("missing_price: AAPL on decision days 2021-03-08 (5D), 2021-03-10 (3D), 2021-03-12 (1D), "
+                  "2021-03-15 (1D 3D 5D)"),)),
+    # cells that are not numbers
+    Case("price_unparseable_number", "prices", (P + "bad_number/aapl.csv",),
+         quarantined=(("aapl.csv", 1, prices.R_BAD_NUMBER + ": close='#N/A'"),
+                      ("aapl.csv", 3, prices.R_BAD_NUMBER + ": volume='1O9578200'")),
+         flagged=(("AAPL", "2021-01-05", GAP), ("AAPL", "2021-01-07", GAP))),
+    # a blank line is a record without a date: quarantined, so rows stay one-to-one with records
+    Case("price_blank_line", "prices", (P + "blank_line/aapl.csv",),
+         quarantined=(("aapl.csv", 2, prices.R_BAD_DATE),), kept=(("AAPL", "2021-01-06"),)),
+    # (e) files that cannot be parsed: an error naming the file and line
+    Case("price_unterminated_quote", "prices", (P + "unterminated_quote/aapl.csv",),
+         error=("unterminated_quote/aapl.csv", "line 4", "unterminated quote")),
+    Case("price_ragged_row", "prices", (P + "ragged_row/aapl.csv",),
+         error=("ragged_row/aapl.csv", "line 5", "ragged row")),
+    Case("price_corrupt_parquet", "prices", (P + "corrupt_parquet/prices.parquet",),
+         error=("corrupt_parquet/prices.parquet", "cannot read parquet")),
+    # news: decided after the calendar's end (accepted silently before, into no partition)
+    Case("news_after_calendar_end", "news", ("news/late.csv",),
+         quarantined=(("late.csv", 1, fnspid.R_AFTER_END),), kept=(("INTC", "2022-01-03"),)),
+    # news: bytes that are not UTF-8 are replaced, and the rows that were repaired are flagged
+    Case("news_not_utf8", "news", ("news/latin1.csv",),
+         flagged=(("INTC", "2022-01-03", fnspid.F_REPAIRED),), kept=(("INTC", "2022-01-03"),)),
+    Case("news_unterminated_quote", "news", ("news/unterminated_quote.csv",),
+         error=("unterminated_quote.csv", "line 7")),  # where the record with the open quote starts
+    # filings: arrays that do not line up are never zipped; one corrupt filing does not stop the others
+    Case("filings_unequal_arrays", "filings", ("edgar/short_arrays/CIK0000320193.json",),
+         quarantined=tuple(("CIK0000320193.json", i, f"{edgar.R_UNEQUAL_ARRAYS} (accessionNumber 12, acceptanceDateTime 11)")
+                           for i in range(12))),
+    Case("filings_corrupt_submission", "filings", ("edgar/sec-edgar-filings",),
+         quarantined=(("0000320193-23-000077/full-submission.txt", 0,
+                       f"{edgar.R_CORRUPT}: a binary or corrupt file (NUL bytes), not an EDGAR SGML submission"),),
+         kept=(("AAPL", "2023-02-03"), ("AAPL", "2023-05-05"))),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_bad_input(case: Case):
+    paths = [BAD / f for f in case.files]
+    load = LOADERS[case.loader]
+    if case.error:
+        with pytest.raises(SourceError) as err:
+            load(paths)
+        for part in case.error:
+            assert part in str(err.value)
+        return
+    res = load(paths)
+    assert_rows_balance(res, paths, case.header_lines)
+    got_q = set(res.quarantine.select("source_file", "source_row", "reason").iter_rows())
+    assert got_q == set(case.quarantined)
+    assert res.flags.schema == pl.Schema(FLAG_COLUMNS)
+    got_f = {(t, d.isoformat(), f) for t, d, f in res.flags.select("ticker", "date", "flag").iter_rows()}
+    assert got_f == set(case.flagged)
+    acc = {(t, d.isoformat()) for t, d in res.accepted.select("ticker", "date").iter_rows()}
+    assert set(case.kept) <= acc
+    for part in case.detail:
+        assert any(part in d for d in res.flags["detail"]), part
+
+
+def test_row_balance_catches_a_silent_drop(monkeypatch):
+    paths = [BAD / P / "close_bad" / "aapl.csv"]
+    assert_rows_balance(LOADERS["prices"](paths), paths, 1)
+    read = prices.read_price_file
+    monkeypatch.setattr(prices, "read_price_file", lambda p: read(p).slice(1))  # a loader that loses a row
+    res = LOADERS["prices"](paths)
+    assert res.rows_in == res.accepted.height + res.quarantine.height  # its own invariant still holds
+    with pytest.raises(AssertionError, match="independent count 10 != rows_in 9"):
+        assert_rows_balance(res, paths, 1)
+
+
+def test_missing_session_makes_exactly_the_flagged_labels_missing_price():
+    """The flag's list of decision days is what core.labels does with the gap (short windows)."""
+    res = load_prices(BAD / P / "missing_session", UNIVERSE)
+    (flag,) = res.flags.filter(pl.col("flag") == prices.F_MISSING_SESSION).iter_rows(named=True)
+    listed = flag["detail"].split("decision days ", 1)[1]
+    claimed = {(d, h) for d, hs in re.findall(r"(\d{4}-\d\d-\d\d) \(([^)]*)\)", listed) for h in hs.split()}
+    assert len(claimed) == 6
+    cal = nyse()
+    days = [cal.offset(flag["date"], i).isoformat() for i in range(-7, 2)]
+    lab = compute_labels(res.accepted.select("ticker", "date", "adj_close"), days, cal, "QQQ", ["AAPL"],
+                         window=20, gap=2, min_obs=10)
+    status = {(d.isoformat(), h): s for d, h, s in lab.select("date", "horizon", "status").iter_rows()}
+    assert {k for k, s in status.items() if s == "missing_price"} == claimed
+    assert {s for k, s in status.items() if k not in claimed} == {"ok"}
