@@ -60,7 +60,7 @@ def build_store(n_tickers: int, work: Path):
     raw = generate_world(ws, work / "world").raw_dir
     uni = load_universe(raw / "universe" / "tickers.csv")
     tickers = set(uni["ticker"].to_list())
-    news = load_news([raw / "news" / "*.csv"], tickers).accepted
+    news = load_news([raw / "news" / "*.csv"], tickers, dates_only=False).accepted  # the world's clocks are true
     fil = load_filings([raw / "sec" / "submissions" / "*.json", raw / "sec" / "sec-edgar-filings"], [raw / "sec" / "sec-edgar-filings"], uni).accepted
     sectors = dict(zip(uni["ticker"], uni["sector"]))
     ev = pl.concat([news_passages(news, sectors, 1200), filing_passages(fil, sectors, split_filing_passages, 160)])

@@ -13,7 +13,7 @@ import datetime as dt
 import numpy as np
 import polars as pl
 
-from .calendar import NY, TradingCalendar
+from .calendar import NY, TradingCalendar, lookback_days
 from .events import classify_json
 from .text import clean, title_key
 
@@ -39,6 +39,16 @@ def session_bucket(public_ns: np.ndarray, precision: list[str], cal: TradingCale
         else:
             out.append("after_close")
     return out
+
+
+def day_window(clusters: pl.DataFrame, window: list[str]) -> pl.DataFrame:
+    """Cluster rows (with a ``date`` column) of one day's own dedup look-back ``window`` (ISO days).
+
+    Each day sees the same rows whichever range a run covers: a cluster root older than the day's
+    look-back, but inside a longer range's, must not decide the day's anchors.
+    """
+    days = [dt.date.fromisoformat(d) for d in window]
+    return clusters.filter(pl.col("date").is_in(days))
 
 
 def members_on(membership: pl.DataFrame | None, day: dt.date) -> set[str] | None:
@@ -125,3 +135,30 @@ def build_anchors(
     )
     drop_df = pl.DataFrame(dropped, schema={"anchor_id": pl.Utf8, "ticker": pl.Utf8, "reason": pl.Utf8})
     return df, drop_df
+
+
+def anchors_for_days(
+    news: pl.DataFrame,
+    clusters: pl.DataFrame,
+    days: list[str],
+    cal: TradingCalendar,
+    benchmark: set[str],
+    sectors: dict[str, str],
+    lookback_sessions: int,
+    earliest: dt.date,
+    membership: pl.DataFrame | None = None,
+) -> dict[str, tuple[pl.DataFrame, pl.DataFrame]]:
+    """:func:`build_anchors` for each of ``days`` (ISO), each day seeing only its own look-back.
+
+    ``news`` and ``clusters`` carry a ``date`` column and may span more than one day (a range
+    run); day D's anchors depend only on D's news and the clusters of D's own dedup window (the
+    ``lookback_sessions`` sessions before D, from ``earliest``), so a range run and a day-by-day
+    run give the same anchors.
+    """
+    out = {}
+    for d in days:
+        day = dt.date.fromisoformat(d)
+        own = day_window(clusters, lookback_days(cal, d, lookback_sessions, earliest) + [d])
+        day_news = news.filter(pl.col("date") == day).drop("date")
+        out[d] = build_anchors(day_news, own, day, cal, benchmark, sectors, members_on(membership, day))
+    return out

@@ -163,5 +163,17 @@ def eastern_to_utc(local: str | dt.datetime) -> pd.Timestamp:
     return ts.tz_localize(NY, ambiguous=True, nonexistent="shift_forward").tz_convert("UTC")
 
 
+def lookback_days(cal: TradingCalendar, first: str, n: int, earliest: dt.date) -> list[str]:
+    """The ``n`` sessions before ``first`` (ISO days) that are not before ``earliest``."""
+    i = cal.session_index(first)
+    out = []
+    for k in range(n, 0, -1):
+        if i - k >= 0:
+            d = cal.sessions[i - k].item()
+            if d >= earliest:
+                out.append(d.isoformat())
+    return out
+
+
 def nyse() -> TradingCalendar:
     return TradingCalendar.nyse()

@@ -384,7 +384,7 @@ def test_real_format_loaders_accept_every_row(world, truth):
     raw = world / "raw"
     u = universe.load_universe(raw / "universe" / "tickers.csv")
     tickers = set(u["ticker"])
-    n = fnspid.load_news([str(raw / "news" / "*.csv")], tickers)
+    n = fnspid.load_news([str(raw / "news" / "*.csv")], tickers, dates_only=False)  # the world's clocks are true
     p = prices.load_prices([str(raw / "prices" / "*.csv")], tickers)
     f = edgar.load_filings(
         [str(raw / "sec" / "submissions" / "*.json"), str(raw / "sec" / "sec-edgar-filings")],

@@ -7,7 +7,8 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
-from ...core.anchors import build_anchors, members_on
+from ...core.anchors import anchors_for_days
+from ...core.calendar import lookback_days
 from ...core.progress import track
 from ...core.calendar import TradingCalendar
 from ...core.context_card import build_cards, empty_cards
@@ -17,18 +18,6 @@ from ...core.lake import Lake
 from ..context import days_of
 from ..reporting import check_schema, partition_meta
 from ..resources import FinragResource
-
-
-def lookback_days(cal: TradingCalendar, first: str, n: int, earliest: dt.date) -> list[str]:
-    """The ``n`` sessions before ``first`` that lie inside the partitioned range."""
-    i = cal.session_index(first)
-    out = []
-    for k in range(n, 0, -1):
-        if i - k >= 0:
-            d = cal.sessions[i - k].item()
-            if d >= earliest:
-                out.append(d.isoformat())
-    return out
 
 
 def require_partitions(lake: Lake, table: str, days: list[str]) -> None:
@@ -157,9 +146,10 @@ def build_anchors_asset(partitions_def) -> dg.AssetsDefinition:
         membership = lake.read("membership") if s.sources.membership else None
         counts, n_dropped, types = {}, 0, {}
         parts = []
+        built = anchors_for_days(news, clusters, days, cal, bench, sectors, s.evidence.dup_lookback_sessions,
+                                 s.calendar.start, membership)
         for d in days:
-            day = dt.date.fromisoformat(d)
-            a, dropped = build_anchors(_split(news, d), clusters, day, cal, bench, sectors, members_on(membership, day))
+            a, dropped = built[d]
             _, counts[d] = lake.write("anchors", a, date=d)
             n_dropped += dropped.height
             for t, n in a.group_by("event_type").len().rows():

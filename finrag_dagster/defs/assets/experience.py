@@ -10,7 +10,8 @@ import datetime as dt
 import dagster as dg
 import polars as pl
 
-from ...core.anchors import build_anchors, members_on
+from ...core.anchors import anchors_for_days
+from ...core.calendar import lookback_days
 from ...core.calendar import TradingCalendar
 from ...core.embeddings import embed
 from ...core.lake import Lake
@@ -20,7 +21,7 @@ from ...core.memory.experience_tree import ExperienceTree, ToEParams, from_table
 from ...core.settings import Settings
 from ..context import days_of
 from ..resources import FinragResource
-from .evidence import _split, lookback_days, require_partitions
+from .evidence import require_partitions
 
 TREE_ID = "prior"  # the induced tree without utility updates; the toe variants add their own
 
@@ -57,11 +58,9 @@ def historical_anchors(s: Settings, lake: Lake, cal: TradingCalendar, days: list
     clusters = lake.read("evidence", dates=window, columns=["passage_id", "ticker", "dup_cluster"])
     news = lake.read("news_raw", dates=days)
     membership = lake.read("membership") if s.sources.membership else None
-    parts = [
-        build_anchors(_split(news, d), clusters, dt.date.fromisoformat(d), cal, bench, sectors,
-                      members_on(membership, dt.date.fromisoformat(d)))[0]
-        for d in days
-    ]
+    built = anchors_for_days(news, clusters, days, cal, bench, sectors, s.evidence.dup_lookback_sessions,
+                             s.calendar.start, membership)
+    parts = [built[d][0] for d in days]
     return pl.concat(parts) if parts else pl.DataFrame()
 
 
