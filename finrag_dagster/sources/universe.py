@@ -18,6 +18,7 @@ import polars as pl
 
 from ..core.schemas import MEMBERSHIP, UNIVERSE
 from .base import SourceError, expand_paths
+from .csvcheck import csv_problem
 
 UNKNOWN_SECTOR = "Unknown"
 BENCHMARK_SECTOR = "ETF"
@@ -115,6 +116,9 @@ def load_universe(path: str | Path, market_ticker: str = "QQQ") -> pl.DataFrame:
     f = files[0]
     if not f.name.lower().endswith(".csv"):
         raise SourceError(f"universe: {f.name} is not a CSV file")
+    problem = csv_problem(f)
+    if problem:
+        raise SourceError(f"universe: {f.name} is not a well-formed CSV: the record starting at {problem}")
     raw = pl.read_csv(f, infer_schema=False)
     cols = {c.strip().lower(): c for c in raw.columns}
     if "ticker" not in cols:
@@ -171,6 +175,9 @@ def load_membership(path: str | Path, tickers: set[str]) -> pl.DataFrame:
     if len(files) != 1:
         raise SourceError(f"membership: expected one file, {path!s} matches {len(files)}")
     f = files[0]
+    problem = csv_problem(f)
+    if problem:
+        raise SourceError(f"membership: {f.name} is not a well-formed CSV: the record starting at {problem}")
     raw = pl.read_csv(f, infer_schema=False)
     cols = {c.strip().lower(): c for c in raw.columns}
     missing = [c for c in ("ticker", "start", "end") if c not in cols]

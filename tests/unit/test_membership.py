@@ -43,6 +43,7 @@ def test_membership_file_is_read_and_checked(tmp_path):
         ("ticker,start,end\nAAA,2019-06-02,2019-01-02\n", "is after end"),
         ("ticker,start,end\nAAA,2019-01-02,\nAAA,2019-06-02,\n", "overlap"),
         ("ticker,from\nAAA,2019-01-02\n", "lacks column"),
+        ('ticker,start,end\nAAA,2019-01-02,\n"BBB,2019-01-02,\nCCC,2019-07-01,\n', "record starting at line 3"),
     ]:
         f.write_text(body)
         with pytest.raises(SourceError, match=msg):
