@@ -134,11 +134,14 @@ def build_evaluation_assets(s: Settings) -> list[dg.AssetsDefinition]:
             return dg.MaterializeResult(metadata={"note": "no validation days materialised"})
         bcfg = backend_config(s2)
         env = build_env(s2, lake, cal, days, make_backend(bcfg), memory_params(s2), bcfg.decoding())
-        test_days = split_days(s2, cal, lake, "test") or [cal.offset(days[-1], 1).isoformat()]
+        # the selection is used from the test split's first session (whether or not its anchors are
+        # in the lake yet): only labels matured before that session count
+        test_sessions = cal.sessions_in_range(*s2.splits.test)
+        test_start = test_sessions[0] if test_sessions else cal.offset(days[-1], 1)
+        test_days = [test_start.isoformat()]
         labels = lake.read("labels", dates=days)
-        # the selection is made on the test split's first day: only labels matured before it count
         n_all = labels.height
-        labels = labels.filter(pl.col("maturity_day") < dt.date.fromisoformat(test_days[0]))
+        labels = labels.filter(pl.col("maturity_day") < test_start)
         rets = daily_returns(lake, days, [])
         results, rows = [], []
         for kind, lam, delta in grid(s2.memory.lam, s2.memory.delta):
