@@ -1,0 +1,78 @@
+"""Class weights w_y = 1/(3 π_y) come from the previous split's labels that matured before the
+evaluated split starts (SPEC §4: π_y = validation-split frequency for the test split), counted by hand.
+
+The lake holds labels of three splits with different label mixes: the train split, the validation
+split (its last decisions' 3D/5D labels mature inside the test split and are all +1) and the
+test split (all −1). Only the validation labels matured before the test start may count.
+"""
+
+import datetime as dt
+from collections import Counter
+
+import polars as pl
+import pytest
+
+from finrag_dagster.core.calendar import nyse
+from finrag_dagster.core.lake import Lake
+from finrag_dagster.core.settings import Settings
+from finrag_dagster.defs.assets.variants import weights_for
+
+cal = nyse()
+H = {"1D": 1, "3D": 3, "5D": 5}
+TRAIN = (dt.date(2021, 1, 4), dt.date(2021, 1, 29))
+VALID = (dt.date(2021, 2, 1), dt.date(2021, 2, 26))
+TEST = (dt.date(2021, 3, 1), dt.date(2021, 3, 31))
+TICKERS = ("AAA", "BBB", "CCC")
+
+
+def y_of(day: dt.date, t: int, h: str) -> int:
+    i = cal.session_index(day)
+    if TEST[0] <= day:
+        return -1  # the test split: all down
+    if VALID[0] <= day and cal.offset(day, H[h]) >= TEST[0]:
+        return 1  # validation labels that mature inside the test split: all up
+    pattern = (0, 0, 1, -1, 0) if VALID[0] <= day else (1, 1, 0, -1)
+    return pattern[(i + t + H[h]) % len(pattern)]
+
+
+@pytest.fixture
+def lake(tmp_path):
+    lake = Lake(tmp_path)
+    for day in cal.sessions_in_range(TRAIN[0], TEST[1]):
+        rows = []
+        for t, tk in enumerate(TICKERS):
+            for h, n in H.items():
+                ok = not (tk == "CCC" and h == "1D")  # one series without enough history
+                rows.append({"ticker": tk, "horizon": h, "maturity_day": cal.offset(day, n), "status": "ok" if ok else "insufficient_history",
+                             "n_obs": 200 if ok else 50, "R": None, "Rm": None, "alpha": None, "beta": None, "sigma": None, "epsilon": None,
+                             "z": 0.0 if ok else None, "y": y_of(day, t, h) if ok else None})
+        lake.write("labels", pl.DataFrame(rows, schema_overrides={"y": pl.Int8, "n_obs": pl.Int32}), date=day)
+    return lake
+
+
+def by_hand(first: dt.date, last: dt.date, start: dt.date) -> dict:
+    """w_y per horizon from the labels of decision days first..last that matured before ``start``."""
+    out = {}
+    for h, n in H.items():
+        ys = [y_of(d, t, h) for d in cal.sessions_in_range(first, last) for t, tk in enumerate(TICKERS)
+              if not (tk == "CCC" and h == "1D") and cal.offset(d, n) < start]
+        c = Counter(ys)
+        out[h] = {y: 1.0 / (3.0 * c[y] / len(ys)) for y in (-1, 0, 1) if c[y]}
+    return out
+
+
+def settings(lake):
+    return Settings(lake_dir=lake.root, splits={"train": TRAIN, "validation": VALID, "test": TEST})
+
+
+def test_class_weights_come_from_the_previous_split_matured_before_the_start(lake):
+    s = settings(lake)
+    for first, last, start in ((VALID[0], VALID[1], TEST[0]), (TRAIN[0], TRAIN[1], VALID[0])):
+        w, freq = weights_for(s, cal, lake, start.isoformat())
+        want = by_hand(first, last, start)
+        for h in H:
+            assert {y: w[h][y] for y in want[h]} == pytest.approx(want[h]), f"w_y for {h} at {start}"
+        assert set(freq) == set(H)
+    # the first split has no previous split: uniform weights
+    w, freq = weights_for(s, cal, lake, TRAIN[0].isoformat())
+    assert freq == {} and all(v == 1.0 for h in w for v in w[h].values())
