@@ -112,6 +112,19 @@ def load_table(settings: Settings, table: str, universe: pl.DataFrame) -> LoadRe
     raise KeyError(table)
 
 
+def rows_in_files(settings: Settings, table: str) -> int | None:
+    """Rows of a raw table's source files counted without its loader (None for filings, whose rows
+    are filings merged across index and text sources)."""
+    from .rowcount import source_rows
+
+    sp = source_paths(settings)
+    if table == "news_raw":
+        return source_rows(list(sp.news), ("*.csv", "*.parquet", "*.csv.gz")) if sp.news else 0
+    if table == "prices":
+        return source_rows(list(sp.prices), ("*.csv", "*.parquet"))
+    return None
+
+
 def _empty(table: str) -> LoadResult:
     from ..core.schemas import TABLES
     from .base import empty_quarantine

@@ -33,7 +33,9 @@ def test_flags_membership_and_late_news_through_the_assets(tmp_path):
         calendar={"start": dt.date(2019, 1, 2), "end": dt.date(2019, 1, 31), "decision_start": dt.date(2019, 1, 2)},
     )
     with dg.instance_for_test() as inst:
-        run_range(s, end=dt.date(2019, 1, 31), instance=inst, only=["universe", "news_raw"])
+        results = run_range(s, end=dt.date(2019, 1, 31), instance=inst, only=["universe", "news_raw"])
+    (check,) = [c for r in results for c in r.get_asset_check_evaluations() if c.check_name == "rows_reconcile"]
+    assert check.passed and check.metadata["rows_in_files"].value == 3
     lake = Lake(tmp_path / "lake")
     flags = lake.read("source_flags", source_table="news_raw")
     assert flags.select("source_row", "ticker", "flag").rows() == [(0, "AAA", "non-UTF-8 bytes replaced by U+FFFD")]
@@ -43,3 +45,20 @@ def test_flags_membership_and_late_news_through_the_assets(tmp_path):
     news = lake.read("news_raw")
     assert sorted(news["url"]) == ["u1", "u2"] and news.filter(pl.col("url") == "u1")["title"][0] == "Caf\ufffd chain deal"
     assert lake.read("membership").rows() == [("AAA", dt.date(2019, 1, 2), None)]
+
+
+def test_rows_counted_in_the_files_catch_a_loader_that_loses_a_row(tmp_path, monkeypatch):
+    from finrag_dagster.sources import fnspid
+
+    (tmp_path / "tickers.csv").write_text("ticker,Security\nAAA,Aaa Corp\nQQQ,QQQ\n")
+    (tmp_path / "news.csv").write_bytes(HEADER + b"2019-01-03 00:00:00+00:00,One,AAA,u1,P,,B,,,,\n2019-01-04 00:00:00+00:00,Two,AAA,u2,P,,B,,,,\n")
+    s = Settings(lake_dir=tmp_path / "lake", sources={"kind": "files", "universe": str(tmp_path / "tickers.csv"),
+                                                      "news": [str(tmp_path / "news.csv")], "prices": [str(tmp_path / "none.csv")]},
+                 calendar={"start": dt.date(2019, 1, 2), "end": dt.date(2019, 1, 31), "decision_start": dt.date(2019, 1, 2)})
+    read = fnspid.read_news_file
+    monkeypatch.setattr(fnspid, "read_news_file", lambda p: read(p).slice(1))  # a reader that loses the first row
+    with dg.instance_for_test() as inst:
+        results = run_range(s, end=dt.date(2019, 1, 31), instance=inst, only=["universe", "news_raw"])
+    (check,) = [c for r in results for c in r.get_asset_check_evaluations() if c.check_name == "rows_reconcile"]
+    assert check.metadata["rows_in"].value == 1 and check.metadata["rows_in_files"].value == 2
+    assert not check.passed

@@ -9,7 +9,7 @@ import polars as pl
 
 from ...core.schemas import TABLES
 from ...sources.base import FLAG_COLUMNS, LoadResult
-from ...sources.registry import load_membership_frame, load_table, load_universe_frame
+from ...sources.registry import load_membership_frame, load_table, load_universe_frame, rows_in_files
 from ..context import days_of
 from ..reporting import check_schema, partition_meta
 from ..resources import FinragResource
@@ -121,7 +121,7 @@ def build_raw_asset(table: str, partitions_def, description: str) -> dg.AssetsDe
         deps=["universe"],
         description=description,
         check_specs=[
-            dg.AssetCheckSpec("rows_reconcile", asset=table, description="rows in = accepted + quarantined"),
+            dg.AssetCheckSpec("rows_reconcile", asset=table, description="rows in = accepted + quarantined, and rows in = the rows counted in the files without the loader (news, prices)"),
             dg.AssetCheckSpec("schema", asset=table, description="written files carry the declared schema"),
         ],
     )
@@ -137,10 +137,12 @@ def build_raw_asset(table: str, partitions_def, description: str) -> dg.AssetsDe
         in_range = acc.filter((pl.col("date") >= pl.lit(lo).str.to_date()) & (pl.col("date") <= pl.lit(hi).str.to_date()))
         counts = lake.write_partitions(table, in_range, days)
         reasons = res.quarantine.group_by("reason").len().sort("len", descending=True).head(10).rows()
+        in_files = rows_in_files(finrag.settings(), table)
         reconcile = dg.AssetCheckResult(
             check_name="rows_reconcile",
-            passed=res.rows_in == res.accepted.height + res.quarantine.height,
-            metadata={"rows_in": res.rows_in, "accepted": res.accepted.height, "quarantined": res.quarantine.height},
+            passed=res.rows_in == res.accepted.height + res.quarantine.height and in_files in (None, res.rows_in),
+            metadata={"rows_in": res.rows_in, "accepted": res.accepted.height, "quarantined": res.quarantine.height,
+                      "rows_in_files": in_files if in_files is not None else "not counted (filings merge several sources)"},
         )
         meta = partition_meta(counts, in_range, lake, table)
         meta.update(

@@ -1,0 +1,52 @@
+"""Rows of the source files counted without the loaders, so a loader that lost rows is caught.
+
+The raw assets' ``rows_reconcile`` check compares this count with the loader's ``rows_in`` and with
+accepted + quarantined rows. It reads the files with other tools than the loaders do: Python's
+``csv`` module for CSV (every record after the header rows, blank records included, as the
+loaders keep them), the parquet footer's row count for parquet.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from .base import expand_paths
+
+
+def _leading_header_rows(records: list[list[str]]) -> int:
+    """Header records before the first data record (one for FNSPID; up to three for yfinance
+    exports: ``Price``/``Ticker``/``Date`` rows). A data record starts with a digit."""
+    n = 0
+    for r in records:
+        first = r[0].strip() if r else ""
+        if first[:1].isdigit():
+            break
+        if not r:  # a blank record after the header is a data row (the loaders keep it)
+            break
+        n += 1
+        if n == 3:
+            break
+    return max(n, 1)
+
+
+def file_rows(path: Path) -> int:
+    """Data rows of one news or price file (CSV, CSV.gz or parquet)."""
+    name = path.name.lower()
+    if name.endswith(".parquet"):
+        return pq.ParquetFile(path).metadata.num_rows
+    raw = gzip.decompress(path.read_bytes()) if name.endswith(".gz") else path.read_bytes()
+    text = raw.decode("utf-8-sig", errors="replace")
+    records = list(csv.reader(io.StringIO(text, newline="")))
+    if not records:
+        return 0
+    return len(records) - _leading_header_rows(records)
+
+
+def source_rows(paths, patterns: tuple[str, ...]) -> int:
+    """Data rows of every file that ``paths`` name (files, globs or folders)."""
+    return sum(file_rows(f) for f in expand_paths(paths, patterns))
