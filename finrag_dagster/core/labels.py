@@ -8,19 +8,20 @@ the 252 sessions k−271 … k−20 (252−h observations); at least 120 valid o
 z = ε/σ, y = +1 if z > 1, −1 if z < −1, else 0. A label exists only once close(D+h) exists
 (``pending`` before); asking for one early is an error.
 
-Vectorised with statsmodels ``RollingOLS`` over the whole price panel; a test proves it equals a
-per-window ``statsmodels.OLS`` to 1e-10.
+Each label's regression is computed from its own window only (vectorised over the requested days
+with NumPy, each window reduced on its own), so a label's bytes do not depend on which other days a
+run computes: a rolling update over the whole panel (statsmodels ``RollingOLS``) carried the sums of
+earlier windows, and a range run and a one-day run then differed in the last bits. A test proves the
+result equals a per-window ``statsmodels.OLS`` to 1e-10.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import warnings
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
-from statsmodels.regression.rolling import RollingOLS
 
 from .calendar import TradingCalendar
 from .schemas import TableSpec, register
@@ -69,31 +70,38 @@ def price_panel(prices: pl.DataFrame, cal: TradingCalendar, lo: int, hi: int) ->
     return tickers, P
 
 
-def rolling_market_model(r: np.ndarray, rm: np.ndarray, window: int, min_obs: int) -> tuple[np.ndarray, ...]:
-    """alpha, beta, sigma (ddof 2), nobs of OLS r ~ 1 + rm over each trailing window (ends at t)."""
-    n = len(r)
-    alpha = np.full(n, np.nan)
-    beta = np.full(n, np.nan)
-    sigma = np.full(n, np.nan)
-    nobs = np.zeros(n, dtype=np.int64)
-    valid = ~(np.isnan(r) | np.isnan(rm))
-    cnt = np.convolve(valid.astype(np.int64), np.ones(window, dtype=np.int64))[:n]
-    nobs[:] = cnt
-    if n < window:
+def window_market_model(r: np.ndarray, rm: np.ndarray, ends: np.ndarray, window: int, min_obs: int) -> tuple[np.ndarray, ...]:
+    """alpha, beta, sigma (ddof 2), nobs of OLS r ~ 1 + rm over the trailing ``window`` rows that end
+    at each index of ``ends`` (seed 000 eq. 1), each window computed from its own rows only.
+
+    Rows where r or rm is NaN are left out; fewer than ``min_obs`` valid rows (or a window reaching
+    before the series) give NaN coefficients.
+    """
+    k = len(ends)
+    alpha, beta, sigma = (np.full(k, np.nan) for _ in range(3))
+    nobs = np.zeros(k, dtype=np.int64)
+    ok_end = (ends >= window - 1) & (ends < len(r))
+    if not ok_end.any() or len(r) < window:
         return alpha, beta, sigma, nobs
-    exog = np.column_stack([np.ones(n), rm])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = RollingOLS(r, exog, window=window, min_nobs=min_obs, missing="drop").fit(params_only=False)
-    params = np.asarray(res.params)
-    ssr = np.asarray(res.ssr)
-    nob = np.asarray(res.nobs)
-    alpha[:] = params[:, 0]
-    beta[:] = params[:, 1]
+    idx = ends[ok_end][:, None] - np.arange(window - 1, -1, -1)[None, :]  # (k', window) row indices
+    y, x = r[idx], rm[idx]
+    v = ~(np.isnan(y) | np.isnan(x))
+    n = v.sum(axis=1)
+    nobs[ok_end] = n
+    y0, x0 = np.where(v, y, 0.0), np.where(v, x, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        sigma[:] = np.sqrt(ssr / (nob - 2))
-    enough = cnt >= min_obs
-    alpha[~enough] = beta[~enough] = sigma[~enough] = np.nan
+        xm = x0.sum(axis=1) / n
+        ym = y0.sum(axis=1) / n
+        dx = np.where(v, x - xm[:, None], 0.0)
+        dy = np.where(v, y - ym[:, None], 0.0)
+        b_ = (dx * dy).sum(axis=1) / (dx * dx).sum(axis=1)
+        a_ = ym - b_ * xm
+        res = np.where(v, y - a_[:, None] - b_[:, None] * x, 0.0)
+        s_ = np.sqrt((res * res).sum(axis=1) / (n - 2))
+    enough = n >= max(min_obs, 3)
+    alpha[ok_end] = np.where(enough, a_, np.nan)
+    beta[ok_end] = np.where(enough, b_, np.nan)
+    sigma[ok_end] = np.where(enough, s_, np.nan)
     return alpha, beta, sigma, nobs
 
 
@@ -131,16 +139,17 @@ def compute_labels(
         Rh[:-h] = P[h:] / P[:-h] - 1
         for t in want:
             j = names.index(t)
-            alpha, beta, sigma, nobs = rolling_market_model(Rh[:, j], Rh[:, m], win, min_obs)
-            for d, k in zip(days, ks):
+            ends = np.array([k - lo - gap - h for k in ks], dtype=np.int64)  # last start t with t+h = k-gap
+            alpha, beta, sigma, nobs = window_market_model(Rh[:, j], Rh[:, m], ends, win, min_obs)
+            for w, (d, k) in enumerate(zip(days, ks)):
                 i = k - lo
                 end = i - gap - h  # last start t with t+h = k-gap
                 mat = cal.sessions[k + h].item() if k + h < len(cal.sessions) else None
-                rec = dict(date=dt.date.fromisoformat(d), ticker=t, horizon=HORIZON_NAMES.get(h, f"{h}D"), maturity_day=mat, n_obs=int(nobs[end]) if end >= 0 else 0)
+                rec = dict(date=dt.date.fromisoformat(d), ticker=t, horizon=HORIZON_NAMES.get(h, f"{h}D"), maturity_day=mat, n_obs=int(nobs[w]) if end >= 0 else 0)
                 vals = dict(R=None, Rm=None, alpha=None, beta=None, sigma=None, epsilon=None, z=None, y=None)
                 if i + h > last_market:
                     status = "pending"
-                elif end < 0 or np.isnan(alpha[end]) or not (nobs[end] >= min_obs):
+                elif end < 0 or np.isnan(alpha[w]) or not (nobs[w] >= min_obs):
                     status = "insufficient_history"
                 elif np.isnan(P[i, j]) or np.isnan(P[i + h, j]) or np.isnan(mk[i]) or np.isnan(mk[i + h]):
                     status = "missing_price"
@@ -148,9 +157,9 @@ def compute_labels(
                     status = "ok"
                     R = P[i + h, j] / P[i, j] - 1
                     Rm = mk[i + h] / mk[i] - 1
-                    eps = R - (alpha[end] + beta[end] * Rm)
-                    z = eps / sigma[end]
-                    vals = dict(R=R, Rm=Rm, alpha=alpha[end], beta=beta[end], sigma=sigma[end], epsilon=eps, z=z,
+                    eps = R - (alpha[w] + beta[w] * Rm)
+                    z = eps / sigma[w]
+                    vals = dict(R=R, Rm=Rm, alpha=alpha[w], beta=beta[w], sigma=sigma[w], epsilon=eps, z=z,
                                 y=1 if z > z_threshold else (-1 if z < -z_threshold else 0))
                 rec["status"] = status
                 rec.update(vals)

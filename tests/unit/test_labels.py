@@ -86,3 +86,16 @@ def test_insufficient_history_is_excluded_not_guessed():
     lab = compute_labels(prices, ["2020-02-03"], cal, MARKET)
     assert set(lab["status"]) == {"insufficient_history"}
     assert lab["y"].null_count() == lab.height
+
+
+def test_a_label_does_not_depend_on_which_other_days_a_run_computes():
+    """Byte-for-byte: a range run, a one-day run, and a run whose prices end at close(D+h) give the
+    same label rows (no sums carried over from other windows)."""
+    prices = make_prices()
+    days = [d.isoformat() for d in cal.sessions_in_range("2019-10-01", "2019-12-31")]
+    ranged = compute_labels(prices, days, cal, MARKET)
+    for d in days[::11]:
+        single = compute_labels(prices, [d], cal, MARKET)
+        assert ranged.filter(pl.col("date") == dt.date.fromisoformat(d)).equals(single), d
+        short = prices.filter(pl.col("date") <= cal.offset(d, 5))  # the last bar this day's labels need
+        assert compute_labels(short, [d], cal, MARKET).equals(single), d
