@@ -24,6 +24,7 @@ import pytest
 from finrag_dagster.core.calendar import nyse
 from finrag_dagster.core.lake import Lake, file_digest
 from finrag_dagster.core.schemas import TABLES
+from finrag_dagster.pipeline import stages
 
 from .world import END, copy_raw, files_settings, materialize
 
@@ -143,3 +144,49 @@ def test_time_travel(world_raw, small_lake, tmp_path):
     assert after
     assert any(file_digest(lake_a.path("news_raw", date=d)) != file_digest(lake_b.path("news_raw", date=d)) for d in after)
     assert any(file_digest(lake_a.path("evidence", date=d)) != file_digest(lake_b.path("evidence", date=d)) for d in after)
+
+
+# What a decision on D reads before its own close: none of it may see close(D) itself.
+BEFORE_CLOSE = {"evidence", "anchors", "memory_snapshot", "experience_tree", "principle_updates", "principle_selections"}
+
+
+def mutate_bars_from(folder: Path, day: dt.date) -> int:
+    """Scale every price bar dated ``day`` or later (close(day) included) by 1.37."""
+    changed = 0
+    for f in sorted(folder.glob("*.csv")):
+        lines = f.read_text().splitlines()
+        out = [lines[0]]
+        for line in lines[1:]:
+            parts = line.split(",")
+            if dt.date.fromisoformat(parts[0]) >= day:
+                changed += 1
+                parts[1:6] = [f"{float(x) * 1.37:.6f}" for x in parts[1:6]]
+                line = ",".join(parts)
+            out.append(line)
+        f.write_text("\r\n".join(out) + "\r\n")
+    return changed
+
+
+@pytest.mark.slow
+def test_close_of_d_is_unseen_by_what_d_decides_before_it(world_raw, small_lake, tmp_path):
+    """A second cut, at close(D) itself: with the bar of D (and every later bar) changed, every
+    decision-time partition before D is byte-identical, and so are the partitions of D that must
+    be fixed before close(D) - evidence, anchors, memory snapshots (feedback matured by D-1), the
+    experience trees and their principle updates and selections. The cards of D, which read
+    close(D) by design, show that the change reached the pipeline."""
+    raw_c = copy_raw(world_raw, tmp_path / "raw_c")
+    assert mutate_bars_from(raw_c / "prices", D) > 100
+    lake_a = small_lake[0]
+    lake_c = Lake(tmp_path / "lake_c")
+    settings_c = files_settings(raw_c, lake_c.root)
+    upto_d = [a for st in stages(settings_c) if st.name not in ("selection", "evaluation") for a in st.assets]
+    materialize(settings_c, end=D, only=upto_d)  # the day's decisions; the evaluation needs the test split
+    a, c = decision_files(lake_a), decision_files(lake_c)
+    assert a.keys() == c.keys()
+    day = f"date={D.isoformat()}"
+    before = sorted(k for k in a if day not in k and a[k] != c[k])
+    assert not before, f"partitions before {D} changed with close({D}): {before[:10]}"
+    on_d = sorted(k for k in a if day in k and k.split("/")[0] in BEFORE_CLOSE and a[k] != c[k])
+    assert not on_d, f"partitions of {D} that must not see close({D}) changed: {on_d[:10]}"
+    assert {k.split("/")[0] for k in a if day in k} >= BEFORE_CLOSE
+    assert a[f"context_cards/{day}/part-0.parquet"] != c[f"context_cards/{day}/part-0.parquet"]
