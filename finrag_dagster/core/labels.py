@@ -143,7 +143,7 @@ def compute_labels(
             alpha, beta, sigma, nobs = window_market_model(Rh[:, j], Rh[:, m], ends, win, min_obs)
             for w, (d, k) in enumerate(zip(days, ks)):
                 i = k - lo
-                end = i - gap - h  # last start t with t+h = k-gap
+                end = int(ends[w])
                 mat = cal.sessions[k + h].item() if k + h < len(cal.sessions) else None
                 rec = dict(date=dt.date.fromisoformat(d), ticker=t, horizon=HORIZON_NAMES.get(h, f"{h}D"), maturity_day=mat, n_obs=int(nobs[w]) if end >= 0 else 0)
                 vals = dict(R=None, Rm=None, alpha=None, beta=None, sigma=None, epsilon=None, z=None, y=None)

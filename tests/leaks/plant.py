@@ -294,7 +294,7 @@ def _table6_cut_at_first_materialised_test_day(p: Patcher) -> None:
 def _label_window_to_d19(p: Patcher) -> None:
     from finrag_dagster.core import labels
 
-    rewrite(p, labels, "compute_labels", [("end = i - gap - h  #", "end = i - gap - h + 1  #")])
+    rewrite(p, labels, "compute_labels", [("ends = np.array([k - lo - gap - h for k in ks]", "ends = np.array([k - lo - gap - h + 1 for k in ks]")])
 
 
 def _date_only_midnight_utc(p: Patcher) -> None:
