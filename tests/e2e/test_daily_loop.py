@@ -178,6 +178,7 @@ def loop(tmp_path_factory):
             pass
 
 
+@pytest.mark.timeout(1800)  # 11-14 min on a 2-core machine; the suite-wide 900 s guards against hangs, not this
 def test_the_daily_loop_runs_from_sensors_and_the_schedule(loop):
     ui, rep, landing, settings, root = loop
     lake = Lake(settings.lake_dir)
