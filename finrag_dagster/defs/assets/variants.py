@@ -55,6 +55,7 @@ def backend_config(s: Settings, cfg: ReaderConfig | None = None) -> BackendConfi
     r = s.reader
     return BackendConfig(
         backend=(cfg.backend if cfg and cfg.backend else r.backend),
+        embedded=r.embedded,
         model=(cfg.model if cfg and cfg.model else r.model),
         base_url=(cfg.base_url if cfg and cfg.base_url else r.base_url),
         api_key_env=r.api_key_env, response_format=r.response_format, concurrency=r.concurrency, timeout_s=r.timeout_s,
