@@ -192,3 +192,27 @@ def test_changed_contexts_and_memory_terms():
         m.add("sec_filing", EVENT_TYPES[0], h, 30.0, False)  # a=0, b=30: û=1/32, η=0.5 -> adj=-0.234375 -> -0.2 clipped
     t = memory_terms(m.to_frame(), 0.3).filter(pl.col("event_type") == EVENT_TYPES[0])
     assert abs(t["news"][0] - 0.06) < 1e-12 and abs(t["sec_filing"][0] + 0.06) < 1e-12 and abs(t["news_minus_sec"][0] - 0.12) < 1e-12
+
+
+def test_a_planted_memory_holds_the_planted_utilities_and_reorders_by_them():
+    from finrag_dagster.core.evaluation.oracle import changed_contexts, changed_order, planted_memory
+    from finrag_dagster.core.memory.source_memory import rerank
+
+    planted = pl.DataFrame({"source_family": ["news", "sec_filing"] * 3, "event_type": ["Legal & Regulatory"] * 6,
+                            "horizon": ["1D", "1D", "3D", "3D", "5D", "5D"], "planted": [0.48, 0.655, 0.47, 0.655, 0.42, 0.86]})
+    mem = planted_memory(planted, MemoryParams(kappa=30, delta=0.2, lam=0.3))
+    snap = mem.to_frame().join(planted, on=["source_family", "event_type", "horizon"])
+    assert np.allclose(snap["u_hat"], snap["planted"], atol=1e-6) and snap["eta"].min() > 0.999999
+    assert np.allclose(snap["adjustment"], (snap["planted"] - 0.5).clip(-0.2, 0.2), atol=1e-6)
+    # a pool where the filing sits just below the fifth news passage: the planted memory lifts it in
+    rel = [1.0, 0.9, 0.8, 0.7, 0.6, 0.58, 0.5]
+    fams = ["news"] * 5 + ["sec_filing", "news"]
+    cands = pl.DataFrame({"anchor_id": ["a"] * 7, "passage_id": [f"p{i}" for i in range(7)], "source_family": fams,
+                          "relevance": rel, "rank": list(range(1, 8))})
+    keys = {"a": "Legal & Regulatory"}
+    static, learned = rerank(cands, keys, None, 0.0, 5), rerank(cands, keys, mem, 0.3, 5)
+    assert "p5" not in static["passage_id"].to_list() and "p5" in learned["passage_id"].to_list()
+    assert changed_contexts(learned, static) == (1, 1) and changed_order(learned, static) == 1
+    # a swap inside the top 5 changes the order but not the set
+    swapped = static.with_columns(pl.when(pl.col("position") == 1).then(2).when(pl.col("position") == 2).then(1).otherwise(pl.col("position")).alias("position"))
+    assert changed_contexts(swapped, static) == (0, 1) and changed_order(swapped, static) == 1

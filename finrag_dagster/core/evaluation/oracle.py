@@ -11,7 +11,7 @@ import itertools
 import numpy as np
 import polars as pl
 
-from ..memory.source_memory import FAMILIES
+from ..memory.source_memory import FAMILIES, MemoryParams, SourceMemory
 
 
 def planted_table(utility: pl.DataFrame) -> pl.DataFrame:
@@ -106,3 +106,20 @@ def memory_terms(snapshot: pl.DataFrame, lam: float) -> pl.DataFrame:
     t = snapshot.group_by(["event_type", "source_family"]).agg((lam * pl.col("adjustment").mean()).alias("term"))
     w = t.pivot(on="source_family", index="event_type", values="term").sort("event_type")
     return w.with_columns((pl.col("news") - pl.col("sec_filing")).alias("news_minus_sec"))
+
+
+def planted_memory(planted: pl.DataFrame, params: MemoryParams, n: float = 1e9) -> SourceMemory:
+    """A memory that has already learned the planted utilities exactly (û = planted, η ≈ 1): the
+    most any reader's feedback could teach it, i.e. the ceiling of what eq. 6 can do to contexts."""
+    mem = SourceMemory(params)
+    for r in planted.iter_rows(named=True):
+        k = (r["source_family"], r["event_type"], r["horizon"])
+        mem.a[k], mem.b[k] = r["planted"] * n, (1.0 - r["planted"]) * n
+    return mem
+
+
+def changed_order(memory_ctx: pl.DataFrame, static_ctx: pl.DataFrame) -> int:
+    """Anchors whose top-M differs in set or in order (the reader weighs passages by place)."""
+    cols = ["anchor_id", "passage_id", "position"]
+    return pl.concat([memory_ctx.select(cols).join(static_ctx.select(cols), on=cols, how="anti"),
+                      static_ctx.select(cols).join(memory_ctx.select(cols), on=cols, how="anti")])["anchor_id"].n_unique()
