@@ -52,7 +52,7 @@ from .base import (
     quarantine_rows,
     stable_id,
 )
-from .csvcheck import csv_problem
+from .csvcheck import csv_problem, is_utf8
 
 FNSPID_COLUMNS = (
     "Date", "Article_title", "Stock_symbol", "Url", "Publisher", "Author", "Article",
@@ -152,10 +152,7 @@ def read_news_file(path: Path) -> pl.DataFrame:
             problem = csv_problem(path)
             if problem:
                 raise SourceError(f"{path.name}: not a well-formed CSV: the record starting at {problem}")
-            try:
-                path.read_bytes().decode("utf-8")
-            except UnicodeDecodeError:
-                repaired = True
+            repaired = not is_utf8(path)
         try:
             df = pl.read_csv(path, infer_schema=False, encoding="utf8-lossy")
         except Exception as exc:  # polars raises several types for malformed CSV

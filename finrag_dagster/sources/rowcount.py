@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import csv
 import gzip
-import io
+import itertools
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -39,12 +39,13 @@ def file_rows(path: Path) -> int:
     name = path.name.lower()
     if name.endswith(".parquet"):
         return pq.ParquetFile(path).metadata.num_rows
-    raw = gzip.decompress(path.read_bytes()) if name.endswith(".gz") else path.read_bytes()
-    text = raw.decode("utf-8-sig", errors="replace")
-    records = list(csv.reader(io.StringIO(text, newline="")))
-    if not records:
-        return 0
-    return len(records) - _leading_header_rows(records)
+    opener = gzip.open if name.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as fh:  # streamed, record by record
+        reader = csv.reader(fh)
+        head = list(itertools.islice(reader, 3))
+        if not head:
+            return 0
+        return len(head) + sum(1 for _ in reader) - _leading_header_rows(head)
 
 
 def source_rows(paths, patterns: tuple[str, ...]) -> int:
