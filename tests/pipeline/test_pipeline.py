@@ -8,7 +8,9 @@ import dagster as dg
 import polars as pl
 
 from finrag_dagster.core.calendar import nyse
+from finrag_dagster.core.reader.backends import BackendConfig, EmbeddedBackend
 from finrag_dagster.definitions import build_definitions
+from finrag_dagster.pipeline import run_range
 
 from .world import DECISION_START, END, HISTORY_START
 
@@ -239,3 +241,26 @@ def test_loop_refuses_the_test_split_without_a_selection(small_lake, tmp_path):
     assert f(days[-1]).lam == 0.3 and "memory.test_params = settings" in note
     f, _ = test_split_params(settings, lake, cal, MemoryParams(lam=0.3, delta=0.2), None, days)
     assert f(days[0]).lam == 0.3  # validation keeps settings.memory
+
+
+def test_the_evidence_reader_is_chosen_by_settings_through_the_assets(small_lake, tmp_path):
+    """reader.embedded reaches the loop assets: their answers come from the evidence reader, and
+    differ from the default reader's on the same contexts."""
+    import shutil
+
+    from finrag_dagster.core.lake import Lake
+
+    lake, settings, _ = small_lake
+    copy = Lake(tmp_path / "lake")
+    shutil.copytree(lake.root, copy.root)
+    s = settings.with_overrides(lake_dir=copy.root, reader={"embedded": "evidence"}, variants={"families": ["no_memory"]})
+    with dg.instance_for_test() as inst:
+        run_range(s, end=END, decision_start=DECISION_START, instance=inst, only=["no_memory/contexts", "no_memory/reader_outputs"])
+    days = [d.isoformat() for d in cal.sessions_in_range(DECISION_START, END)]
+    new = copy.read("reader_outputs", dates=days, variant="no_memory")
+    old = lake.read("reader_outputs", dates=days, variant="no_memory")
+    assert set(new["model"]) == {EmbeddedBackend(BackendConfig(embedded="evidence")).model}
+    assert set(old["model"]) == {EmbeddedBackend(BackendConfig()).model}
+    assert new.height == old.height
+    both = new.join(old, on=["anchor_id", "horizon"], suffix="_old")
+    assert (both["signal"] != both["signal_old"]).any() or (both["valid_ids"] != both["valid_ids_old"]).any()
