@@ -215,7 +215,7 @@ def print_summary(lake_dir: Path, start: dt.date, end: dt.date) -> None:
         "news_raw": "SELECT string_agg(time_precision || '=' || n, ', ') FROM (SELECT time_precision, count(*) n FROM news_raw WHERE date BETWEEN $s AND $e GROUP BY 1 ORDER BY 1)",
         "evidence": "SELECT string_agg(source_family || '=' || n, ', ') FROM (SELECT source_family, count(*) n FROM evidence WHERE date BETWEEN $s AND $e GROUP BY 1 ORDER BY 1)",
         "anchors": "SELECT string_agg(event_type || '=' || n, ', ') FROM (SELECT event_type, count(*) n FROM anchors WHERE date BETWEEN $s AND $e GROUP BY 1 ORDER BY 1)",
-        "quarantine": "SELECT string_agg(source_table || '=' || n, ', ') FROM (SELECT source_table, count(*) n FROM quarantine GROUP BY 1 ORDER BY 1)",
+        "quarantine": "SELECT string_agg(source_table || '=' || n, ', ') FROM (SELECT source_table, sum(rows) n FROM quarantine GROUP BY 1 ORDER BY 1)",
     }
     for name, spec in TABLES.items():
         if not (lake.root / name).exists():

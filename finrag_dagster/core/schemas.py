@@ -209,10 +209,13 @@ QUARANTINE = TableSpec(
         ("source_row", pa.int64(), False),
         ("reason", pa.string(), False),
         ("raw", pa.string(), False),  # the offending row as JSON
+        ("rows", pa.int64(), False),  # source rows this row stands for (>1: a summary row)
     ),
     ("source_table",),
     ("source_file", "source_row", "reason"),
-    "Rejected input rows with the reason; rows in = accepted + quarantined for every source.",
+    "Rejected input rows with the reason; rows in = accepted + sum(rows) for every source. News rows of "
+    "tickers outside the universe are summarised: one row per file and ticker, at its first row, with "
+    "their count in `rows`.",
 )
 
 SOURCE_FLAGS = TableSpec(

@@ -59,10 +59,11 @@ def quarantine_summary(lake: Lake) -> list[dict]:
     out = []
     for f in sorted(base.glob("source_table=*/part-0.parquet")) if base.exists() else []:
         df = pl.read_parquet(f)
-        top = df.group_by("reason").len().sort(["len", "reason"], descending=[True, False]).head(1) if df.height else None
+        w = pl.col("rows").sum() if "rows" in df.columns else pl.len()
+        top = df.group_by("reason").agg(w.alias("len")).sort(["len", "reason"], descending=[True, False]).head(1) if df.height else None
         out.append({
             "source_table": f.parent.name.split("=", 1)[1],
-            "rows": df.height,
+            "rows": int(df["rows"].sum()) if df.height and "rows" in df.columns else df.height,
             "written_at": dt.datetime.fromtimestamp(os.stat(f).st_mtime, dt.timezone.utc).isoformat(timespec="seconds"),
             "top_reason": (f"{top['reason'][0]} ({top['len'][0]})" if top is not None and top.height else ""),
         })

@@ -11,7 +11,7 @@ import polars as pl
 
 from ..core.text import stable_hash
 
-QUARANTINE_COLUMNS = {"source_file": pl.Utf8, "source_row": pl.Int64, "reason": pl.Utf8, "raw": pl.Utf8}
+QUARANTINE_COLUMNS = {"source_file": pl.Utf8, "source_row": pl.Int64, "reason": pl.Utf8, "raw": pl.Utf8, "rows": pl.Int64}
 # Rows kept but worth a look (a repaired encoding, an unexplained price move, a missing session).
 FLAG_COLUMNS = {"source_file": pl.Utf8, "source_row": pl.Int64, "ticker": pl.Utf8, "date": pl.Date,
                 "flag": pl.Utf8, "detail": pl.Utf8}
@@ -31,7 +31,9 @@ class LoadResult:
 
     ``accepted`` has exactly the table's declared columns plus ``date`` (pl.Date: the decision
     day, or the bar date for prices); ``quarantine`` has :data:`QUARANTINE_COLUMNS`.
-    Invariant: ``rows_in == len(accepted) + len(quarantine)``. ``flags`` (:data:`FLAG_COLUMNS`)
+    A quarantine row stands for ``rows`` source rows: 1, except a summary row (news rows of a
+    ticker outside the universe: one row per file and ticker, at the first such row).
+    Invariant: ``rows_in == len(accepted) + sum(quarantine.rows)``. ``flags`` (:data:`FLAG_COLUMNS`)
     names accepted rows that were kept but deserve a look; a flag never drops a row.
     """
 
@@ -41,14 +43,24 @@ class LoadResult:
     rows_in: int
     flags: pl.DataFrame = field(default_factory=empty_flags)
 
-    def check(self) -> "LoadResult":
-        got = self.accepted.height + self.quarantine.height
+    @property
+    def quarantined(self) -> int:
+        """Source rows quarantined (the sum of ``rows``)."""
+        return quarantined_rows(self.quarantine)
+
+    def check(self) -> LoadResult:
+        got = self.accepted.height + self.quarantined
         if got != self.rows_in:
             raise AssertionError(
                 f"{self.table}: rows in {self.rows_in} != accepted {self.accepted.height} + "
-                f"quarantined {self.quarantine.height}"
+                f"quarantined {self.quarantined}"
             )
         return self
+
+
+def quarantined_rows(quarantine: pl.DataFrame) -> int:
+    """Source rows a quarantine frame stands for."""
+    return int(quarantine["rows"].sum()) if quarantine.height else 0
 
 
 def empty_quarantine() -> pl.DataFrame:
@@ -68,7 +80,7 @@ def quarantine_rows(df: pl.DataFrame, reason: str | pl.Expr, source_file: str | 
         (pl.lit(source_file) if source_file is not None else pl.col("source_file")).cast(pl.Utf8).alias("source_file"),
         pl.col("source_row").cast(pl.Int64),
         (reason if isinstance(reason, pl.Expr) else pl.lit(reason)).cast(pl.Utf8).alias("reason"),
-    ).with_columns(pl.Series("raw", raws, dtype=pl.Utf8))
+    ).with_columns(pl.Series("raw", raws, dtype=pl.Utf8), pl.lit(1, dtype=pl.Int64).alias("rows"))
     return out
 
 

@@ -216,7 +216,7 @@ def test_llm_update_unparsable_keeps_q_and_is_quarantined():
     assert not any(u.ok for u in us) and all(u.q_new == u.q_old for u in us)
     assert "unparsable" in us[0].error and "backend error: HTTP 500" in us[2].error and "'q'" in us[3].error
     q = quarantine_rows(us)
-    assert q.height == 4 and q["source_row"].to_list() == [0, 1, 2, 3] and q.columns == ["source_file", "source_row", "reason", "raw"]
+    assert q.height == 4 and q["source_row"].to_list() == [0, 1, 2, 3] and q.columns == ["source_file", "source_row", "reason", "raw", "rows"] and q["rows"].to_list() == [1] * 4
     u = llm_update(tree, FakeBackend(["no idea"]), "L1", "1D", 0.5, 0.01)
     assert not u.ok and leaf.q["1D"] == 1.0 and leaf.n_hit == 0
     assert parse_utility("1.5") == (1.5, "") and parse_utility("between 1 and 2")[0] is None and parse_utility("")[0] is None

@@ -178,8 +178,9 @@ def quarantine_rows(updates: list[LLMUpdate], source_file: str = "experience_tre
             "reason": [u.error for u in bad],
             "raw": [json.dumps({"leaf_id": u.leaf_id, "horizon": u.horizon, "q_old": u.q_old, "prompt_hash": u.prompt_hash,
                                 "answer": u.raw}, sort_keys=True) for u in bad],
+            "rows": [1] * len(bad),
         },
-        schema={"source_file": pl.Utf8, "source_row": pl.Int64, "reason": pl.Utf8, "raw": pl.Utf8},
+        schema={"source_file": pl.Utf8, "source_row": pl.Int64, "reason": pl.Utf8, "raw": pl.Utf8, "rows": pl.Int64},
     )
 
 
