@@ -61,9 +61,21 @@ def conform(spec: TableSpec, data: pl.DataFrame | pa.Table) -> pa.Table:
     return out.combine_chunks()
 
 
-def _atomic_write(table: pa.Table, path: Path) -> None:
+def _atomic_write(table: pa.Table, path: Path, keep_same: bool = False) -> bool:
+    """Write ``table`` to ``path`` atomically; with ``keep_same``, a file that already holds exactly
+    these bytes is left untouched. Returns whether the file was (re)written."""
+    if keep_same and path.exists():
+        buf = pa.BufferOutputStream()
+        pq.write_table(table, buf, **_WRITE_OPTS)
+        data = buf.getvalue().to_pybytes()
+        if path.stat().st_size == len(data) and path.read_bytes() == data:
+            return False
+        with atomic_file(path, prefix=".tmp-", suffix=".parquet") as fh:
+            fh.write(data)
+        return True
     with atomic_file(path, prefix=".tmp-", suffix=".parquet") as fh:
         pq.write_table(table, fh, **_WRITE_OPTS)
+    return True
 
 
 class Lake:
@@ -71,6 +83,7 @@ class Lake:
 
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root).resolve()
+        self.unchanged: set[Path] = set()  # partitions a keep_same write found already up to date
 
     # ------------------------------------------------------------------ paths
     def spec(self, table: str) -> TableSpec:
@@ -96,12 +109,14 @@ class Lake:
         return self.path(table, **keys).exists()
 
     # ------------------------------------------------------------------ writes
-    def write(self, table: str, data: pl.DataFrame | pa.Table, **keys) -> tuple[Path, int]:
-        """Write one partition atomically (the whole partition is replaced)."""
+    def write(self, table: str, data: pl.DataFrame | pa.Table, *, keep_same: bool = False, **keys) -> tuple[Path, int]:
+        """Write one partition atomically (the whole partition is replaced). ``keep_same``: leave
+        a partition that already holds exactly these bytes untouched (see :attr:`unchanged`)."""
         spec = self.spec(table)
         t = conform(spec, data)
         path = self.path(table, **keys)
-        _atomic_write(t, path)
+        if not _atomic_write(t, path, keep_same):
+            self.unchanged.add(path)
         return path, t.num_rows
 
     def write_partitions(
@@ -110,6 +125,7 @@ class Lake:
         data: pl.DataFrame,
         partitions: Iterable,
         key: str = "date",
+        keep_same: bool = False,
         **fixed_keys,
     ) -> dict[str, int]:
         """Split ``data`` on column ``key`` and write every listed partition, empty ones too."""
@@ -124,7 +140,7 @@ class Lake:
         empty = data.head(0)
         for p in wanted:
             g = groups.get(p, empty).drop(key)
-            _, n = self.write(table, g, **{key: p}, **fixed_keys)
+            _, n = self.write(table, g, keep_same=keep_same, **{key: p}, **fixed_keys)
             counts[p] = n
         return counts
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +40,7 @@ import numpy as np
 import pandas as pd
 import polars as pl
 
-from ..core.calendar import date_only_public_ns, nyse
+from ..core.calendar import date_only_public_ns
 from ..core.schemas import NEWS_RAW
 from ..core.text import sentences
 from .base import (
@@ -47,9 +48,7 @@ from .base import (
     LoadResult,
     SourceError,
     empty_flags,
-    empty_quarantine,
     expand_paths,
-    quarantine_rows,
     stable_id,
 )
 from .csvcheck import csv_problem, is_utf8
@@ -135,35 +134,66 @@ def _cols(df: pl.DataFrame, fname: str) -> dict[str, str]:
     return got
 
 
+def news_source(path: Path) -> tuple[pl.LazyFrame, dict[str, str], bool]:
+    """A lazy scan of one news file, its column map (:func:`_cols`) and whether its bytes were
+    repaired (a CSV that is not valid UTF-8). Nothing but the header is parsed here.
+
+    Raises
+    ------
+    SourceError
+        Not a news file, an unknown format, or a malformed CSV (naming the line).
+    """
+    name = path.name.lower()
+    repaired = False
+    try:
+        if name.endswith(".csv"):
+            problem = csv_problem(path)
+            if problem:
+                raise SourceError(f"{path.name}: not a well-formed CSV: the record starting at {problem}")
+            repaired = not is_utf8(path)
+            head = pl.read_csv(path, infer_schema=False, encoding="utf8-lossy", n_rows=0)
+            lf = pl.scan_csv(path, infer_schema=False, encoding="utf8-lossy")
+        elif name.endswith(".csv.gz"):  # compressed: read whole (decompress a big file to stream it)
+            lf = pl.read_csv(path, infer_schema=False, encoding="utf8-lossy").lazy()
+            head = lf.head(0).collect()
+        elif name.endswith(".parquet"):
+            lf = pl.scan_parquet(path)
+            head = lf.head(0).collect()
+        else:
+            raise SourceError(f"{path.name}: unknown news file format (expected .csv or .parquet)")
+    except SourceError:
+        raise
+    except Exception as exc:  # polars raises several types for malformed files
+        raise SourceError(f"{path.name}: cannot be read as {'CSV' if '.csv' in name else 'parquet'} "
+                          f"({str(exc).splitlines()[0]})") from exc
+    return lf, _cols(head, path.name), repaired
+
+
 def read_news_file(path: Path) -> pl.DataFrame:
-    """One FNSPID file as normalised columns.
+    """One FNSPID file, read whole, as :func:`normalize_news` columns (the replay tool's reader;
+    the loader streams, see :mod:`.news_stage`)."""
+    lf, cols, repaired = news_source(path)
+    try:
+        df = lf.with_row_index(ROW_INDEX).collect()
+    except Exception as exc:
+        raise SourceError(f"{path.name}: cannot be read ({str(exc).splitlines()[0]})") from exc
+    return normalize_news(df, cols, path.name, repaired)
+
+
+ROW_INDEX = "__source_row"
+
+
+def normalize_news(df: pl.DataFrame, cols: dict[str, str], source_file: str, repaired: bool) -> pl.DataFrame:
+    """Rows of one news file (with their 0-based data row in ``__source_row``) as normalised columns.
 
     Returns
     -------
     pl.DataFrame
         ``ts_ns`` (Int64 UTC ns, null if unparseable), ``has_time`` (Boolean or null),
         ``slug_title`` (Boolean), the FNSPID text columns as stripped strings ("" when missing),
-        ``source_file`` and ``source_row`` (0-based data row).
+        ``source_file``, ``source_row`` and ``repaired``.
     """
-    name = path.name.lower()
-    repaired = False
-    if name.endswith((".csv", ".csv.gz")):
-        if name.endswith(".csv"):
-            problem = csv_problem(path)
-            if problem:
-                raise SourceError(f"{path.name}: not a well-formed CSV: the record starting at {problem}")
-            repaired = not is_utf8(path)
-        try:
-            df = pl.read_csv(path, infer_schema=False, encoding="utf8-lossy")
-        except Exception as exc:  # polars raises several types for malformed CSV
-            raise SourceError(f"{path.name}: cannot be read as CSV ({str(exc).splitlines()[0]})") from exc
-    elif name.endswith(".parquet"):
-        df = pl.read_parquet(path)
-    else:
-        raise SourceError(f"{path.name}: unknown news file format (expected .csv or .parquet)")
-    cols = _cols(df, path.name)
     n = df.height
-
     date = df[cols["Date"]]
     if date.dtype == pl.Datetime:
         tz = date.dtype.time_zone
@@ -201,8 +231,8 @@ def read_news_file(path: Path) -> pl.DataFrame:
             flag("date_has_time").alias("has_time"),
             flag("title_from_url_slug").fill_null(False).alias("slug_title"),
             *[text(c) for c in FNSPID_COLUMNS if c != "Date"],
-            pl.Series("source_file", [path.name] * n, dtype=pl.Utf8),
-            pl.Series("source_row", range(n), dtype=pl.Int64),
+            pl.Series("source_file", [source_file] * n, dtype=pl.Utf8),
+            df[ROW_INDEX].cast(pl.Int64).alias("source_row"),
         ]
     ).with_columns(_repaired_expr(repaired).alias("repaired"))
 
@@ -234,14 +264,9 @@ def _wall_clock(values: list[str | None]) -> tuple[pl.Series, pl.Series]:
     return pl.Series(days, dtype=pl.Date), pl.Series(secs, dtype=pl.Int32)
 
 
-def news_public_ns(frame: pl.DataFrame, clock: NewsClock = NewsClock()) -> tuple[np.ndarray, np.ndarray]:
-    """Public time (int64 UTC ns; :data:`NEVER` where unparseable) and precision ("date",
-    "minute", "second") of each row of :func:`read_news_file`'s frame (SPEC §1: a timestamp
-    stands for the end of its precision; only trusted clocks give a time of day).
-    """
-    n = frame.height
-    if n == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=object)
+def _clock_parts(frame: pl.DataFrame, clock: NewsClock) -> dict[str, np.ndarray]:
+    """Per row: whether the stamp parsed, its UTC ns, its wall-clock day, whether it is read as a
+    date only, and whether it is a trusted timed stamp on a whole minute."""
     valid = ~frame["ts_ns"].is_null().to_numpy()
     ts = np.where(valid, frame["ts_ns"].fill_null(0).to_numpy(), 0).astype(np.int64)
     wall_sec = frame["wall_sec"].fill_null(0).to_numpy().astype(np.int64)
@@ -253,12 +278,42 @@ def news_public_ns(frame: pl.DataFrame, clock: NewsClock = NewsClock()) -> tuple
     trusted = clock.trusted(frame["Publisher"].to_list(), frame["source_file"].to_list())
     is_date = ~trusted | no_time | (wall_sec == 0)
     timed = valid & ~is_date
-    # minute precision: a trusted source (file, publisher) whose timed stamps all have zero seconds
     on_minute = (ts % (60 * _SEC_NS)) == 0
-    src = pl.DataFrame({"f": frame["source_file"], "p": frame["Publisher"], "t": timed, "m": on_minute})
-    all_minute = src.with_columns(
-        pl.col("m").filter(pl.col("t")).all().over("f", "p").alias("all")
-    )["all"].fill_null(False).to_numpy()
+    return {"valid": valid, "ts": ts, "wall_day": wall_day, "is_date": is_date, "timed": timed, "on_minute": on_minute}
+
+
+def minute_stats(frame: pl.DataFrame, clock: NewsClock) -> pl.DataFrame:
+    """Per (source_file, Publisher): trusted timed stamps and how many fall on a whole minute (a
+    source is minute-precise when the two are equal, over the whole file)."""
+    if frame.height == 0:
+        return pl.DataFrame(schema={"f": pl.Utf8, "p": pl.Utf8, "timed": pl.Int64, "on_minute": pl.Int64})
+    c = _clock_parts(frame, clock)
+    return (
+        pl.DataFrame({"f": frame["source_file"], "p": frame["Publisher"], "t": c["timed"], "m": c["timed"] & c["on_minute"]})
+        .group_by("f", "p").agg(pl.col("t").sum().cast(pl.Int64).alias("timed"), pl.col("m").sum().cast(pl.Int64).alias("on_minute"))
+        .sort("f", "p")
+    )
+
+
+def news_public_ns(frame: pl.DataFrame, clock: NewsClock = NewsClock(), minute: pl.DataFrame | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Public time (int64 UTC ns; :data:`NEVER` where unparseable) and precision ("date",
+    "minute", "second") of each row of :func:`normalize_news`'s frame (SPEC §1: a timestamp
+    stands for the end of its precision; only trusted clocks give a time of day).
+
+    ``minute``: :func:`minute_stats` of the whole file(s) when ``frame`` is only a batch of them
+    (minute precision is a property of a whole source); by default it is taken from ``frame``.
+    """
+    n = frame.height
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=object)
+    c = _clock_parts(frame, clock)
+    valid, ts, wall_day, is_date, timed = c["valid"], c["ts"], c["wall_day"], c["is_date"], c["timed"]
+    # minute precision: a trusted source (file, publisher) whose timed stamps all have zero seconds
+    stats = minute_stats(frame, clock) if minute is None else minute
+    src = pl.DataFrame({"f": frame["source_file"], "p": frame["Publisher"]})
+    all_minute = src.join(stats, on=["f", "p"], how="left", maintain_order="left").select(
+        (pl.col("timed") == pl.col("on_minute")).fill_null(False)
+    ).to_series().to_numpy()
     is_minute = timed & all_minute
     public = ts.copy()
     public[is_minute] += 59 * _SEC_NS
@@ -300,27 +355,19 @@ def _empty_news() -> pl.DataFrame:
     return pl.from_arrow(NEWS_RAW.schema.empty_table()).with_columns(pl.lit(None, dtype=pl.Date).alias("date"))
 
 
-def _quarantine(df: pl.DataFrame, raw_cols: tuple[str, ...]) -> pl.DataFrame:
-    """Quarantine rows of ``df`` (with a ``reason`` column), ``raw`` = the listed columns as JSON."""
-    if df.height == 0:
-        return empty_quarantine()
-    parts = [
-        quarantine_rows(df.filter(pl.col("reason") == r).select("source_file", "source_row", *raw_cols), r)
-        for r in sorted(df["reason"].unique().to_list())
-    ]
-    return pl.concat(parts).sort("source_file", "source_row", "reason")
-
-
 def load_news(paths, universe_tickers: set[str], dates_only: bool = True, *, clock: NewsClock | None = None,
               calendar_end: dt.date | None = None) -> LoadResult:
-    """Read FNSPID news files into ``news_raw`` rows plus quarantine.
+    """Read FNSPID news files into ``news_raw`` rows plus quarantine, in memory.
+
+    The same streaming loader as the ``news_raw`` asset (:func:`.news_stage.stage_news`), staged
+    in a temporary folder and gathered: use it for files that fit in memory once loaded.
 
     Parameters
     ----------
     paths : str, Path or list of them
         Files, globs or directories (their ``*.csv`` / ``*.parquet``), read in sorted order.
     universe_tickers : set of str
-        Tickers kept; other rows are quarantined.
+        Tickers kept; other rows are quarantined (one summary row per file and ticker).
     dates_only : bool
         Read every stamp as a date (published after that day's close): the default, because
         FNSPID's time-of-day offsets are wrong. Shorthand for ``clock=NewsClock(dates_only)``.
@@ -335,30 +382,33 @@ def load_news(paths, universe_tickers: set[str], dates_only: bool = True, *, clo
     LoadResult
         ``accepted`` has the NEWS_RAW columns plus ``date`` (decision day), sorted by
         (public_time, news_id). One quarantine reason per row, first failing check in the order:
-        Date missing/unparseable, missing Stock_symbol, ticker not in universe, missing title
-        and url, public time outside the calendar, decision day after ``calendar_end``,
-        duplicate (ticker, url, source_time) of an earlier accepted row. ``flags``: accepted rows
-        whose non-UTF-8 bytes were replaced by U+FFFD.
+        ticker not in universe (summarised per file and ticker), Date missing/unparseable,
+        missing Stock_symbol, missing title and url, public time outside the calendar, decision
+        day after ``calendar_end``, duplicate (ticker, url, source_time) of an earlier accepted
+        row. ``flags``: accepted rows whose non-UTF-8 bytes were replaced by U+FFFD.
 
     Raises
     ------
     SourceError
         A file that is not a news file, or a CSV that does not parse (naming the line).
     """
+    import tempfile
+
+    from .news_stage import stage_news
+
     clock = clock or NewsClock(dates_only=dates_only)
     files = expand_paths(paths, ("*.csv", "*.parquet", "*.csv.gz"))
-    if not files:
-        return LoadResult("news_raw", _empty_news(), empty_quarantine(), 0).check()
-    df = pl.concat([read_news_file(f) for f in files], how="vertical")
+    with tempfile.TemporaryDirectory(prefix="finrag-news-") as tmp:
+        return stage_news(files, universe_tickers, clock, Path(tmp), calendar_end=calendar_end).load_all()
+
+
+def check_news_rows(df: pl.DataFrame, universe: list[str], clock: NewsClock, cal, calendar_end: dt.date | None,
+                    minute: pl.DataFrame | None = None) -> pl.DataFrame:
+    """:func:`normalize_news` rows with ``ticker``, ``public_ns``, ``precision`` and ``reason``
+    (null: accepted so far; duplicates are found across all files later)."""
     rows_in = df.height
-    if rows_in == 0:
-        return LoadResult("news_raw", _empty_news(), empty_quarantine(), 0).check()
-
-    cal = nyse()
-    universe = sorted({t.strip().upper() for t in universe_tickers})
     df = df.with_columns(ticker=pl.col("Stock_symbol").str.to_uppercase())
-
-    public, precision = news_public_ns(df, clock)
+    public, precision = news_public_ns(df, clock, minute)
     valid_ts = public != NEVER
     in_cal = valid_ts & (public >= cal.opens_ns[0]) & (public <= cal.closes_ns[-1])
     after_end = np.zeros(rows_in, dtype=bool)
@@ -383,18 +433,12 @@ def load_news(paths, universe_tickers: set[str], dates_only: bool = True, *, clo
         .when(pl.col("after_end")).then(pl.lit(R_AFTER_END))
         .otherwise(pl.lit(None, dtype=pl.Utf8))
     )
-    df = df.with_columns(reason.alias("reason"))
-    # exact duplicates among rows that passed every other check: the first (file order, row) wins
-    ok = pl.col("reason").is_null()
-    first = pl.struct("ticker", "Url", "ts_ns").is_first_distinct().over(ok)
-    df = df.with_columns(pl.when(ok & ~first).then(pl.lit(R_DUPLICATE)).otherwise(pl.col("reason")).alias("reason"))
+    return df.with_columns(reason.alias("reason"))
 
-    bad = df.filter(pl.col("reason").is_not_null())
-    quarantine = _quarantine(bad, RAW_COLUMNS)
-    good = df.filter(pl.col("reason").is_null())
-    accepted = _accepted_frame(good, cal) if good.height else _empty_news()
-    flags = _repair_flags(good, cal)
-    return LoadResult("news_raw", accepted, quarantine, rows_in, flags).check()
+
+def raw_json(df: pl.DataFrame) -> pl.Series:
+    """The :data:`RAW_COLUMNS` of each row as JSON (a quarantine row's ``raw``)."""
+    return pl.Series("raw", [json.dumps(r, default=str, sort_keys=True) for r in df.select(RAW_COLUMNS).to_dicts()], dtype=pl.Utf8)
 
 
 def _repair_flags(good: pl.DataFrame, cal) -> pl.DataFrame:
@@ -412,8 +456,9 @@ def _repair_flags(good: pl.DataFrame, cal) -> pl.DataFrame:
     ).sort("source_file", "source_row")
 
 
-def _accepted_frame(good: pl.DataFrame, cal) -> pl.DataFrame:
-    """Build the NEWS_RAW columns (+ date) for rows that passed every check."""
+def _accepted_frame(good: pl.DataFrame, cal, keep_order: bool = False) -> pl.DataFrame:
+    """Build the NEWS_RAW columns (+ date) for rows that passed every check (in their order when
+    ``keep_order``, else sorted by public time and id)."""
     titles = [_title(t, s, u) for t, s, u in zip(good["Article_title"], good["slug_title"], good["Url"])]
     summaries = [
         pick_summary(tuple(s), a)
@@ -441,7 +486,9 @@ def _accepted_frame(good: pl.DataFrame, cal) -> pl.DataFrame:
         }
     )
     schema = _empty_news().schema
-    return out.select([pl.col(c).cast(t) for c, t in schema.items()]).sort("public_time", "news_id")
+    out = out.select([pl.col(c).cast(t) for c, t in schema.items()])
+    return out if keep_order else out.sort("public_time", "news_id")
 
 
-__all__ = ["NewsClock", "load_news", "news_public_ns", "parse_news_times", "pick_summary", "read_news_file", "slug_title"]
+__all__ = ["NewsClock", "check_news_rows", "load_news", "minute_stats", "news_public_ns", "news_source", "normalize_news",
+           "parse_news_times", "pick_summary", "read_news_file", "slug_title"]

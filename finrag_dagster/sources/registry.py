@@ -112,16 +112,33 @@ def load_table(settings: Settings, table: str, universe: pl.DataFrame) -> LoadRe
     raise KeyError(table)
 
 
-def rows_in_files(settings: Settings, table: str) -> int | None:
+NEWS_PATTERNS = ("*.csv", "*.parquet", "*.csv.gz")
+
+
+def stage_news_table(settings: Settings, universe: pl.DataFrame, root: Path):
+    """The configured news files staged (streamed, incrementally) under ``root``
+    (:func:`.news_stage.stage_news`); None when no news files are configured."""
+    from .base import expand_paths
+    from .news_stage import stage_news
+
+    sp = source_paths(settings)
+    if not sp.news:
+        return None
+    files = expand_paths(list(sp.news), NEWS_PATTERNS)
+    return stage_news(files, set(universe["ticker"].to_list()), sp.news_clock, root, calendar_end=sp.calendar_end)
+
+
+def rows_in_files(settings: Settings, table: str, cache: Path | None = None) -> int | None:
     """Rows of a raw table's source files counted without its loader (None for filings, whose rows
-    are filings merged across index and text sources)."""
+    are filings merged across index and text sources). ``cache``: a JSON file of earlier counts,
+    reused for files whose size, modification time and first MiB are unchanged."""
     from .rowcount import source_rows
 
     sp = source_paths(settings)
     if table == "news_raw":
-        return source_rows(list(sp.news), ("*.csv", "*.parquet", "*.csv.gz")) if sp.news else 0
+        return source_rows(list(sp.news), NEWS_PATTERNS, cache) if sp.news else 0
     if table == "prices":
-        return source_rows(list(sp.prices), ("*.csv", "*.parquet"))
+        return source_rows(list(sp.prices), ("*.csv", "*.parquet"), cache)
     return None
 
 

@@ -396,7 +396,7 @@ def _fnspid_clock_trusted(p: Patcher) -> None:
 def _local_midnight_timed(p: Patcher) -> None:
     from finrag_dagster.sources import fnspid
 
-    rewrite(p, fnspid, "news_public_ns", [("is_date = ~trusted | no_time | (wall_sec == 0)",
+    rewrite(p, fnspid, "_clock_parts", [("is_date = ~trusted | no_time | (wall_sec == 0)",
                                            "is_date = ~trusted | no_time | ((ts % _DAY_NS) == 0)")])
 
 
@@ -544,7 +544,7 @@ LEAKS: dict[str, Leak] = {
     "local_midnight_with_offset_read_as_time": Leak(
         _local_midnight_timed,
         [U + "test_news_clock.py::test_local_midnight_with_an_offset_is_a_date"],
-        "sources/fnspid.py news_public_ns: '00:00-05:00' (a date) read as 05:00 UTC, pre-market news of that day",
+        "sources/fnspid.py _clock_parts: '00:00-05:00' (a date) read as 05:00 UTC, pre-market news of that day",
     ),
     "edgar_unequal_arrays_zipped": Leak(
         _edgar_arrays_zipped,

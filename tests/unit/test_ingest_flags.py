@@ -55,10 +55,47 @@ def test_rows_counted_in_the_files_catch_a_loader_that_loses_a_row(tmp_path, mon
     s = Settings(lake_dir=tmp_path / "lake", sources={"kind": "files", "universe": str(tmp_path / "tickers.csv"),
                                                       "news": [str(tmp_path / "news.csv")], "prices": [str(tmp_path / "none.csv")]},
                  calendar={"start": dt.date(2019, 1, 2), "end": dt.date(2019, 1, 31), "decision_start": dt.date(2019, 1, 2)})
-    read = fnspid.read_news_file
-    monkeypatch.setattr(fnspid, "read_news_file", lambda p: read(p).slice(1))  # a reader that loses the first row
+    scan = fnspid.news_source
+
+    def lossy(path):  # a reader that loses the first row before anything counts it
+        lf, cols, repaired = scan(path)
+        return lf.slice(1), cols, repaired
+
+    monkeypatch.setattr(fnspid, "news_source", lossy)
     with dg.instance_for_test() as inst:
         results = run_range(s, end=dt.date(2019, 1, 31), instance=inst, only=["universe", "news_raw"])
     (check,) = [c for r in results for c in r.get_asset_check_evaluations() if c.check_name == "rows_reconcile"]
     assert check.metadata["rows_in"].value == 1 and check.metadata["rows_in_files"].value == 2
     assert not check.passed
+
+
+def _news_meta(results) -> dict:
+    ms = [e.materialization.metadata for r in results for e in r.get_asset_materialization_events()
+          if e.asset_key.path == ["news_raw"]]  # one event per partition of the run, the same metadata
+    return {k: v.value for k, v in ms[0].items()}
+
+
+def test_a_rerun_of_the_news_asset_reads_no_row_and_rewrites_no_partition(tmp_path):
+    (tmp_path / "tickers.csv").write_text("ticker,Security\nAAA,Aaa Corp\nQQQ,QQQ\n")
+    news = tmp_path / "news.csv"
+    news.write_bytes(HEADER + b"2019-01-03 00:00:00+00:00,One,AAA,u1,P,,B,,,,\n2019-01-04 00:00:00+00:00,Two,ZZZ,u2,P,,B,,,,\n")
+    s = Settings(lake_dir=tmp_path / "lake", sources={"kind": "files", "universe": str(tmp_path / "tickers.csv"),
+                                                      "news": [str(news)], "prices": [str(tmp_path / "none.csv")]},
+                 calendar={"start": dt.date(2019, 1, 2), "end": dt.date(2019, 1, 31), "decision_start": dt.date(2019, 1, 2)})
+    lake = Lake(tmp_path / "lake")
+    with dg.instance_for_test() as inst:
+        first = _news_meta(run_range(s, end=dt.date(2019, 1, 31), instance=inst, only=["universe", "news_raw"]))
+        jan4 = lake.path("news_raw", date="2019-01-04")
+        stamp = jan4.stat().st_mtime_ns
+        again = _news_meta(run_range(s, end=dt.date(2019, 1, 31), instance=inst, only=["universe", "news_raw"]))
+        assert jan4.stat().st_mtime_ns == stamp  # not rewritten
+        with open(news, "ab") as fh:  # a new row lands for Jan 7
+            fh.write(b"2019-01-07 00:00:00+00:00,Three,AAA,u3,P,,B,,,,\n")
+        grown = _news_meta(run_range(s, end=dt.date(2019, 1, 31), instance=inst, only=["universe", "news_raw"]))
+    assert first["source_rows_read_this_run"] == 2 and first["source_files"] == {"news.csv": "read"}
+    assert first["source_rows_quarantined"] == 1 and first["source_rows_accepted"] == 1
+    assert again["source_rows_read_this_run"] == 0 and again["source_files"] == {"news.csv": "unchanged"}
+    assert again["partitions_unchanged"] == again["partitions_written"] == 21
+    assert grown["source_rows_read_this_run"] == 1 and grown["source_files"] == {"news.csv": "appended"}
+    assert grown["partitions_unchanged"] == 20  # only Jan 8 (decided the session after Jan 7's date) changed
+    assert lake.read("news_raw")["url"].sort().to_list() == ["u1", "u3"]

@@ -1,0 +1,433 @@
+"""Streaming, incremental news ingest: each news file is read once, in bounded memory, into a
+staging folder; a re-run reads only files that changed and only the rows appended to a CSV.
+
+How a file is read (memory stays bounded whatever its size)
+-----------------------------------------------------------
+1. The CSV is checked in 16 MiB chunks (:mod:`.csvcheck`: strict RFC 4180 parse, NUL bytes, UTF-8).
+2. A lazy polars scan keeps only the needed columns and the rows whose ticker is in the universe
+   (or blank, so that the row-level checks can name it), and streams them to a temporary parquet
+   file in small row groups. Rows of other tickers are counted per ticker in the same kind of
+   streaming pass and become one quarantine row per (file, ticker) whose ``rows`` is their count.
+3. The kept rows are checked and shaped in batches of about :data:`BATCH_BYTES` and written by
+   decision month (``seg-N/month=YYYY-MM.parquet``), with their quarantine rows and flags.
+
+Duplicates (same ticker, url and source time; the first in file order wins) are found across all
+staged files when the stage is read (:meth:`NewsStage.duplicates`), from the key columns only.
+
+What a re-run reads (``manifest.json`` per file)
+------------------------------------------------
+* Same size, modification time and first MiB, and the same universe, clock, calendar end and
+  loader version: nothing (the staged rows are reused).
+* A CSV that grew, whose old bytes still end where they ended (same first MiB, same last 64 KiB
+  before the old end, which was the end of a record): only the appended bytes, as a new segment.
+* Anything else: the whole file again.
+
+A crash leaves the previous stage: segment files are written under fresh names and only become
+part of the stage when the manifest that lists them is replaced (atomically).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import shutil
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+
+from ..core.atomic import atomic_file
+from ..core.calendar import nyse
+from . import fnspid
+from .base import FLAG_COLUMNS, LoadResult, SourceError, empty_flags, empty_quarantine
+
+STAGE_VERSION = 1
+BATCH_BYTES = 48 << 20  # bytes of kept rows checked and shaped at once
+KEPT_ROW_GROUP = 2048  # rows per row group of the kept-rows parquet (bounds a batch's read)
+HEAD_BYTES = 1 << 20
+TAIL_BYTES = 1 << 16
+KEY_COLUMNS = ["ticker", "url", "_ts_ns", "source_file", "source_row"]
+
+
+# ---------------------------------------------------------------------------- fingerprints
+def _sha(path: Path, start: int, stop: int) -> str:
+    h = hashlib.sha1()
+    with open(path, "rb") as fh:
+        fh.seek(max(start, 0))
+        left = stop - max(start, 0)
+        while left > 0:
+            b = fh.read(min(left, 1 << 20))
+            if not b:
+                break
+            h.update(b)
+            left -= len(b)
+    return h.hexdigest()
+
+
+def _byte_at(path: Path, pos: int) -> bytes:
+    with open(path, "rb") as fh:
+        fh.seek(pos)
+        return fh.read(1)
+
+
+def _header_len(path: Path) -> int:
+    """Bytes of the CSV's header line, its newline included."""
+    with open(path, "rb") as fh:
+        line = fh.readline(1 << 20)
+    if not line.endswith(b"\n"):
+        raise SourceError(f"{path.name}: no header line within the first MiB")
+    return len(line)
+
+
+def settings_key(universe: list[str], clock: fnspid.NewsClock, calendar_end: dt.date | None) -> str:
+    """What the staged rows depend on besides the file's bytes."""
+    blob = json.dumps({"v": STAGE_VERSION, "universe": universe, "clock": clock.describe(),
+                       "calendar_end": str(calendar_end), "polars": pl.__version__}, sort_keys=True)
+    return hashlib.sha1(blob.encode()).hexdigest()
+
+
+# ---------------------------------------------------------------------------- the stage
+@dataclass
+class FileStage:
+    """One source file's staged segments (``manifest`` as written in its ``manifest.json``)."""
+
+    path: Path
+    dir: Path
+    manifest: dict
+
+    @property
+    def segments(self) -> list[dict]:
+        return self.manifest["segments"]
+
+    def seg_dir(self, seg: dict) -> Path:
+        return self.dir / seg["name"]
+
+    def month_files(self, months: set[str] | None = None) -> list[Path]:
+        out = []
+        for seg in self.segments:
+            for m in seg["months"]:
+                if months is None or m in months:
+                    out.append(self.seg_dir(seg) / f"month={m}.parquet")
+        return out
+
+
+@dataclass
+class NewsStage:
+    """The staged news of a set of files, read back table by table in bounded memory."""
+
+    files: list[FileStage]
+    rows_in: int
+    rows_read: int = 0  # source rows parsed by this call (0 when nothing changed)
+    actions: dict[str, str] = field(default_factory=dict)  # file name -> "unchanged" | "appended" | "read"
+    _dups: pl.DataFrame | None = None
+
+    def _month_files(self, months: set[str] | None = None) -> list[Path]:
+        return [f for fs in self.files for f in fs.month_files(months)]
+
+    def duplicates(self) -> pl.DataFrame:
+        """Staged rows that repeat an earlier row's (ticker, url, source time), file order first."""
+        if self._dups is None:
+            parts = []
+            for i, fs in enumerate(self.files):
+                for f in fs.month_files():
+                    parts.append(pl.read_parquet(f, columns=KEY_COLUMNS).with_columns(pl.lit(i, dtype=pl.Int32).alias("_file")))
+            if not parts:
+                self._dups = pl.DataFrame(schema={"source_file": pl.Utf8, "source_row": pl.Int64})
+            else:
+                keys = pl.concat(parts).sort("_file", "source_row")
+                self._dups = keys.filter(~pl.struct("ticker", "url", "_ts_ns").is_first_distinct()).select("source_file", "source_row")
+        return self._dups
+
+    def accepted_count(self) -> int:
+        return sum(int(s["accepted"]) for fs in self.files for s in fs.segments) - self.duplicates().height
+
+    def accepted_between(self, lo: dt.date, hi: dt.date) -> pl.DataFrame:
+        """Accepted rows (NEWS_RAW columns + ``date``) decided on days ``lo`` … ``hi``."""
+        months = {f"{y:04d}-{m:02d}" for y, m in _months(lo, hi)}
+        files = self._month_files(months)
+        if not files:
+            return fnspid._empty_news()
+        df = pl.concat([pl.read_parquet(f) for f in files], how="vertical")
+        df = df.filter(pl.col("date").is_between(lo, hi))
+        dups = self.duplicates()
+        if dups.height:
+            df = df.join(dups, on=["source_file", "source_row"], how="anti")
+        cols = fnspid._empty_news().columns
+        return df.select(cols).sort("public_time", "news_id")
+
+    def date_span(self) -> tuple[dt.date, dt.date] | None:
+        months = sorted({m for fs in self.files for s in fs.segments for m in s["months"]})
+        if not months:
+            return None
+        first = dt.date.fromisoformat(months[0] + "-01")
+        y, m = (int(x) for x in months[-1].split("-"))
+        last = dt.date(y + (m == 12), m % 12 + 1, 1) - dt.timedelta(days=1)
+        return first, last
+
+    def quarantine(self) -> pl.DataFrame:
+        """Every quarantine row: the staged ones and the duplicates found across files."""
+        parts = [pl.read_parquet(fs.seg_dir(s) / "quarantine.parquet") for fs in self.files for s in fs.segments]
+        for fs in self.files:  # rows of other tickers: one row per file and ticker, over all its segments
+            others = [pl.read_parquet(fs.seg_dir(s) / "others.parquet") for s in fs.segments]
+            merged = pl.concat(others).group_by("ticker").agg(pl.col("first").min(), pl.col("rows").sum())
+            parts.append(_summary_rows(merged, fs.path.name))
+        dups = self.duplicates()
+        if dups.height:
+            raws = []
+            for fs in self.files:
+                for f in fs.month_files():
+                    got = pl.read_parquet(f, columns=["source_file", "source_row", "_raw"]).join(dups, on=["source_file", "source_row"])
+                    if got.height:
+                        raws.append(got)
+            d = pl.concat(raws)
+            parts.append(d.select("source_file", "source_row", pl.lit(fnspid.R_DUPLICATE).alias("reason"),
+                                  pl.col("_raw").alias("raw"), pl.lit(1, dtype=pl.Int64).alias("rows")))
+        parts = [p for p in parts if p.height]
+        if not parts:
+            return empty_quarantine()
+        return pl.concat([p.select(list(empty_quarantine().columns)) for p in parts]).sort("source_file", "source_row", "reason")
+
+    def flags(self) -> pl.DataFrame:
+        parts = [pl.read_parquet(fs.seg_dir(s) / "flags.parquet") for fs in self.files for s in fs.segments]
+        parts = [p for p in parts if p.height]
+        if not parts:
+            return empty_flags()
+        df = pl.concat(parts)
+        dups = self.duplicates()
+        if dups.height:
+            df = df.join(dups, on=["source_file", "source_row"], how="anti")
+        return df.select(list(FLAG_COLUMNS)).sort("source_file", "source_row")
+
+    def load_all(self) -> LoadResult:
+        """Everything in memory (for files that fit once loaded)."""
+        span = self.date_span()
+        acc = self.accepted_between(*span) if span else fnspid._empty_news()
+        return LoadResult("news_raw", acc, self.quarantine(), self.rows_in, self.flags()).check()
+
+
+def _months(lo: dt.date, hi: dt.date):
+    y, m = lo.year, lo.month
+    while (y, m) <= (hi.year, hi.month):
+        yield y, m
+        y, m = (y + 1, 1) if m == 12 else (y, m + 1)
+
+
+# ---------------------------------------------------------------------------- staging
+def stage_news(files: list[Path], universe_tickers: set[str], clock: fnspid.NewsClock, root: Path, *,
+               calendar_end: dt.date | None = None, batch_bytes: int = BATCH_BYTES) -> NewsStage:
+    """Bring the staging folder ``root`` up to date with ``files`` (in that order) and return it.
+
+    Reads only what changed since the last call (see the module's notes); ``rows_read`` says how
+    many source rows were parsed.
+    """
+    universe = sorted({t.strip().upper() for t in universe_tickers})
+    key = settings_key(universe, clock, calendar_end)
+    root.mkdir(parents=True, exist_ok=True)
+    stages, rows_in, rows_read, actions = [], 0, 0, {}
+    for path in files:
+        fs, read, action = _stage_file(Path(path), universe, clock, calendar_end, root, key, batch_bytes)
+        stages.append(fs)
+        rows_in += sum(int(s["rows"]) for s in fs.segments)
+        rows_read += read
+        actions[Path(path).name] = action
+    return NewsStage(stages, rows_in, rows_read, actions)
+
+
+def _file_dir(root: Path, path: Path) -> Path:
+    return root / hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:16]
+
+
+def _read_manifest(d: Path) -> dict | None:
+    f = d / "manifest.json"
+    if not f.exists():
+        return None
+    try:
+        return json.loads(f.read_text())
+    except ValueError:
+        return None
+
+
+def _write_manifest(d: Path, manifest: dict) -> None:
+    with atomic_file(d / "manifest.json", fsync=True) as fh:
+        fh.write(json.dumps(manifest, sort_keys=True, indent=1).encode())
+    keep = {s["name"] for s in manifest["segments"]} | {"manifest.json"}
+    for p in d.iterdir():  # segments of earlier stages, or of a run that crashed
+        if p.name not in keep:
+            shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
+
+
+def _stage_file(path: Path, universe, clock, calendar_end, root: Path, key: str, batch_bytes: int):
+    st = path.stat()
+    d = _file_dir(root, path)
+    d.mkdir(parents=True, exist_ok=True)
+    old = _read_manifest(d)
+    head = _sha(path, 0, min(HEAD_BYTES, st.st_size))
+    if old and old.get("key") == key and old.get("path") == str(path.resolve()) and old["segments"]:
+        if old["size"] == st.st_size and old["mtime_ns"] == st.st_mtime_ns and old["head"] == head:
+            return FileStage(path, d, old), 0, "unchanged"
+        end = old["size"]
+        csv = path.name.lower().endswith(".csv")
+        if (csv and st.st_size > end and old["head"] == _sha(path, 0, min(HEAD_BYTES, end)) and len(old["segments"]) < 1000
+                and old["tail"] == _sha(path, end - TAIL_BYTES, end) and _byte_at(path, end - 1) == b"\n"):
+            appended = _stage_append(path, d, old, universe, clock, calendar_end, batch_bytes)
+            if appended is not None:
+                manifest, read = appended
+                manifest.update(size=st.st_size, mtime_ns=st.st_mtime_ns, head=head, tail=_sha(path, st.st_size - TAIL_BYTES, st.st_size))
+                _write_manifest(d, manifest)
+                return FileStage(path, d, manifest), read, "appended"
+    seg, minute = _stage_segment(path, path, d, 0, universe, clock, calendar_end, batch_bytes, None)
+    manifest = {"version": STAGE_VERSION, "key": key, "path": str(path.resolve()), "size": st.st_size,
+                "mtime_ns": st.st_mtime_ns, "head": head, "tail": _sha(path, st.st_size - TAIL_BYTES, st.st_size),
+                "header_len": _header_len(path) if path.name.lower().endswith(".csv") and st.st_size else 0,
+                "minute": minute, "segments": [seg]}
+    _write_manifest(d, manifest)
+    return FileStage(path, d, manifest), int(seg["rows"]), "read"
+
+
+def _minute_flags(stats: list[list]) -> dict[str, bool]:
+    return {p: t == m for p, t, m in stats}
+
+
+def _merge_minute(a: list[list], b: list[list]) -> list[list]:
+    acc: dict[str, list[int]] = {}
+    for p, t, m in [*a, *b]:
+        x = acc.setdefault(p, [0, 0])
+        x[0] += t
+        x[1] += m
+    return [[p, t, m] for p, (t, m) in sorted(acc.items())]
+
+
+def _stage_append(path: Path, d: Path, old: dict, universe, clock, calendar_end, batch_bytes):
+    """Stage the bytes appended after ``old["size"]`` as a new segment; None when the whole file
+    must be read again (the new rows change how earlier rows were read)."""
+    tmp = d / f".append-{uuid.uuid4().hex}.csv"
+    try:
+        with open(path, "rb") as src, open(tmp, "wb") as out:
+            out.write(src.read(old["header_len"]))
+            src.seek(old["size"])
+            shutil.copyfileobj(src, out, 1 << 24)
+        offset = sum(int(s["rows"]) for s in old["segments"])
+        seg, minute = _stage_segment(tmp, path, d, offset, universe, clock, calendar_end, batch_bytes, old["minute"])
+    finally:
+        tmp.unlink(missing_ok=True)
+    if seg is None:
+        return None
+    manifest = dict(old)
+    manifest["segments"] = [*old["segments"], seg]
+    manifest["minute"] = minute
+    return manifest, int(seg["rows"])
+
+
+def _stage_segment(read_path: Path, source: Path, d: Path, row_offset: int, universe, clock, calendar_end,
+                   batch_bytes: int, prior_minute: list[list] | None):
+    """Read one file (or its appended part, ``read_path``) into a new segment folder under ``d``.
+
+    Returns (segment entry, minute stats of the whole file), or (None, None) when ``prior_minute``
+    is given and the new rows change a publisher's minute precision.
+    """
+    name = source.name
+    try:
+        lf, cols, repaired = fnspid.news_source(read_path)
+    except SourceError as exc:
+        if read_path != source:  # name the real file and where the appended part starts
+            raise SourceError(str(exc).replace(read_path.name, f"{name} (rows appended after data row {row_offset})")) from exc
+        raise
+    seg_name = f"seg-{uuid.uuid4().hex[:12]}"
+    tmp_dir = d / f".{seg_name}"
+    tmp_dir.mkdir(parents=True)
+    try:
+        tk = pl.col(cols["Stock_symbol"]).cast(pl.Utf8).str.strip_chars().str.to_uppercase()
+        keep = tk.is_in(universe) | tk.is_null() | (tk == "")
+        lf = lf.select([pl.col(c) for c in dict.fromkeys(cols.values())]).with_row_index(fnspid.ROW_INDEX, offset=row_offset)
+        kept_path = tmp_dir / "kept.parquet"
+        try:
+            lf.filter(keep).sink_parquet(kept_path, row_group_size=KEPT_ROW_GROUP)
+            others = (lf.filter(~keep).group_by(tk.alias("ticker"))
+                      .agg(pl.len().cast(pl.Int64).alias("rows"), pl.col(fnspid.ROW_INDEX).min().cast(pl.Int64).alias("first"))
+                      .collect(engine="streaming"))
+        except Exception as exc:
+            raise SourceError(f"{name}: cannot be read ({str(exc).splitlines()[0]})") from exc
+        kept = pq.ParquetFile(kept_path)
+        n_kept = kept.metadata.num_rows
+        seg_rows = n_kept + int(others["rows"].sum())
+
+        # minute precision is a property of a whole source: gather it before the batches
+        minute = [] if prior_minute is None else prior_minute
+        if not clock.dates_only or clock.trusted_publishers or clock.trusted_files:
+            clock_cols = [c for c in dict.fromkeys([cols["Date"], cols.get("Publisher"), cols.get("date_has_time")]) if c]
+            part = fnspid.normalize_news(pl.read_parquet(kept_path, columns=[*clock_cols, fnspid.ROW_INDEX]),
+                                         {k: v for k, v in cols.items() if v in clock_cols}, name, False)
+            stats = fnspid.minute_stats(part, clock)
+            new = [[p, int(t), int(m)] for p, t, m in stats.select("p", "timed", "on_minute").iter_rows()]
+            merged = _merge_minute(minute, new)
+            if prior_minute is not None:
+                before, after = _minute_flags(prior_minute), _minute_flags(merged)
+                if any(after[p] != v for p, v in before.items()):
+                    return None, None
+            minute = merged
+        minute_frame = pl.DataFrame([[name, p, t, m] for p, t, m in minute], orient="row",
+                                    schema={"f": pl.Utf8, "p": pl.Utf8, "timed": pl.Int64, "on_minute": pl.Int64})
+
+        cal = nyse()
+        q_parts = []
+        flag_parts = []
+        writers: dict[str, pq.ParquetWriter] = {}
+        counts = {"accepted": 0}
+        row_bytes = max(1, sum(kept.metadata.row_group(i).total_byte_size for i in range(kept.num_row_groups)) // max(n_kept, 1))
+        batch_rows = int(min(max(batch_bytes // row_bytes, 16), 200_000))
+        try:
+            for batch in kept.iter_batches(batch_size=batch_rows):
+                df = fnspid.normalize_news(pl.from_arrow(batch), cols, name, repaired)
+                checked = fnspid.check_news_rows(df, universe, clock, cal, calendar_end, minute_frame)
+                bad = checked.filter(pl.col("reason").is_not_null())
+                if bad.height:
+                    q_parts.append(bad.select("source_file", "source_row", "reason", fnspid.raw_json(bad),
+                                              pl.lit(1, dtype=pl.Int64).alias("rows")))
+                good = checked.filter(pl.col("reason").is_null())
+                if not good.height:
+                    continue
+                flag_parts.append(fnspid._repair_flags(good, cal))
+                acc = fnspid._accepted_frame(good, cal, keep_order=True).with_columns(
+                    good["ts_ns"].alias("_ts_ns"), fnspid.raw_json(good).alias("_raw"))
+                counts["accepted"] += acc.height
+                for (month,), g in acc.group_by(pl.col("date").dt.strftime("%Y-%m"), maintain_order=True):
+                    t = g.to_arrow()
+                    w = writers.get(month)
+                    if w is None:
+                        w = writers[month] = pq.ParquetWriter(tmp_dir / f"month={month}.parquet", t.schema)
+                    w.write_table(t)
+        finally:
+            for w in writers.values():
+                w.close()
+        kept_path.unlink()
+        q = pl.concat([p for p in q_parts if p.height]) if any(p.height for p in q_parts) else empty_quarantine()
+        q.select(list(empty_quarantine().columns)).write_parquet(tmp_dir / "quarantine.parquet")
+        fl = pl.concat([p for p in flag_parts if p.height]) if any(p.height for p in flag_parts) else empty_flags()
+        fl.select(list(FLAG_COLUMNS)).write_parquet(tmp_dir / "flags.parquet")
+        others.select("ticker", "first", "rows").write_parquet(tmp_dir / "others.parquet")
+        os.replace(tmp_dir, d / seg_name)
+    except BaseException:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        raise
+    seg = {"name": seg_name, "rows": seg_rows, "row_offset": row_offset, "accepted": counts["accepted"],
+           "months": sorted(writers)}
+    return seg, minute
+
+
+def _summary_rows(others: pl.DataFrame, name: str) -> pl.DataFrame:
+    """One quarantine row per ticker outside the universe: at its first row, with its count."""
+    if not others.height:
+        return empty_quarantine()
+    others = others.sort("first")
+    raws = [json.dumps({"Stock_symbol": t, "first_row": f, "rows": n}, sort_keys=True)
+            for t, f, n in others.select("ticker", "first", "rows").iter_rows()]
+    return pl.DataFrame({"source_file": [name] * others.height, "source_row": others["first"],
+                         "reason": [fnspid.R_NOT_UNIVERSE] * others.height, "raw": raws, "rows": others["rows"]},
+                        schema={"source_file": pl.Utf8, "source_row": pl.Int64, "reason": pl.Utf8, "raw": pl.Utf8, "rows": pl.Int64})
+
+
+__all__ = ["NewsStage", "settings_key", "stage_news"]
