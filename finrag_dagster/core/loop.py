@@ -134,7 +134,7 @@ class StepResult:
     outputs: pl.DataFrame
     feedback_applied: pl.DataFrame
     stats: DayStats
-    tree: pa.Table | None = None  # toe variants: experience_tree rows after D's updates and selections
+    tree: pa.Table | None = None  # toe variants: the tree's rows (experience_tree.to_table) after D's updates and selections
     selections: pl.DataFrame | None = None
     toe_updates: pl.DataFrame | None = None
 

@@ -238,27 +238,44 @@ EXPERIENCE_TREE = TableSpec(
     "experience_tree",
     _s(
         ("factor_index", pa.int32(), False),  # layer-1 position (selection breaks ties by it)
-        ("factor", pa.string(), False),
-        ("keywords", pa.list_(pa.string()), False),  # the factor's layer-1 match keywords
         ("leaf_index", pa.int32(), True),  # position under the factor; null: a factor with no leaf yet
         ("leaf_id", pa.string(), True),
-        ("principle", pa.string(), True),  # the layer-2 analytical principle (analysis direction)
-        ("support", pa.int64(), True),  # pre-evaluation anchors the principle was induced from (0: expanded)
-        ("embedding", pa.list_(pa.float32()), True),  # unit vector of the principle (any dimension)
-        ("horizons", pa.list_(pa.string()), True),  # the horizons of q, in order
-        ("q", pa.list_(pa.float64()), True),  # utility per horizon in [0, 2 q0]
+        ("q", pa.list_(pa.float64()), True),  # utility per horizon in [0, 2 q0], in the content row's horizon order
         ("n_recall", pa.int64(), True),
         ("n_hit", pa.int64(), True),
     ),
     ("tree_id", "date"),
     ("factor_index", "leaf_index"),
-    "Tree-of-Experience snapshot used on decision day D (seed 002 §4.2, Table 5): one row per leaf "
-    "(factor -> principle, Q per horizon, recall/hit), one row with null leaf columns per factor without a leaf.",
+    "Tree-of-Experience state used on decision day D (seed 002 §4.2, Table 5): one row per leaf (its position, "
+    "id, Q per horizon, recall/hit), one row with null leaf columns per factor without a leaf; the text and "
+    "embedding of each position are in experience_leaves.",
+    decision_time=True,
+)
+
+EXPERIENCE_LEAVES = TableSpec(
+    "experience_leaves",
+    _s(
+        ("factor_index", pa.int32(), False),
+        ("factor", pa.string(), False),
+        ("keywords", pa.list_(pa.string()), False),  # the factor's layer-1 match keywords
+        ("leaf_index", pa.int32(), True),  # null: the row of a factor with no leaf yet
+        ("leaf_id", pa.string(), True),
+        ("principle", pa.string(), True),  # the layer-2 analytical principle (analysis direction)
+        ("support", pa.int64(), True),  # pre-evaluation anchors the principle was induced from (0: expanded)
+        ("embedding", pa.list_(pa.float32()), True),  # unit vector of the principle (any dimension)
+        ("horizons", pa.list_(pa.string()), True),  # the horizons of q, in order
+    ),
+    ("tree_id", "date"),
+    ("factor_index", "leaf_index"),
+    "Content of the Tree-of-Experience positions (seed 002 §4.2), written once: partition date=D holds the rows "
+    "of tree_id that first appeared, or changed, in the tree of decision day D (factor, keywords, principle, "
+    "support, embedding); the tree of D reads the latest version dated <= D of each position of its state.",
     decision_time=True,
 )
 
 TABLES: dict[str, TableSpec] = {
-    t.name: t for t in [UNIVERSE, MEMBERSHIP, NEWS_RAW, PRICES, FILINGS_RAW, EVIDENCE, ANCHORS, CONTEXT_CARDS, QUARANTINE, SOURCE_FLAGS, EXPERIENCE_TREE]
+    t.name: t for t in [UNIVERSE, MEMBERSHIP, NEWS_RAW, PRICES, FILINGS_RAW, EVIDENCE, ANCHORS, CONTEXT_CARDS, QUARANTINE, SOURCE_FLAGS, EXPERIENCE_TREE,
+                    EXPERIENCE_LEAVES]
 }
 
 

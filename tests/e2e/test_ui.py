@@ -32,7 +32,7 @@ FAMILIES = ("no_memory", "source_memory", "source_memory_toe")  # the memory/tre
 BEFORE = ["universe", "prices", "news_raw", "filings_raw", "returns", "evidence", "anchors", "context_cards"]
 BACKFILLED = ["candidates", "labels", "experience_tree", *[f"{f}/{t}" for f in FAMILIES for t in ("contexts", "reader_outputs", "feedback")],
               "source_memory/memory_snapshot", "source_memory_toe/memory_snapshot", "source_memory_toe/experience_tree", "stock_day_signals"]
-TABLES = ["candidates", "labels", "experience_tree", "memory_snapshot", "contexts", "reader_outputs", "feedback",
+TABLES = ["candidates", "labels", "experience_tree", "experience_leaves", "memory_snapshot", "contexts", "reader_outputs", "feedback",
           "principle_selections", "principle_updates", "stock_day_signals"]
 
 

@@ -372,6 +372,14 @@ def _tree_induced_on_validation(p: Patcher) -> None:
         rewrite(p, experience, fn, [("a, b = s.splits.train", "a, b = s.splits.train[0], s.splits.validation[1]")])
 
 
+def _tree_content_after_d(p: Patcher) -> None:
+    from finrag_dagster.core.memory import experience_store, experience_tree
+
+    # the tree of D reads the latest content version of each position, dated after D too
+    rewrite(p, experience_store, "content_versions", [("if day <= through:", "if True:")])
+    rewrite(p, experience_tree, "latest_content", [("if dates[i] <= cut and (", "if (")])
+
+
 class Leak(NamedTuple):
     apply: Callable[[Patcher], None]
     catchers: list[str]
@@ -565,6 +573,11 @@ LEAKS: dict[str, Leak] = {
         _tree_induced_on_validation,
         [U + "test_pit_experience.py::test_tree_is_induced_on_the_last_train_session_from_train_days_only"],
         "defs/assets/experience.py induction_day/train_days_before: the prior tree is induced at the end of the validation split from train and validation anchors",
+    ),
+    "experience_content_read_after_its_day": Leak(
+        _tree_content_after_d,
+        [U + "test_pit_experience.py::test_the_tree_of_d_never_reads_content_that_appeared_after_d"],
+        "core/memory/experience_store.py content_versions, experience_tree.py latest_content: the tree of D joins content versions dated after D",
     ),
 }
 

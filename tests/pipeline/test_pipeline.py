@@ -140,20 +140,55 @@ def test_experience_task_scores_every_sector_with_matured_alphas_only(small_lake
 
 def test_experience_tree_is_induced_from_the_train_split_and_carried(small_lake):
     from finrag_dagster.core.lake import file_digest
-    from finrag_dagster.core.memory.experience_tree import from_table
+    from finrag_dagster.core.memory.experience_store import read_tree
     from finrag_dagster.defs.assets.experience import TREE_ID, induction_day, toe_params
 
     lake, settings, results = small_lake
     days = [d.isoformat() for d in cal.sessions_in_range(DECISION_START, END)]
     assert lake.materialized_dates("experience_tree", tree_id=TREE_ID) == days
     assert induction_day(settings, cal) == "2019-01-31" < days[0]  # the world's train split is January 2019
-    # no updates yet (part 3): every snapshot is the induced tree, byte for byte
+    # no updates yet (part 3): every snapshot is the induced tree, byte for byte, and its content is written once
     assert len({file_digest(lake.path("experience_tree", tree_id=TREE_ID, date=d)) for d in days}) == 1
-    tree = from_table(lake.read("experience_tree", dates=[days[0]], tree_id=TREE_ID), toe_params(settings))
+    assert lake.materialized_dates("experience_leaves", tree_id=TREE_ID) == days[:1]
+    tree = read_tree(lake, TREE_ID, days[0], toe_params(settings))
+    assert read_tree(lake, TREE_ID, days[-1], toe_params(settings)).to_markdown() == tree.to_markdown()
     assert len(tree.factors) == 8 and tree.leaves() and all(x.q == {"1D": 1.0, "3D": 1.0, "5D": 1.0} for x in tree.leaves())
     metas = [ev.event_specific_data.materialization.metadata for r in results for ev in r.get_asset_materialization_events()
              if ev.event_specific_data.materialization.asset_key == dg.AssetKey("experience_tree")]
     assert metas and "analysis direction" in metas[0]["tree"].value and metas[0]["principles"].value == len(tree.leaves())
+
+
+def test_experience_content_is_written_once_and_the_daily_state_carries_none_of_it(small_lake):
+    """experience_leaves holds a position's content once per version (the first day it appears and
+    each day it changes, e.g. a position reused after the reset at the test split's start), the
+    daily experience_tree partition only positions, ids, utilities and counts, and every day's tree
+    reads back with the content dated on or before it."""
+    import pyarrow.parquet as pq
+
+    from finrag_dagster.core.memory.experience_store import content_versions, read_rows
+    from finrag_dagster.core.memory.experience_tree import split_table
+
+    lake, _, _ = small_lake
+    days = [d.isoformat() for d in cal.sessions_in_range(DECISION_START, END)]
+    for tree_id in ("prior", "toe", "source_memory_toe"):
+        c = content_versions(lake, tree_id, days[-1])
+        assert c.num_rows and set(lake.materialized_dates("experience_leaves", tree_id=tree_id)) <= set(days)
+        versions: dict = {}
+        for fi, li, lid, pr, emb, d in zip(*(c.column(n).to_pylist() for n in ("factor_index", "leaf_index", "leaf_id", "principle", "embedding", "date"))):
+            versions.setdefault((fi, li), []).append((d, lid, pr, emb))
+        for pos, vs in versions.items():  # a position stored again only with other content
+            assert all(a[1:] != b[1:] for a, b in zip(vs, vs[1:])), (tree_id, pos)
+        ids = [lid for lid in c.column("leaf_id").to_pylist() if lid is not None]
+        if tree_id == "prior":
+            assert len(ids) == len(set(ids))  # no updates, no reset: each leaf exactly once
+        for d in days:
+            f = lake.path("experience_tree", tree_id=tree_id, date=d)
+            assert {"embedding", "principle", "keywords"}.isdisjoint(pq.read_schema(f).names)
+            rows = read_rows(lake, tree_id, d)
+            assert split_table(rows)[0].equals(pq.read_table(f))  # the state as stored, with ...
+            day = dt.date.fromisoformat(d)
+            for fi, li, lid, pr in zip(*(rows.column(n).to_pylist() for n in ("factor_index", "leaf_index", "leaf_id", "principle"))):
+                assert max((v for v in versions[(fi, li)] if v[0] <= day), key=lambda v: v[0])[1:3] == (lid, pr)  # ... the last content of D or before
 
 
 def test_files_mode_definitions_resolve_every_job(tmp_path):
@@ -166,18 +201,18 @@ def test_files_mode_definitions_resolve_every_job(tmp_path):
 
 
 def test_toe_variants_learn_only_from_matured_labels(small_lake):
-    from finrag_dagster.core.memory.experience_tree import from_table
+    from finrag_dagster.core.memory.experience_store import read_tree
     from finrag_dagster.defs.assets.experience import TREE_ID, toe_params
 
     lake, settings, _ = small_lake
     days = [d.isoformat() for d in cal.sessions_in_range(DECISION_START, END)]
     params = toe_params(settings)
-    prior = from_table(lake.read("experience_tree", dates=[days[0]], tree_id=TREE_ID), params)
+    prior = read_tree(lake, TREE_ID, days[0], params)
     applied = 0
     for v in ("toe", "source_memory_toe"):
         assert lake.materialized_dates("experience_tree", tree_id=v) == days
         # the split start (validation begins on DECISION_START) resets to the prior tree: no update yet
-        first = from_table(lake.read("experience_tree", dates=[days[0]], tree_id=v), params)
+        first = read_tree(lake, v, days[0], params)
         prior_ids = {x.leaf_id for x in prior.leaves()}
         assert prior_ids <= {x.leaf_id for x in first.leaves()}  # the prior's leaves, plus the day's expansions
         assert all(x.support == 0 for x in first.leaves() if x.leaf_id not in prior_ids)
@@ -192,7 +227,7 @@ def test_toe_variants_learn_only_from_matured_labels(small_lake):
             for dd, h in zip(up["decision_day"].to_list(), up["horizon"].to_list()):
                 assert cal.offset(dd, int(h[0])) == prev  # matured exactly on D-1, never later
             applied += int((up["outcome"] == "applied").sum()) if up.height else 0
-        last = from_table(lake.read("experience_tree", dates=[days[-1]], tree_id=v), params)
+        last = read_tree(lake, v, days[-1], params)
         assert any(q != 1.0 for x in last.leaves() for q in x.q.values())
         # the principle is in the prompt: those anchors' prompts differ from no_memory's
         o = lake.read("reader_outputs", dates=days, variant=v).select("anchor_id", "horizon", "prompt_hash")

@@ -1,11 +1,13 @@
-"""Tree-of-Experience induction (seed 002 eqs 3-5), the lake table round trip, the markdown view and
-the LLM-rewrite update (eq. 14), against hand-computed cases and a fake backend."""
+"""Tree-of-Experience induction (seed 002 eqs 3-5), the lake round trip (daily state, content written
+once), the markdown view and the LLM-rewrite update (eq. 14), against hand-computed cases and a
+fake backend."""
 
 import datetime as dt
 import random
 
 import numpy as np
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 
 from finrag_dagster.core.calendar import nyse
@@ -16,7 +18,8 @@ from finrag_dagster.core.memory.experience_induction import (
 from finrag_dagster.core.memory.experience_llm import (
     LLMBackendRequired, llm_rewriter, llm_update, llm_update_prompt, llm_updates, parse_utility, quarantine_rows,
 )
-from finrag_dagster.core.memory.experience_tree import ExperienceTree, Factor, Leaf, from_table, render_markdown, to_table
+from finrag_dagster.core.memory.experience_store import known_before, read_rows, write_rows
+from finrag_dagster.core.memory.experience_tree import ExperienceTree, Factor, Leaf, from_table, render_markdown, rows_schema, to_table
 from finrag_dagster.core.reader.backends import Backend, BackendConfig, EmbeddedBackend, Generation
 from finrag_dagster.core.schemas import TABLES
 from finrag_dagster.core.settings import Settings
@@ -126,7 +129,7 @@ def test_table_round_trip_is_exact(tmp_path):
     leaf.n_recall = 4
     tree.expand(tree.factors[2], "buyback signals confidence", unit([0.1, 0.2, 0.3]))
     t = to_table(tree)
-    assert t.schema.equals(TABLES["experience_tree"].schema)
+    assert t.schema.equals(rows_schema())
     assert t.num_rows == 3 + 6  # three leaves, six leafless factors
     back = from_table(t, tree.params)
     assert [f.name for f in back.factors] == [f.name for f in tree.factors]
@@ -135,14 +138,19 @@ def test_table_round_trip_is_exact(tmp_path):
         assert (a.leaf_id, a.factor, a.principle, a.q, a.n_recall, a.n_hit, a.support) == (b.leaf_id, b.factor, b.principle, b.q, b.n_recall, b.n_hit, b.support)
         assert a.embedding.dtype == b.embedding.dtype == np.float32 and np.array_equal(a.embedding, b.embedding)
     assert back.leaves()[1].q["3D"] == leaf.q["3D"] != 1.0
-    # through the lake: same tree -> same bytes, and the re-read tree writes the same bytes again
+    # through the lake: same tree -> same bytes, and the re-read tree writes the same bytes again;
+    # its content is written once, on the first day
     lake = Lake(tmp_path)
-    p1, _ = lake.write("experience_tree", t, tree_id="prior", date="2019-04-30")
-    p2, _ = lake.write("experience_tree", to_table(tree), tree_id="prior", date="2019-05-01")
-    again = from_table(lake.read("experience_tree", dates=["2019-04-30"], tree_id="prior"), tree.params)
-    p3, _ = lake.write("experience_tree", to_table(again), tree_id="prior", date="2019-05-02")
-    assert file_digest(p1) == file_digest(p2) == file_digest(p3)
-    assert to_table(again).equals(t)
+    known = known_before(lake, "prior", "2019-04-30")
+    known, n1 = write_rows(lake, "prior", "2019-04-30", t, known)
+    known, n2 = write_rows(lake, "prior", "2019-05-01", to_table(tree), known)
+    again = from_table(read_rows(lake, "prior", "2019-04-30"), tree.params)
+    known, n3 = write_rows(lake, "prior", "2019-05-02", to_table(again), known)
+    days = ["2019-04-30", "2019-05-01", "2019-05-02"]
+    assert len({file_digest(lake.path("experience_tree", tree_id="prior", date=d)) for d in days}) == 1
+    assert (n1, n2, n3) == (9, 0, 0) and lake.materialized_dates("experience_leaves", tree_id="prior") == days[:1]
+    assert TABLES["experience_leaves"].schema.equals(pq.read_schema(lake.path("experience_leaves", tree_id="prior", date=days[0])).remove_metadata())
+    assert to_table(again).equals(t) and read_rows(lake, "prior", days[2]).equals(t)
     # the next expansion after a reload keeps numbering where it was
     assert again.expand(again.factors[3], "x", unit([1, 0, 0])).leaf_id == "L00003"
     with pytest.raises(ValueError, match="horizons"):

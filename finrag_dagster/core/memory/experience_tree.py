@@ -14,16 +14,22 @@ Q_h ← clip(Q_h + η·(1 − ((Q_h − q0)/q0)²)/(1 + log(1 + n_hit))·r, 0, 2
 The LLM-rewrite update (eq. 14) and the LLM induction are in :mod:`.experience_llm`; the
 induction of the initial tree (eqs 3-5) is in :mod:`.experience_induction`.
 
-Serialisation: :func:`to_table` / :func:`from_table` give the lake table ``experience_tree``
-(schema declared in core/schemas.py): one row per leaf in tree order, plus one row with null leaf
-columns for a factor that has no leaf yet, so a snapshot alone restores every layer-1 factor.
-The round trip is exact (float32 embeddings, float64 utilities, counts, order) and the same tree
-always gives the same rows, hence the same parquet bytes. :func:`render_markdown` draws the tree
-as seed 002 Table 5 (factor, analysis direction, Q per horizon, recall/hit, id) for Dagster.
+Serialisation: :func:`to_table` / :func:`from_table` give the tree's rows (:func:`rows_schema`):
+one row per leaf in tree order, plus one row with null leaf columns for a factor that has no leaf
+yet, so the rows alone restore every layer-1 factor. The round trip is exact (float32 embeddings,
+float64 utilities, counts, order) and the same tree always gives the same rows, hence the same
+parquet bytes. In the lake the rows are split (:func:`split_table`): the daily state
+(``experience_tree``: position, id, Q, recall/hit) and the content of each position
+(``experience_leaves``: factor, keywords, principle, support, embedding, horizons), written only on
+the day it first appears or changes (:func:`content_changes`); the tree of day D joins D's state
+with the latest content version dated <= D of each position (:func:`join_table`), so a principle
+expanded after D is never read for D. :func:`render_markdown` draws the tree as seed 002 Table 5
+(factor, analysis direction, Q per horizon, recall/hit, id) for Dagster.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import re
 from dataclasses import dataclass, field
@@ -145,17 +151,28 @@ class ExperienceTree:
         return render_markdown(self)
 
 
-# ------------------------------------------------------------------ the lake table
-def _spec():
-    from ..schemas import EXPERIENCE_TREE
+# ------------------------------------------------------------------ the lake tables
+STATE_ONLY = ("q", "n_recall", "n_hit")  # the columns of a row that change from day to day
+POSITION = ("factor_index", "leaf_index")  # what joins a state row to its content
 
-    return EXPERIENCE_TREE
+
+def _specs():
+    from ..schemas import EXPERIENCE_LEAVES, EXPERIENCE_TREE
+
+    return EXPERIENCE_TREE, EXPERIENCE_LEAVES
+
+
+def rows_schema() -> pa.Schema:
+    """The tree's rows: the content columns (``experience_leaves``), then Q and the counts."""
+    state, content = _specs()
+    return pa.schema([*content.schema, *(state.schema.field(n) for n in STATE_ONLY)])
 
 
 def to_table(tree: ExperienceTree) -> pa.Table:
-    """The tree as rows of the ``experience_tree`` table (without the hive keys tree_id/date)."""
+    """The tree as rows (:func:`rows_schema`), in tree order."""
     hs = list(tree.params.horizons)
-    cols: dict[str, list] = {f.name: [] for f in _spec().schema}
+    schema = rows_schema()
+    cols: dict[str, list] = {f.name: [] for f in schema}
     for fi, fac in enumerate(tree.factors):
         rows = [(li, leaf) for li, leaf in enumerate(fac.leaves)] or [(None, None)]
         for li, leaf in rows:
@@ -178,7 +195,6 @@ def to_table(tree: ExperienceTree) -> pa.Table:
             cols["q"].append([float(leaf.q[h]) for h in hs])
             cols["n_recall"].append(int(leaf.n_recall))
             cols["n_hit"].append(int(leaf.n_hit))
-    schema = _spec().schema
     arrays = []
     for f in schema:
         if f.name == "embedding":
@@ -186,6 +202,81 @@ def to_table(tree: ExperienceTree) -> pa.Table:
         else:
             arrays.append(pa.array(cols[f.name], type=f.type))
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def split_table(rows: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """(state, content) of the tree's rows: the ``experience_tree`` and ``experience_leaves`` columns."""
+    state, content = _specs()
+    return rows.select(state.schema.names).cast(state.schema), rows.select(content.schema.names).cast(content.schema)
+
+
+def _take(t: pa.Table, rows: list[int]) -> pa.Table:
+    return t.take(pa.array(rows, type=pa.int64()))
+
+
+def _positions(t: pa.Table) -> list[tuple[int, int | None]]:
+    return list(zip(t.column("factor_index").to_pylist(), t.column("leaf_index").to_pylist()))
+
+
+def _versions(content: pa.Table) -> list[tuple[tuple[int, int | None], tuple]]:
+    """(position, everything else of the row) per content row; embeddings compared by their bytes."""
+    names = [n for n in _specs()[1].schema.names if n not in POSITION and n != "embedding"]
+    vals = [content.column(n).to_pylist() for n in names]
+    emb = content.column("embedding").combine_chunks() if content.num_rows else None
+    out = []
+    for i, pos in enumerate(_positions(content)):
+        e = emb[i].values.to_numpy(zero_copy_only=False).tobytes() if emb[i].is_valid else None
+        out.append((pos, (*(v[i] for v in vals), e)))
+    return out
+
+
+def content_changes(content: pa.Table, known: pa.Table | None) -> pa.Table:
+    """Rows of ``content`` new to ``known`` or differing from its version of their position (e.g. reused after a reset)."""
+    have = dict(_versions(known)) if known is not None else {}
+    return _take(content, [i for i, (pos, v) in enumerate(_versions(content)) if have.get(pos) != v])
+
+
+def merge_content(known: pa.Table | None, changes: pa.Table) -> pa.Table:
+    """The latest version of every position once ``changes`` is written after ``known``."""
+    if known is None or known.num_rows == 0:
+        return changes
+    new = set(_positions(changes))
+    return pa.concat_tables([_take(known, [i for i, pos in enumerate(_positions(known)) if pos not in new]), changes])
+
+
+def _day(x) -> dt.date:
+    if isinstance(x, dt.datetime):
+        return x.date()
+    return x if isinstance(x, dt.date) else dt.date.fromisoformat(str(x)[:10])
+
+
+def latest_content(versions: pa.Table, through) -> pa.Table:
+    """Per position the content version with the latest ``date`` <= ``through`` (never a later one), without the date."""
+    cut = _day(through)
+    dates = [_day(x) for x in versions.column("date").to_pylist()]
+    best: dict[tuple, int] = {}
+    for i, pos in enumerate(_positions(versions)):
+        if dates[i] <= cut and (pos not in best or dates[i] > dates[best[pos]]):
+            best[pos] = i
+    return _take(versions, sorted(best.values())).select(_specs()[1].schema.names)
+
+
+def join_table(state: pa.Table, versions: pa.Table, day) -> pa.Table:
+    """The tree's rows on ``day``: its state rows, each with its position's latest content dated <= ``day`` (none: an error)."""
+    content = latest_content(versions, day)
+    at = {pos: i for i, pos in enumerate(_positions(content))}
+    pos = _positions(state)
+    missing = [p for p in pos if p not in at]
+    if missing:
+        raise ValueError(f"experience tree of {day}: no content dated on or before it for the positions {missing[:5]}")
+    c = _take(content, [at[p] for p in pos])
+    ids = list(zip(state.column("leaf_id").to_pylist(), c.column("leaf_id").to_pylist()))
+    bad = [(p, a, b) for p, (a, b) in zip(pos, ids) if a != b]
+    if bad:
+        raise ValueError(f"experience tree of {day}: the state and the content name different leaves at (position, state, content) {bad[:5]}")
+    schema = rows_schema()
+    return pa.Table.from_arrays([(state if f.name in STATE_ONLY else c).column(f.name).combine_chunks().cast(f.type) for f in schema],
+                                schema=schema)
 
 
 def _float32_lists(values: list, typ: pa.DataType) -> pa.Array:
@@ -204,15 +295,15 @@ def _float32_lists(values: list, typ: pa.DataType) -> pa.Array:
 
 
 def from_table(data: pa.Table | pl.DataFrame, params: ToEParams = ToEParams()) -> ExperienceTree:
-    """Rebuild a tree from its rows (hive columns such as tree_id/date, if present, are ignored).
+    """Rebuild a tree from its rows (:func:`to_table`, :func:`join_table`; other columns are ignored).
 
     The utilities' horizons must be the tree's (``params.horizons``), in that order.
     """
     t = data.to_arrow() if isinstance(data, pl.DataFrame) else data
-    names = _spec().schema.names
+    names = rows_schema().names
     missing = [n for n in names if n not in t.column_names]
     if missing:
-        raise ValueError(f"experience_tree rows lack columns {missing}")
+        raise ValueError(f"experience tree rows lack columns {missing}")
     t = t.select(names)
     if t.num_rows > 1:
         t = t.sort_by([("factor_index", "ascending"), ("leaf_index", "ascending")])

@@ -215,7 +215,7 @@ def task_tables(lake: Lake) -> list[dict]:
 def tree_tables(s: Settings, lake: Lake, max_rows: int = 24) -> list[dict]:
     """The last experience-tree snapshot of each tree (the induced prior and each toe variant):
     its most recalled principles with Q per horizon (seed 002 Table 5's shape)."""
-    from ...core.memory.experience_tree import from_table
+    from ...core.memory.experience_store import read_tree
     from .experience import toe_params
 
     out = []
@@ -224,7 +224,7 @@ def tree_tables(s: Settings, lake: Lake, max_rows: int = 24) -> list[dict]:
         days = sorted(p.name.split("=", 1)[1] for p in (root / f"tree_id={tree_id}").glob("date=*"))
         if not days:
             continue
-        tree = from_table(lake.read("experience_tree", dates=[days[-1]], tree_id=tree_id), toe_params(s))
+        tree = read_tree(lake, tree_id, days[-1], toe_params(s))
         leaves = sorted(tree.leaves(), key=lambda x: (-x.n_recall, x.leaf_id))
         if not leaves:
             continue

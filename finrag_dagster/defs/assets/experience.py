@@ -1,7 +1,8 @@
 """The Tree-of-Experience snapshot per trading day (seed 002 §4.2).
 
 A thin asset over core/memory/experience_*.py: the pure induction builds the tree, the pure
-serialisation writes it, the pure renderer draws it for the UI.
+serialisation splits it into the daily state and the content written once, the pure renderer
+draws it for the UI.
 """
 
 
@@ -17,7 +18,8 @@ from ...core.embeddings import embed
 from ...core.lake import Lake
 from ...core.memory.experience_induction import InductionParams, InductionReport, induce_tree
 from ...core.memory.experience_llm import llm_rewriter
-from ...core.memory.experience_tree import ExperienceTree, ToEParams, from_table, render_markdown, to_table
+from ...core.memory.experience_store import known_before, read_tree, write_rows
+from ...core.memory.experience_tree import ExperienceTree, ToEParams, render_markdown, to_table
 from ...core.settings import Settings
 from ..context import days_of
 from ..resources import FinragResource
@@ -92,12 +94,14 @@ def induce(s: Settings, lake: Lake, cal: TradingCalendar, day: str) -> tuple[Exp
 
 
 def schema_check(lake: Lake, days: list[str]) -> dg.AssetCheckResult:
-    """Every written snapshot carries exactly the declared schema."""
+    """Every written state and content partition of ``days`` carries exactly its declared schema."""
     import pyarrow.parquet as pq
 
-    spec = lake.spec("experience_tree")
+    spec, content = lake.spec("experience_tree"), lake.spec("experience_leaves")
     bad = [d for d in days if not (f := lake.path("experience_tree", tree_id=TREE_ID, date=d)).exists()
-           or not pq.read_schema(f).remove_metadata().equals(spec.schema)]
+           or not pq.read_schema(f).remove_metadata().equals(spec.schema)
+           or ((c := lake.path("experience_leaves", tree_id=TREE_ID, date=d)).exists()
+               and not pq.read_schema(c).remove_metadata().equals(content.schema))]
     return dg.AssetCheckResult(check_name="schema", passed=not bad,
                                metadata={"partitions_checked": len(days), "failing": ", ".join(bad[:10]) or "none"})
 
@@ -115,9 +119,11 @@ def build_experience_tree_asset(partitions_def) -> dg.AssetsDefinition:
         ],
         description=(
             "Tree-of-Experience snapshot used on decision day D (seed 002 §4.2, Table 5), one row per leaf: "
-            "factor -> analytical principle, Q per horizon, recall/hit. On the induction day (the last session of "
-            "the train split) the tree is induced (eqs 3-5) from train-split anchors decided before that day only "
-            "(rebuilt from news_raw/evidence with the anchors rule; rule skeletons clustered by MiniLM cosine, or LLM "
+            "factor -> analytical principle, Q per horizon, recall/hit. Stored as the day's state (experience_tree: "
+            "position, id, Q, recall/hit) and the content written once (experience_leaves, dated the day a position's "
+            "factor, principle and embedding first appeared); the tree of D reads content dated <= D only. On the "
+            "induction day (the last session of the train split) the tree is induced (eqs 3-5) from train-split "
+            "anchors decided before that day only (rebuilt from news_raw/evidence with the anchors rule; rule skeletons clustered by MiniLM cosine, or LLM "
             "rewrites with an LLM reader); Q_init = q0. Afterwards snapshot(D) = snapshot(D-1): there are no utility "
             "updates here — updates from matured feedback come with the toe variants (`toe/experience_tree`). Days before "
             "the induction day hold an empty snapshot (no tree yet)."
@@ -138,27 +144,30 @@ def build_experience_tree_asset(partitions_def) -> dg.AssetsDefinition:
         tree: ExperienceTree | None = None
         report: InductionReport | None = None
         kinds = {"empty": 0, "induced": 0, "carried": 0}
+        known, content_rows = known_before(lake, TREE_ID, days[0]), 0
         for d in days:
             if first is None or d < first:
                 tree = None
-                lake.write("experience_tree", to_table(ExperienceTree([], params)), tree_id=TREE_ID, date=d)
+                known, _ = write_rows(lake, TREE_ID, d, to_table(ExperienceTree([], params)), known)
                 kinds["empty"] += 1
                 continue
             if tree is None:
                 prev = cal.offset(d, -1).isoformat()
                 if d > first and lake.exists("experience_tree", tree_id=TREE_ID, date=prev):
-                    tree = from_table(lake.read("experience_tree", dates=[prev], tree_id=TREE_ID), params)
+                    tree = read_tree(lake, TREE_ID, prev, params)
                     kinds["carried"] += 1
                 else:
                     tree, report = induce(s, lake, cal, first)
                     kinds["induced"] += 1
             else:
                 kinds["carried"] += 1
-            lake.write("experience_tree", to_table(tree), tree_id=TREE_ID, date=d)
+            known, n = write_rows(lake, TREE_ID, d, to_table(tree), known)
+            content_rows += n
         meta = {
             "tree_id": TREE_ID,
             "induction_day": first or "none (no train split inside the calendar)",
             "partitions": dg.MetadataValue.json(kinds),
+            "content_rows_written": content_rows,
             "path": dg.MetadataValue.path(str(lake.root / "experience_tree")),
         }
         if tree is not None:
@@ -272,7 +281,7 @@ def build_experience_task_asset() -> dg.AssetsDefinition:
         alphas = excess_returns(daily, market, sessions, tdays)
         prior = None
         if lake.exists("experience_tree", tree_id=TREE_ID, date=days[0]):
-            prior = from_table(lake.read("experience_tree", dates=[days[0]], tree_id=TREE_ID), toe_params(s))
+            prior = read_tree(lake, TREE_ID, days[0], toe_params(s))
         methods, llm_fn, note = list(METHODS[:5]), None, ""
         if s.reader.backend != "embedded":
             from ...core.memory.experience_llm import llm_update

@@ -25,6 +25,7 @@ from ...core.lake import Lake, conform
 from ...core.progress import Progress
 from ...core.loop import DayData, LoopEnv, Past, ToEEnv, Variant, memory_keys, run_days, variants_of
 from ...core.memory.experience_loop import anchor_states
+from ...core.memory.experience_store import known_before, read_tree, write_rows
 from ...core.memory.experience_tree import ExperienceTree, from_table, render_markdown
 from ...core.memory.feedback import build_feedback, label_frequencies, shuffle_labels
 from ...core.memory.source_memory import MemoryParams, SourceMemory, class_weights
@@ -249,7 +250,7 @@ def toe_env(s: Settings, lake: Lake, cal: TradingCalendar, anchors_by_day: dict[
     def prior(d: str) -> ExperienceTree:
         if not lake.exists("experience_tree", tree_id=TREE_ID, date=d):
             raise dg.Failure(f"experience_tree (tree_id {TREE_ID}) for {d} is not materialised; the toe variants start from it")
-        return from_table(lake.read("experience_tree", dates=[d], tree_id=TREE_ID), params)
+        return read_tree(lake, TREE_ID, d, params)
 
     @lru_cache(maxsize=8)
     def states(d: str):
@@ -281,7 +282,7 @@ def initial_tree(lake: Lake, cal: TradingCalendar, s: Settings, v: Variant, firs
     prev = cal.offset(first, -1).isoformat()
     if not lake.exists("experience_tree", tree_id=v.name, date=prev):
         raise dg.Failure(f"{v.name}: experience_tree (tree_id {v.name}) for {prev} is missing; materialise from the split start {split_start_of(s, cal, first)}")
-    return from_table(lake.read("experience_tree", dates=[prev], tree_id=v.name), toe_params(s))
+    return read_tree(lake, v.name, prev, toe_params(s))
 
 
 def initial_memory(lake: Lake, cal: TradingCalendar, s: Settings, v: Variant, first: str, params: MemoryParams) -> SourceMemory | None:
@@ -345,7 +346,8 @@ def build_variant_assets(family: str, partitions_def, settings: Settings) -> lis
             deps=[*common, dg.AssetDep(key("experience_tree"), partition_mapping=tw(-1, -1))],
             description="This family's Tree-of-Experience per decision day (experience_tree, tree_id = variant): the prior tree at "
                         "each split start, then eq. 13 updates from the labels matured by D-1 (read from `labels`) and D's selections/expansions; "
-                        "with principle_selections (the path each anchor used) and principle_updates (every eq. 13 update).",
+                        "the day's state in experience_tree, the content of new or changed positions (principle, embedding) once in "
+                        "experience_leaves dated D; with principle_selections (the path each anchor used) and principle_updates (every eq. 13 update).",
         ))
     specs.append(dg.AssetSpec(key("contexts"), kinds={"parquet"}, deps=common,
                               description="Top-M context per anchor by r + lambda * mean_h adj, with D's memory snapshot (and principle, for a toe family)."))
@@ -374,7 +376,8 @@ def build_variant_assets(family: str, partitions_def, settings: Settings) -> lis
         else:
             test_note = "no source memory in this family"
         total = DayStats()
-        written = {"memory_snapshot": 0, "contexts": 0, "reader_outputs": 0, "experience_tree": 0, "principle_selections": 0, "principle_updates": 0}
+        written = {"memory_snapshot": 0, "contexts": 0, "reader_outputs": 0, "experience_tree": 0, "experience_leaves": 0, "principle_selections": 0,
+                   "principle_updates": 0}
         toe_outcomes: dict[str, int] = {}
         last_tree = None
         previews = {}
@@ -390,9 +393,11 @@ def build_variant_assets(family: str, partitions_def, settings: Settings) -> lis
                 failed = dict(list(e.stats.failed_anchors.items())[:20])
                 raise dg.Failure(description=f"{v.name}: {e}", metadata={"backend": backend.name, **reader_metadata(e.stats),
                                                                          "failed_anchors": dg.MetadataValue.json(failed)}) from None
+            known = known_before(lake, v.name, days[0]) if v.toe else None
             for res in results:
                 if res.tree is not None:
-                    lake.write("experience_tree", res.tree, tree_id=v.name, date=res.day)
+                    known, n_content = write_rows(lake, v.name, res.day, res.tree, known)
+                    written["experience_leaves"] += n_content
                     lake.write("principle_selections", res.selections, variant=v.name, date=res.day)
                     lake.write("principle_updates", res.toe_updates, variant=v.name, date=res.day)
                     written["experience_tree"] += res.tree.num_rows
@@ -428,7 +433,8 @@ def build_variant_assets(family: str, partitions_def, settings: Settings) -> lis
                           "last_snapshot": dg.MetadataValue.md(preview_md(md, n=12, columns=["source_family", "event_type", "horizon", "a", "b", "u_hat", "adjustment"]))},
             )
         if uses_toe:
-            meta = {"rows": written["experience_tree"], "variants": ", ".join(names), "selections": written["principle_selections"],
+            meta = {"rows": written["experience_tree"], "content_rows": written["experience_leaves"], "variants": ", ".join(names),
+                    "selections": written["principle_selections"],
                     "updates": written["principle_updates"], "outcomes": dg.MetadataValue.json(toe_outcomes)}
             if last_tree is not None:
                 vn, day, table = last_tree
