@@ -1,0 +1,261 @@
+"""How the pipeline's cost grows: every stage at several sizes, with Dagster's own share measured.
+
+    .venv/bin/python benchmarks/scale.py --days 20,40,80 --tickers 30
+    .venv/bin/python benchmarks/scale.py --axis tickers --tickers 15,30,60 --days 40
+
+Runs the whole pipeline (``finrag demo``'s stages: sources, history, decisions, selection, loop,
+evaluation) on the embedded world once per size, each into a fresh lake and a fresh SQLite Dagster
+instance, and prints per stage: wall time, peak RSS (the process's ``VmHWM``, reset before each
+stage; each size runs in its own process, so a stage's peak includes what earlier stages of that
+size left allocated), rows written, lake bytes, and Dagster's bookkeeping share. The share is the wall time of an
+**empty-bodied twin** of the same asset graph: the same keys, dependencies, partitions, backfill
+policy and checks, whose bodies only report success. It is materialised with the same selection
+and partition ranges on an instance of the same type, in the same run. The growth exponent of each
+stage is the slope of log(wall) on log(size), fitted over the sizes (1.0 = linear).
+
+``--axis days`` grows the decision days (the history look-back from ``--history-start`` is the same
+at every size, so the history stage grows only with the days added at its end); ``--axis
+tickers`` grows the universe (anchors grow with it). Splits are compact (train, validation and test
+thirds of the decision days), as in configs/demo.toml.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import dagster as dg
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from finrag_dagster.core.calendar import nyse  # noqa: E402
+from finrag_dagster.core.settings import Settings  # noqa: E402
+from finrag_dagster.definitions import build_definitions  # noqa: E402
+from finrag_dagster.defs.resources import FinragResource  # noqa: E402
+from finrag_dagster.pipeline import RANGE_END, RANGE_START, run_range, stages  # noqa: E402
+
+
+# ---------------------------------------------------------------------------- memory
+def _status(field: str) -> int:
+    with open("/proc/self/status") as fh:
+        for ln in fh:
+            if ln.startswith(field + ":"):
+                return int(ln.split()[1]) // 1024
+    return 0
+
+
+def reset_peak() -> bool:
+    """Reset this process's peak RSS (Linux ``clear_refs`` 5); False where the kernel refuses."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+# ---------------------------------------------------------------------------- settings
+def settings_for(lake: Path, tickers: int, days: int, families: list[str], history_start: dt.date,
+                 decision_start: dt.date, echo: bool, events: float | None = None) -> Settings:
+    cal = nyse()
+    sessions = cal.sessions_in_range(decision_start, decision_start + dt.timedelta(days=days * 2 + 30))[:days]
+    end = sessions[-1]
+    a, b = sessions[len(sessions) // 3 - 1], sessions[2 * len(sessions) // 3 - 1]
+    return Settings(
+        lake_dir=lake,
+        world={"n_tickers": tickers, "start": history_start, "end": max(end, dt.date(2019, 12, 31)),
+               "press_release_echo": echo, **({"events_per_ticker_year": events} if events else {})},
+        calendar={"start": history_start, "end": end, "decision_start": decision_start},
+        splits={"train": (decision_start, a), "validation": (a + dt.timedelta(days=1), b),
+                "test": (b + dt.timedelta(days=1), end)},
+        variants={"families": tuple(families)},
+    )
+
+
+# ---------------------------------------------------------------------------- the twin
+def _empty_body(keys: tuple, checks: tuple):
+    def body(context):
+        for k in keys:
+            if k in context.selected_asset_keys:
+                yield dg.MaterializeResult(asset_key=k)
+        for c in checks:
+            if c.asset_key in context.selected_asset_keys:
+                yield dg.AssetCheckResult(asset_key=c.asset_key, check_name=c.name, passed=True)
+
+    return body
+
+
+def twin_assets(defs: dg.Definitions) -> list[dg.AssetsDefinition]:
+    """Empty-bodied copies of every asset: same keys, deps, partitions, backfill policy, checks."""
+    out = []
+    for ad in defs.assets:
+        specs = list(ad.specs)  # keys, deps with their partition mappings, partitions, groups
+        checks = list(ad.check_specs)
+        body = _empty_body(tuple(ad.keys), tuple(checks))
+
+        name = "twin_" + "_".join("__".join(k.path) for k in ad.keys)[:60] + f"_{len(out)}"
+        out.append(dg.multi_asset(specs=specs, check_specs=checks or None, name=name, partitions_def=ad.partitions_def,
+                                  backfill_policy=ad.backfill_policy, can_subset=len(specs) > 1)(body))
+    return out
+
+
+def run_twin(settings: Settings, instance: dg.DagsterInstance) -> dict[str, float]:
+    """Wall seconds per stage of the empty twin, same selections and ranges as :func:`run_range`."""
+    cal = nyse()
+    hist = cal.sessions_in_range(settings.calendar.start, settings.calendar.end)
+    dec = cal.sessions_in_range(settings.calendar.decision_start, settings.calendar.end)
+    twins = twin_assets(build_definitions(settings, FinragResource.from_settings(settings)))
+    out = {}
+    for st in stages(settings):
+        tags = {}
+        if st.span is not None:
+            d = hist if st.span == "history" else dec
+            tags = {RANGE_START: d[0].isoformat(), RANGE_END: d[-1].isoformat()}
+        t0 = time.perf_counter()
+        dg.materialize(twins, selection=[dg.AssetKey.from_user_string(n) for n in st.assets], instance=instance,
+                       tags=tags, raise_on_error=True, run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
+        out[st.name] = time.perf_counter() - t0
+    return out
+
+
+# ---------------------------------------------------------------------------- one size
+def lake_bytes(root: Path) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for p in root.rglob("*"):
+        if p.is_file():
+            top = p.relative_to(root).parts[0]
+            out[top] = out.get(top, 0) + p.stat().st_size
+    return out
+
+
+def measure(settings: Settings) -> dict:
+    """Run every stage; wall, peak RSS and the asset steps' own times per stage."""
+    marks: list[tuple[str, float, int]] = []
+    peaks: dict[str, int] = {}
+
+    def on_stage(st, names):
+        if marks:
+            peaks[marks[-1][0]] = _status("VmHWM")
+        reset_peak()
+        marks.append((st.name, time.perf_counter(), 0))
+
+    with dg.instance_for_test() as inst:
+        t0 = time.perf_counter()
+        results = run_range(settings, instance=inst, on_stage=on_stage)
+        t_end = time.perf_counter()
+        peaks[marks[-1][0]] = _status("VmHWM")
+        steps: dict[str, float] = {}
+        for res in results:
+            starts = {}
+            for e in inst.all_logs(res.run_id, of_type={dg.DagsterEventType.STEP_START, dg.DagsterEventType.STEP_SUCCESS}):
+                if e.dagster_event.event_type == dg.DagsterEventType.STEP_START:
+                    starts[e.step_key] = e.timestamp
+                elif e.step_key in starts:
+                    steps[e.step_key] = steps.get(e.step_key, 0.0) + e.timestamp - starts[e.step_key]
+    wall = {}
+    for i, (name, start, _) in enumerate(marks):
+        stop = marks[i + 1][1] if i + 1 < len(marks) else t_end
+        wall[name] = stop - start
+    with dg.instance_for_test() as inst:
+        twin = run_twin(settings, inst)
+    import pyarrow.parquet as pq
+
+    from finrag_dagster.core.lake import Lake
+
+    lake = Lake(settings.lake_dir)
+    rows = {t: sum(pq.ParquetFile(f).metadata.num_rows for f in lake.partition_files(t))
+            for t in ("news_raw", "evidence", "anchors", "candidates", "labels")}
+    return {"wall": wall, "peak_mib": peaks, "steps": steps, "twin": twin, "total": t_end - t0,
+            "rows": rows, "lake_bytes": lake_bytes(Path(settings.lake_dir))}
+
+
+def exponent(sizes: list[float], values: list[float]) -> float:
+    if len(sizes) < 2 or min(values) <= 0:
+        return float("nan")
+    return float(np.polyfit(np.log(sizes), np.log(values), 1)[0])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--axis", choices=["days", "tickers"], default="days")
+    ap.add_argument("--days", default="20,40,80", help="decision days (a list on the days axis)")
+    ap.add_argument("--tickers", default="30", help="universe size (a list on the tickers axis)")
+    ap.add_argument("--families", default="no_memory,source_memory")
+    ap.add_argument("--history-start", default="2017-10-02")
+    ap.add_argument("--decision-start", default="2019-01-02")
+    ap.add_argument("--echo", action="store_true", help="press-release echo on (the paper-scale profile)")
+    ap.add_argument("--events", type=float, default=None, help="world.events_per_ticker_year (default: the world's)")
+    ap.add_argument("--out", default=None, help="write the measurements as JSON here")
+    ap.add_argument("--dir", default=None, help="where the lakes go (default: a temporary folder)")
+    ap.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    days = [int(x) for x in args.days.split(",")]
+    tickers = [int(x) for x in args.tickers.split(",")]
+    sizes = days if args.axis == "days" else tickers
+    if args.axis == "days" and len(tickers) != 1 or args.axis == "tickers" and len(days) != 1:
+        ap.error("give one value for the axis that does not grow")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if args.one is not None:  # one size, in this process (the parent starts one process per size)
+        size = args.one
+        n_days = size if args.axis == "days" else days[0]
+        n_tick = size if args.axis == "tickers" else tickers[0]
+        lake = Path(args.dir) / f"lake_{size}"
+        s = settings_for(lake, n_tick, n_days, args.families.split(","), dt.date.fromisoformat(args.history_start),
+                         dt.date.fromisoformat(args.decision_start), args.echo, args.events)
+        m = measure(s)
+        m.update(size=size, tickers=n_tick, days=n_days)
+        print("RESULT " + json.dumps(m, default=str))
+        return
+    tmp = Path(tempfile.mkdtemp(dir=args.dir, prefix="finrag-scale-"))
+    runs = []
+    try:
+        for size in sizes:
+            print(f"size {size} ...", flush=True)
+            cmd = [sys.executable, __file__, "--one", str(size), "--dir", str(tmp), "--axis", args.axis, "--days", args.days,
+                   "--tickers", args.tickers, "--families", args.families, "--history-start", args.history_start,
+                   "--decision-start", args.decision_start] + (["--echo"] if args.echo else []) \
+                + (["--events", str(args.events)] if args.events else [])
+            out = subprocess.run(cmd, capture_output=True, text=True)
+            lines = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
+            if out.returncode or not lines:
+                sys.exit(f"size {size} failed:\n{out.stderr[-3000:]}")
+            m = json.loads(lines[-1][7:])
+            runs.append(m)
+            shutil.rmtree(tmp / f"lake_{size}", ignore_errors=True)
+            print(f"  {m['tickers']} tickers, {m['days']} decision days: total {m['total']:.0f} s; "
+                  + ", ".join(f"{k} {v:.0f} s" for k, v in m["wall"].items()), flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    names = list(runs[0]["wall"])
+    print(f"\naxis: {args.axis}; sizes {sizes}; families {args.families}")
+    print(f"{'stage':12s} " + " ".join(f"{'wall@' + str(s):>10s}" for s in sizes) + f" {'exponent':>9s} "
+          + " ".join(f"{'RSS@' + str(s):>9s}" for s in sizes) + " " + " ".join(f"{'dagster@' + str(s):>11s}" for s in sizes))
+    for n in [*names, "total"]:
+        w = [r["wall"][n] if n != "total" else r["total"] for r in runs]
+        tw = [r["twin"][n] if n != "total" else sum(r["twin"].values()) for r in runs]
+        rss = [str(r["peak_mib"].get(n, "")) if n != "total" else str(max(r["peak_mib"].values())) for r in runs]
+        print(f"{n:12s} " + " ".join(f"{x:10.1f}" for x in w) + f" {exponent(sizes, w):9.2f} "
+              + " ".join(f"{x:>9s}" for x in rss) + " " + " ".join(f"{t / x:11.0%}" for t, x in zip(tw, w)))
+    print("\nslowest asset steps at the largest size (s): "
+          + ", ".join(f"{k} {v:.0f}" for k, v in sorted(runs[-1]["steps"].items(), key=lambda kv: -kv[1])[:8]))
+    print("lake MB per decision day: " + ", ".join(
+        f"{r['size']}: {sum(v for k, v in r['lake_bytes'].items() if not k.startswith('_')) / 1e6 / r['days']:.2f}" for r in runs))
+    print("rows: " + "; ".join(f"{r['size']}: " + ", ".join(f"{k} {v}" for k, v in r["rows"].items()) for r in runs))
+    if args.out:
+        Path(args.out).write_text(json.dumps({"axis": args.axis, "sizes": sizes, "runs": runs}, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
