@@ -7,12 +7,17 @@ vector depend (in its last bits) on its batch-mates. A passage's vector is there
 of its own text, whatever else is embedded with it — which the time-travel test relies on.
 The encoder runs on one intra-op thread: with two, torch splits a batch's matrix products by rows
 differently for different batch sizes, and on AVX-512 Xeons that too changed vectors in their last
-bits (measured 2026-11-30; one thread is also no slower when the cores are shared).
+bits (measured 2026-11-30; one thread is also no slower when the cores are shared). The cores are
+used instead by encoding several batches at once, one per worker thread, each batch still on one
+intra-op thread and with the same texts as a serial run: the vectors are the same bytes for any
+number of workers (tokenisation, which is not thread-safe, is serialised).
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
 import numpy as np
@@ -42,11 +47,34 @@ def load_model(max_seq_length: int = 128):
 
     m = SentenceTransformer(model_path(), device="cpu")
     m.max_seq_length = max_seq_length
+    lock, tokenize = threading.Lock(), m.tokenize
+
+    def locked_tokenize(*a, **k):  # a fast tokenizer must not be entered by two threads at once
+        with lock:
+            return tokenize(*a, **k)
+
+    m.tokenize = locked_tokenize
     return m
 
 
-def embed(texts: list[str], batch_size: int = 64, max_seq_length: int = 128) -> np.ndarray:
-    """(n, 384) float32, L2-normalised; an empty list gives a (0, 384) array."""
+def embed_workers() -> int:
+    """Batches encoded at once: the CPUs this process may run on (``FINRAG_EMBED_WORKERS`` overrides)."""
+    env = os.environ.get("FINRAG_EMBED_WORKERS")
+    if env:
+        return max(1, int(env))
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def embed(texts: list[str], batch_size: int = 64, max_seq_length: int = 128, workers: int | None = None) -> np.ndarray:
+    """(n, 384) float32, L2-normalised; an empty list gives a (0, 384) array.
+
+    Texts are grouped by token length and cut into batches of ``batch_size`` in input order;
+    ``workers`` batches are encoded at once (default :func:`embed_workers`), with the same bytes
+    for any number of workers.
+    """
     if not texts:
         return np.zeros((0, 384), dtype=np.float32)
     m = load_model(max_seq_length)
@@ -56,20 +84,23 @@ def embed(texts: list[str], batch_size: int = 64, max_seq_length: int = 128) -> 
     by_len: dict[int, list[int]] = {}
     for i, n in enumerate(lengths):
         by_len.setdefault(n, []).append(i)
+    jobs = [idx[i : i + batch_size] for n in sorted(by_len) for idx in (by_len[n],) for i in range(0, len(idx), batch_size)]
     import torch
 
+    def run(job: list[int]) -> tuple[list[int], np.ndarray]:
+        return job, m.encode([texts[i] for i in job], batch_size=len(job), convert_to_numpy=True,
+                             normalize_embeddings=True, show_progress_bar=False)
+
+    workers = embed_workers() if workers is None else max(1, int(workers))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        for n in sorted(by_len):
-            idx = by_len[n]
-            v = m.encode(
-                [texts[i] for i in idx],
-                batch_size=batch_size,
-                convert_to_numpy=True,
-                normalize_embeddings=True,
-                show_progress_bar=False,
-            )
+        if workers > 1 and len(jobs) > 1:
+            with ThreadPoolExecutor(min(workers, len(jobs))) as ex:
+                done = list(ex.map(run, jobs))
+        else:
+            done = [run(j) for j in jobs]
+        for idx, v in done:
             out[idx] = v
     finally:
         torch.set_num_threads(threads)

@@ -16,3 +16,12 @@ def test_vectors_do_not_depend_on_batch_mates():
     assert np.array_equal(all_at_once, reversed_)
     assert all_at_once.dtype == np.float32 and np.allclose(np.linalg.norm(all_at_once, axis=1), 1, atol=1e-5)
     assert embed([]).shape == (0, 384)
+
+
+def test_parallel_batches_give_the_same_bytes_as_one_worker():
+    rng = np.random.default_rng(1)
+    words = "filing risk factors revenue guidance quarter margin lawsuit merger dividend supply chain".split()
+    texts = [" ".join(rng.choice(words, size=rng.integers(2, 90))) for _ in range(300)]
+    one = embed(texts, batch_size=8, workers=1)
+    many = embed(texts, batch_size=8, workers=3)  # more workers than cores: order of completion varies
+    assert one.tobytes() == many.tobytes()
