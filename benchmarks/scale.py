@@ -17,6 +17,16 @@ stage is the slope of log(wall) on log(size), fitted over the sizes (1.0 = linea
 at every size, so the history stage grows only with the days added at its end); ``--axis
 tickers`` grows the universe (anchors grow with it). Splits are compact (train, validation and test
 thirds of the decision days), as in configs/demo.toml.
+
+``--config FILE`` runs one settings file as it stands (its world, calendar, splits and families),
+for example seed 000's five-year workload::
+
+    .venv/bin/python benchmarks/scale.py --config configs/paper_scale.toml --progress runs/paper_scale.jsonl
+
+It prints each stage as it ends (and appends it to ``--progress`` as a JSON line, so a run stopped
+part way keeps what it measured), with the process's CPU seconds beside the wall time (a stage that
+shared the machine shows more wall than CPU), and the loop's cost per decision day by quarter,
+from the progress lines the loop assets write to the run log every 20 days.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -39,7 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from finrag_dagster.core.calendar import nyse  # noqa: E402
-from finrag_dagster.core.settings import Settings  # noqa: E402
+from finrag_dagster.core.settings import Settings, load_settings  # noqa: E402
 from finrag_dagster.definitions import build_definitions  # noqa: E402
 from finrag_dagster.defs.resources import FinragResource  # noqa: E402
 from finrag_dagster.pipeline import RANGE_END, RANGE_START, run_range, stages  # noqa: E402
@@ -138,22 +149,81 @@ def lake_bytes(root: Path) -> dict[str, int]:
     return out
 
 
-def measure(settings: Settings) -> dict:
-    """Run every stage; wall, peak RSS and the asset steps' own times per stage."""
-    marks: list[tuple[str, float, int]] = []
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def loop_day_costs(inst: dg.DagsterInstance, run_id: str, days: list[str]) -> list[dict]:
+    """Seconds per decision day of each loop asset, from its progress lines ('<family> loop:
+    40/2516 variant-days ...', every 20 variant-days): one row per interval between two lines,
+    dated by the decision day the interval ends on (variants run one after another over the days)."""
+    import re
+
+    pat = re.compile(r"^(\S+) loop: (\d+)/(\d+) variant-days")
+    marks: dict[str, list[tuple[int, float]]] = {}
+    for e in inst.all_logs(run_id):
+        m = pat.match(e.user_message or "")
+        if m:
+            marks.setdefault(m.group(1), [(0, e.timestamp)])  # replaced below by the step start
+            marks[m.group(1)].append((int(m.group(2)), e.timestamp))
+    starts = {e.step_key: e.timestamp for e in inst.all_logs(run_id, of_type=dg.DagsterEventType.STEP_START)}
+    out = []
+    for fam, pts in marks.items():
+        t0 = next((t for k, t in starts.items() if k.startswith(fam)), pts[0][1])
+        pts[0] = (0, t0)
+        for (a, ta), (b, tb) in zip(pts, pts[1:]):
+            if b > a:
+                out.append({"family": fam, "day": days[(b - 1) % len(days)], "variant": (b - 1) // len(days),
+                            "days": b - a, "s_per_day": (tb - ta) / (b - a)})
+    return out
+
+
+def quarter_costs(rows: list[dict]) -> dict[str, float]:
+    """Loop seconds per decision day (all families together) by calendar quarter."""
+    agg: dict[tuple[str, str, int], list[float]] = {}
+    for r in rows:
+        d = dt.date.fromisoformat(r["day"])
+        q = f"{d.year}Q{(d.month - 1) // 3 + 1}"
+        agg.setdefault((q, r["family"], r["variant"]), []).append(r["s_per_day"])
+    per_q: dict[str, float] = {}
+    for (q, _f, _v), xs in agg.items():
+        per_q[q] = per_q.get(q, 0.0) + float(np.median(xs))
+    return dict(sorted(per_q.items()))
+
+
+def measure(settings: Settings, progress: Path | None = None) -> dict:
+    """Run every stage; wall, CPU, peak RSS and the asset steps' own times per stage."""
+    marks: list[tuple[str, float, float]] = []
     peaks: dict[str, int] = {}
+    t0 = time.perf_counter()
+
+    def close_stage(now: float, cpu: float) -> None:
+        name, start, c0 = marks[-1]
+        peaks[name] = _status("VmHWM")
+        line = {"stage": name, "wall_s": round(now - start, 1), "cpu_s": round(cpu - c0, 1), "peak_mib": peaks[name],
+                "at": dt.datetime.now().isoformat(timespec="seconds"), "since_start_s": round(now - t0, 1)}
+        print("STAGE " + json.dumps(line), flush=True)
+        if progress is not None:
+            with open(progress, "a") as fh:
+                fh.write(json.dumps(line) + "\n")
 
     def on_stage(st, names):
         if marks:
-            peaks[marks[-1][0]] = _status("VmHWM")
+            close_stage(time.perf_counter(), _cpu())
         reset_peak()
-        marks.append((st.name, time.perf_counter(), 0))
+        marks.append((st.name, time.perf_counter(), _cpu()))
 
     with dg.instance_for_test() as inst:
-        t0 = time.perf_counter()
         results = run_range(settings, instance=inst, on_stage=on_stage)
         t_end = time.perf_counter()
-        peaks[marks[-1][0]] = _status("VmHWM")
+        cpu_end = _cpu()
+        close_stage(t_end, cpu_end)
+        cal = nyse()
+        dec = [d.isoformat() for d in cal.sessions_in_range(settings.calendar.decision_start, settings.calendar.end)]
+        day_costs = []
+        for res in results:
+            day_costs += loop_day_costs(inst, res.run_id, dec)
         steps: dict[str, float] = {}
         for res in results:
             starts = {}
@@ -162,10 +232,11 @@ def measure(settings: Settings) -> dict:
                     starts[e.step_key] = e.timestamp
                 elif e.step_key in starts:
                     steps[e.step_key] = steps.get(e.step_key, 0.0) + e.timestamp - starts[e.step_key]
-    wall = {}
-    for i, (name, start, _) in enumerate(marks):
+    wall, cpu = {}, {}
+    for i, (name, start, c0) in enumerate(marks):
         stop = marks[i + 1][1] if i + 1 < len(marks) else t_end
         wall[name] = stop - start
+        cpu[name] = (marks[i + 1][2] if i + 1 < len(marks) else cpu_end) - c0
     with dg.instance_for_test() as inst:
         twin = run_twin(settings, inst)
     import pyarrow.parquet as pq
@@ -175,8 +246,8 @@ def measure(settings: Settings) -> dict:
     lake = Lake(settings.lake_dir)
     rows = {t: sum(pq.ParquetFile(f).metadata.num_rows for f in lake.partition_files(t))
             for t in ("news_raw", "evidence", "anchors", "candidates", "labels")}
-    return {"wall": wall, "peak_mib": peaks, "steps": steps, "twin": twin, "total": t_end - t0,
-            "rows": rows, "lake_bytes": lake_bytes(Path(settings.lake_dir))}
+    return {"wall": wall, "cpu": cpu, "peak_mib": peaks, "steps": steps, "twin": twin, "total": t_end - t0,
+            "rows": rows, "lake_bytes": lake_bytes(Path(settings.lake_dir)), "loop_quarters": quarter_costs(day_costs)}
 
 
 def exponent(sizes: list[float], values: list[float]) -> float:
@@ -197,8 +268,32 @@ def main() -> None:
     ap.add_argument("--events", type=float, default=None, help="world.events_per_ticker_year (default: the world's)")
     ap.add_argument("--out", default=None, help="write the measurements as JSON here")
     ap.add_argument("--dir", default=None, help="where the lakes go (default: a temporary folder)")
+    ap.add_argument("--config", default=None, help="run this settings file as one size (its own splits and families)")
+    ap.add_argument("--progress", default=None, help="with --config: append each finished stage here as a JSON line")
     ap.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.config:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        s = load_settings(args.config)
+        if args.dir:
+            s = s.with_overrides(lake_dir=str(Path(args.dir) / "lake"))
+        n_days = len(nyse().sessions_in_range(s.calendar.decision_start, s.calendar.end))
+        print(f"{args.config}: {s.world.n_tickers} tickers, {n_days} decision days, families {', '.join(s.variants.families)}; "
+              f"lake {s.lake_dir}", flush=True)
+        m = measure(s, Path(args.progress) if args.progress else None)
+        m.update(config=args.config, days=n_days, tickers=s.world.n_tickers)
+        lake_mb = sum(v for k, v in m["lake_bytes"].items() if not k.startswith("_")) / 1e6
+        print(f"total {m['total']:.0f} s; peak RSS {max(m['peak_mib'].values())} MiB; lake {lake_mb:.0f} MB "
+              f"({lake_mb / n_days:.2f} MB per decision day)")
+        for n in m["wall"]:
+            print(f"  {n:12s} wall {m['wall'][n]:9.1f} s  cpu {m['cpu'][n]:9.1f} s  peak {m['peak_mib'][n]:6d} MiB  "
+                  f"dagster twin {m['twin'].get(n, 0.0):7.1f} s ({m['twin'].get(n, 0.0) / max(m['wall'][n], 1e-9):.0%})")
+        print("loop s per decision day by quarter: " + ", ".join(f"{q} {v:.2f}" for q, v in m["loop_quarters"].items()))
+        print("rows: " + ", ".join(f"{k} {v}" for k, v in m["rows"].items()))
+        if args.out:
+            Path(args.out).write_text(json.dumps(m, indent=1, default=str))
+        return
     days = [int(x) for x in args.days.split(",")]
     tickers = [int(x) for x in args.tickers.split(",")]
     sizes = days if args.axis == "days" else tickers
