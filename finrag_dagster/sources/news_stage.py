@@ -29,6 +29,7 @@ part of the stage when the manifest that lists them is replaced (atomically).
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import hashlib
 import json
 import os
@@ -123,6 +124,7 @@ class NewsStage:
     rows_in: int
     rows_read: int = 0  # source rows parsed by this call (0 when nothing changed)
     actions: dict[str, str] = field(default_factory=dict)  # file name -> "unchanged" | "appended" | "read"
+    pruned: int = 0  # staged folders of files no longer configured, removed by this call
     _dups: pl.DataFrame | None = None
 
     def _month_files(self, months: set[str] | None = None) -> list[Path]:
@@ -234,7 +236,20 @@ def stage_news(files: list[Path], universe_tickers: set[str], clock: fnspid.News
         rows_in += sum(int(s["rows"]) for s in fs.segments)
         rows_read += read
         actions[Path(path).name] = action
-    return NewsStage(stages, rows_in, rows_read, actions)
+    return NewsStage(stages, rows_in, rows_read, actions, pruned=prune(root, files))
+
+
+def prune(root: Path, files: list[Path]) -> int:
+    """Remove the staged folders of files that are no longer configured (their rows would
+    otherwise stay on disk for ever); returns how many were removed."""
+    keep = {_file_dir(root, Path(f)).name for f in files}
+    gone = 0
+    for d in root.iterdir():
+        if d.is_dir() and d.name not in keep and len(d.name) == 16 and all(c in "0123456789abcdef" for c in d.name) \
+                and (d / "manifest.json").exists():
+            shutil.rmtree(d, ignore_errors=True)
+            gone += 1
+    return gone
 
 
 def _file_dir(root: Path, path: Path) -> Path:
@@ -279,7 +294,19 @@ def _stage_file(path: Path, universe, clock, calendar_end, root: Path, key: str,
                 manifest.update(size=st.st_size, mtime_ns=st.st_mtime_ns, head=head, tail=_sha(path, st.st_size - TAIL_BYTES, st.st_size))
                 _write_manifest(d, manifest)
                 return FileStage(path, d, manifest), read, "appended"
-    seg, minute = _stage_segment(path, path, d, 0, universe, clock, calendar_end, batch_bytes, None)
+    if path.name.lower().endswith(".csv.gz"):  # decompressed to a temporary CSV, streamed, so memory stays bounded
+        tmp = d / f".gunzip-{uuid.uuid4().hex[:12]}.csv"
+        try:
+            try:
+                with gzip.open(path, "rb") as src, open(tmp, "wb") as out:
+                    shutil.copyfileobj(src, out, 1 << 24)
+            except (OSError, EOFError) as exc:
+                raise SourceError(f"{path.name}: not a readable gzip file ({exc})") from exc
+            seg, minute = _stage_segment(tmp, path, d, 0, universe, clock, calendar_end, batch_bytes, None)
+        finally:
+            tmp.unlink(missing_ok=True)
+    else:
+        seg, minute = _stage_segment(path, path, d, 0, universe, clock, calendar_end, batch_bytes, None)
     manifest = {"version": STAGE_VERSION, "key": key, "path": str(path.resolve()), "size": st.st_size,
                 "mtime_ns": st.st_mtime_ns, "head": head, "tail": _sha(path, st.st_size - TAIL_BYTES, st.st_size),
                 "header_len": _header_len(path) if path.name.lower().endswith(".csv") and st.st_size else 0,
@@ -333,8 +360,9 @@ def _stage_segment(read_path: Path, source: Path, d: Path, row_offset: int, univ
     try:
         lf, cols, repaired = fnspid.news_source(read_path)
     except SourceError as exc:
-        if read_path != source:  # name the real file and where the appended part starts
-            raise SourceError(str(exc).replace(read_path.name, f"{name} (rows appended after data row {row_offset})")) from exc
+        if read_path != source:  # name the real file (and where an appended part starts)
+            where = "" if name.lower().endswith(".gz") else f" (rows appended after data row {row_offset})"
+            raise SourceError(str(exc).replace(read_path.name, f"{name}{where}")) from exc
         raise
     seg_name = f"seg-{uuid.uuid4().hex[:12]}"
     tmp_dir = d / f".{seg_name}"

@@ -162,3 +162,38 @@ def test_parquet_sources_stream_too(tmp_path):
     stage_news([pq_file], UNIVERSE, NewsClock(), root)
     os.utime(pq_file, ns=(2, 2))
     assert stage_news([pq_file], UNIVERSE, NewsClock(), root).actions == {"n.parquet": "read"}
+
+
+def test_a_file_no_longer_configured_leaves_no_staged_rows(tmp_path):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_bytes(HEADER + _rows(40))
+    b.write_bytes(HEADER + _rows(20, start=40))
+    root = tmp_path / "stage"
+    both = stage_news([a, b], UNIVERSE, NewsClock(), root)
+    assert both.pruned == 0 and len([d for d in root.iterdir() if d.is_dir()]) == 2
+    only_a = stage_news([a], UNIVERSE, NewsClock(), root)
+    assert only_a.pruned == 1 and only_a.actions == {"a.csv": "unchanged"}
+    assert [d.name for d in root.iterdir() if d.is_dir()] == [news_stage._file_dir(root, a).name]
+    _same(only_a.load_all(), stage_news([a], UNIVERSE, NewsClock(), tmp_path / "fresh").load_all())
+
+
+def test_a_gzipped_csv_streams_to_the_same_rows_as_the_plain_file(tmp_path):
+    import gzip
+
+    data = HEADER + _rows(90)
+    plain, packed = tmp_path / "n.csv", tmp_path / "z" / "n.csv.gz"
+    packed.parent.mkdir()
+    plain.write_bytes(data)
+    packed.write_bytes(gzip.compress(data))
+    a = stage_news([plain], UNIVERSE, NewsClock(), tmp_path / "s1").load_all()
+    b = stage_news([packed], UNIVERSE, NewsClock(), tmp_path / "s2")
+    assert b.rows_read == 90 and not list((tmp_path / "s2").rglob("*.csv"))  # the decompressed copy is gone
+    b = b.load_all()
+    assert a.rows_in == b.rows_in and a.accepted.drop("source_file").equals(b.accepted.drop("source_file"))
+    assert set(b.accepted["source_file"].unique()) == {"n.csv.gz"}
+    assert a.quarantine.drop("source_file").equals(b.quarantine.drop("source_file"))
+
+    broken = tmp_path / "bad.csv.gz"
+    broken.write_bytes(gzip.compress(data)[:200])
+    with pytest.raises(SourceError, match=r"bad\.csv\.gz"):
+        stage_news([broken], UNIVERSE, NewsClock(), tmp_path / "s3")

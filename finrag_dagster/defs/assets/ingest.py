@@ -150,7 +150,8 @@ def build_raw_asset(table: str, partitions_def, description: str) -> dg.AssetsDe
                 preview = part if preview is None or not preview.height else preview
             in_range_n = sum(counts.values())
             extra = {"source_rows_read_this_run": staged.rows_read,
-                     "source_files": dg.MetadataValue.json(staged.actions)}
+                     "source_files": dg.MetadataValue.json(staged.actions),
+                     "staged_files_pruned": staged.pruned}
         else:
             res = load_table(s, table, universe)
             quarantine, flags, rows_in = res.quarantine, res.flags, res.rows_in
