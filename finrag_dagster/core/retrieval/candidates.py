@@ -50,7 +50,7 @@ def pool_config(m0: int, peer_share: float, lookback_sessions: int, cal: Trading
 
 
 def candidates_for_days(
-    evidence: pl.DataFrame,
+    evidence: pl.DataFrame | Store,
     anchors: pl.DataFrame,
     days: list[str],
     cal: TradingCalendar,
@@ -64,7 +64,8 @@ def candidates_for_days(
     workers: int | None = None,
     log=None,
 ) -> dict[str, pl.DataFrame]:
-    """{day: candidates} for anchors of each day; ``evidence`` must cover everything before the last day.
+    """{day: candidates} for anchors of each day; ``evidence`` (a table, or a store built from one, see
+    :mod:`.store_cache`) must cover everything before the last day.
 
     ``kernel``: "numba" (fused kernels, default) or "numpy" (the reference); identical results.
     ``workers``: threads scoring (day, sector) groups at once (None: the CPUs this process may
@@ -74,7 +75,7 @@ def candidates_for_days(
     workers = available_cpus() if workers is None else int(workers)
     if workers < 1:
         raise ValueError(f"workers must be >= 1, not {workers}")
-    store = Store.from_evidence(evidence)
+    store = evidence if isinstance(evidence, Store) else Store.from_evidence(evidence)
     stats = PrefixStats(store.tm, k1=k1, b=b, epsilon=epsilon)
     anchors = anchors.with_columns(pl.col("date").cast(pl.Date))
     by_day = anchors.partition_by("date", as_dict=True, maintain_order=True) if anchors.height else {}

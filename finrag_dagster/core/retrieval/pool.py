@@ -136,14 +136,16 @@ class Store:
         return store
 
     @staticmethod
-    def _columns_of(ev: pl.DataFrame) -> "Store":
-        """Everything of the store but its term matrix (``tm`` is None until set)."""
+    def _columns_of(ev: pl.DataFrame, emb: np.ndarray | None = None) -> "Store":
+        """Everything of the store but its term matrix (``tm`` is None until set); ``emb``: the
+        rows' embeddings when ``ev`` has no ``embedding`` column."""
         n = ev.height
         tm = None
         pid = np.array(ev["passage_id"].to_list(), dtype=object)
         tick = np.array(ev["ticker"].to_list(), dtype=object)
         sect = np.array(ev["sector"].to_list(), dtype=object)
-        emb = np.ascontiguousarray(ev["embedding"].to_numpy(), dtype=np.float32) if n else np.zeros((0, 384), np.float32)
+        if emb is None:
+            emb = np.ascontiguousarray(ev["embedding"].to_numpy(), dtype=np.float32) if n else np.zeros((0, 384), np.float32)
         store = Store(
             passage_id=pid,
             public_ns=ev["public_time"].dt.epoch("ns").to_numpy().astype(np.int64),

@@ -5,6 +5,7 @@ import numpy as np
 import polars as pl
 
 from ...core.retrieval.candidates import candidates_for_days
+from ...core.retrieval.store_cache import load_store
 from ..context import days_of
 from ..reporting import check_schema, partition_meta
 from ..resources import FinragResource
@@ -24,7 +25,9 @@ def build_candidates_asset(partitions_def) -> dg.AssetsDefinition:
             "only (filter first, then score); anchor, same URL, same title and the anchor's near-duplicate "
             "cluster removed; company first, same-sector peers at most 20%; M0 = 20. BM25 statistics come from "
             "the corpus public before decision_time(D); r = mean of min-max BM25 and min-max MiniLM cosine "
-            "within the pool."
+            "within the pool. The evidence store is kept under <lake>/_staging/candidates_store and extended with "
+            "the evidence days it has not seen, so a daily run does not re-read the history (identical pools; rebuilt "
+            "when an evidence day it holds was re-materialised)."
         ),
         check_specs=[
             dg.AssetCheckSpec("no_future_evidence", asset="candidates", description="every candidate was public before decision_time(D)"),
@@ -38,16 +41,16 @@ def build_candidates_asset(partitions_def) -> dg.AssetsDefinition:
         days = days_of(context)
         history = [d.isoformat() for d in cal.sessions_in_range(s.calendar.start, days[-1])]
         require_partitions(lake, "evidence", history)
-        ev = lake.read("evidence", dates=history)
+        store, rep = load_store(lake, history, {"start": history[0]}, log=context.log.info)
         anchors = lake.read("anchors", dates=days)
         out = candidates_for_days(
-            ev, anchors, days, cal, rs.m0, rs.peer_share, rs.pool_lookback_sessions, rs.bm25_k1, rs.bm25_b, rs.bm25_epsilon,
+            store, anchors, days, cal, rs.m0, rs.peer_share, rs.pool_lookback_sessions, rs.bm25_k1, rs.bm25_b, rs.bm25_epsilon,
             log=context.log.info,
         )
         counts, first = {}, None
         n_anchor = n_empty = n_sec = 0
         sizes, peers, future = [], [], 0
-        pub = dict(zip(ev["passage_id"].to_list(), ev["public_time"].dt.epoch("ns").to_list()))
+        pub = lambda pids: store.public_ns[[store.row_of[p] for p in pids]]  # noqa: E731
         for d in days:
             c = out[d]
             _, counts[d] = lake.write("candidates", c, date=d)
@@ -61,7 +64,7 @@ def build_candidates_asset(partitions_def) -> dg.AssetsDefinition:
                 peers += g["peer"].to_list()
                 n_sec += int(g["sec"].sum())
                 close = int(cal.closes_ns[cal.session_index(d)])
-                future += sum(1 for p in c["passage_id"].to_list() if pub[p] >= close)
+                future += int((pub(c["passage_id"].to_list()) >= close).sum())
                 if first is None:
                     first = c
         meta = partition_meta(counts, first if first is not None else pl.DataFrame(), lake, "candidates",
@@ -73,6 +76,10 @@ def build_candidates_asset(partitions_def) -> dg.AssetsDefinition:
                 "mean_pool_size": float(np.mean(sizes)) if sizes else 0.0,
                 "mean_peer_share": float(np.mean(peers)) if peers else 0.0,
                 "sec_coverage": (n_sec / (n_anchor - n_empty)) if n_anchor > n_empty else 0.0,
+                "store_passages": rep.rows,
+                "store_evidence_rows_read": rep.rows_read,
+                "store_segments": rep.segments,
+                "store_rebuilt": rep.rebuilt or "no",
             }
         )
         check = dg.AssetCheckResult(check_name="no_future_evidence", passed=future == 0, metadata={"future_candidates": future})
