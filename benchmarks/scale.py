@@ -250,6 +250,40 @@ def measure(settings: Settings, progress: Path | None = None) -> dict:
             "rows": rows, "lake_bytes": lake_bytes(Path(settings.lake_dir)), "loop_quarters": quarter_costs(day_costs)}
 
 
+def partition_growth(root: Path, n: int = 60) -> list[dict]:
+    """Per table (and variant): median rows and bytes of a daily partition over the first and the last
+    ``n`` days it has. A table whose daily partition grows with the days already run shows bytes per
+    row (or rows per anchor) rising; one that grows with the data shows rows rising with the input
+    (news, anchors) and bytes per row flat."""
+    import re
+
+    import pyarrow.parquet as pq
+
+    groups: dict[str, list[tuple[str, int, int]]] = {}
+    for f in root.glob("*/**/date=*/*.parquet"):
+        rel = f.relative_to(root).as_posix()
+        if rel.startswith("_"):
+            continue
+        m = re.search(r"date=(\d{4}-\d{2}-\d{2})", rel)
+        key = re.sub(r"/date=.*", "", rel)
+        groups.setdefault(key, []).append((m.group(1), f.stat().st_size, pq.ParquetFile(f).metadata.num_rows))
+    out = []
+    for key, items in sorted(groups.items()):
+        items.sort()
+        if len(items) < 2 * n:
+            continue
+        a, b = items[:n], items[-n:]
+        row = {"table": key, "days": len(items), "first": a[0][0], "last": b[-1][0]}
+        for tag, part in (("first", a), ("last", b)):
+            row[f"rows_{tag}"] = float(np.median([r for _, _, r in part]))
+            row[f"bytes_{tag}"] = float(np.median([x for _, x, _ in part]))
+            rows = sum(r for _, _, r in part)
+            row[f"bytes_per_row_{tag}"] = sum(x for _, x, _ in part) / rows if rows else float("nan")
+        row["bytes_per_row_ratio"] = row["bytes_per_row_last"] / row["bytes_per_row_first"] if row["bytes_per_row_first"] else float("nan")
+        out.append(row)
+    return out
+
+
 def exponent(sizes: list[float], values: list[float]) -> float:
     if len(sizes) < 2 or min(values) <= 0:
         return float("nan")
@@ -270,8 +304,19 @@ def main() -> None:
     ap.add_argument("--dir", default=None, help="where the lakes go (default: a temporary folder)")
     ap.add_argument("--config", default=None, help="run this settings file as one size (its own splits and families)")
     ap.add_argument("--progress", default=None, help="with --config: append each finished stage here as a JSON line")
+    ap.add_argument("--growth", default=None, metavar="LAKE",
+                    help="only report, for an existing lake, how each table's daily partition size changes from its first to its last 60 days")
     ap.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.growth:
+        rows = partition_growth(Path(args.growth))
+        print(f"{'table':44s} {'days':>5s} {'rows/day first 60':>18s} {'last 60':>8s} {'bytes/row first':>16s} {'last':>7s} {'ratio':>6s}")
+        for r in rows:
+            print(f"{r['table']:44s} {r['days']:5d} {r['rows_first']:18,.0f} {r['rows_last']:8,.0f} {r['bytes_per_row_first']:16,.0f} "
+                  f"{r['bytes_per_row_last']:7,.0f} {r['bytes_per_row_ratio']:6.2f}")
+        if args.out:
+            Path(args.out).write_text(json.dumps(rows, indent=1))
+        return
     if args.config:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
