@@ -91,6 +91,29 @@ def test_comparison_shows_three_companies_in_top_five():
     assert {h.ticker for h in plain.hits[:5]} == {"NVDA"}  # no diversity for a single-company query
 
 
+def test_a_comparison_keeps_every_named_company_in_its_top_five_and_groups_the_context():
+    rows = [(f"n{i}", "NVDA", "sec_filing", "2021-11-20", "Q3 2021", f"NVIDIA revenue growth {40 + i}% revenue growth") for i in range(6)]
+    rows += [(f"i{i}", "INTC", "sec_filing", "2021-11-19", "Q3 2021", f"Intel revenue growth {10 + i}% revenue growth") for i in range(4)]
+    rows += [("a1", "AAPL", "news", "2021-06-01", None, "Apple store opening"), ("m1", "MSFT", "news", "2021-05-01", None, "Microsoft event")]
+    ev = _evidence(rows)
+    idx = SearchIndex(ev, _ns("2021-12-31"))
+    q = parse_query("Compare revenue growth of NVIDIA, Apple and Microsoft", ALIASES, dt.date(2021, 12, 31))
+    assert q.company_tickers == [["NVDA"], ["AAPL"], ["MSFT"]]
+    q_emb = np.asarray(ev["embedding"][0].to_numpy())
+    structured = [f"n{i}" for i in range(6)] + [f"i{i}" for i in range(4)]
+    res = run_search(idx, q, q_emb, structured, SearchConfig(k=10), "full")
+    top = [h.ticker for h in res.hits[:5]]
+    assert {"NVDA", "AAPL", "MSFT"} <= set(top), top  # each named company, though their passages score low
+    assert res.hits[0].ticker == "NVDA" and "INTC" not in top  # an unnamed company gives way first
+    heads = [ln for ln in res.context.splitlines() if ln.startswith("## ")]
+    assert heads == ["## NVDA", "## AAPL", "## MSFT", "## other companies"]
+    assert [c["n"] for c in res.citations] == list(range(1, len(res.citations) + 1))
+    # without the rule the named companies would not all be there
+    cfg_off = SearchConfig(k=10, diversity_window=0)
+    off = run_search(idx, q, q_emb, structured, cfg_off, "full")
+    assert not {"AAPL", "MSFT"} <= {h.ticker for h in off.hits[:5]}
+
+
 def test_numeric_density_and_context_budget():
     assert numeric_density("Revenue $4.2B, margin 64.1%, capex $1,250 and $3.1M, growth 12%") == 5
     from finrag_dagster.core.retrieval.search import Hit

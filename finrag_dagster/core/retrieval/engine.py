@@ -10,6 +10,7 @@ import polars as pl
 from ..calendar import nyse
 from ..embeddings import embed
 from ..lake import Lake
+from .names import NameIndex
 from .query import ParsedQuery, parse_query
 from .search import SearchConfig, SearchIndex, SearchResult, run_search, structured_sql
 
@@ -34,6 +35,7 @@ class SearchEngine:
         self.as_of_ns = _as_of_ns(as_of)
         uni = lake.read("universe")
         self.aliases = {t: [a for a in al.split("|") if a] for t, al in zip(uni["ticker"], uni["aliases"])}
+        self.names = NameIndex.from_universe(uni)
         if evidence is None:
             cal = nyse()
             last_day = cal.decision_day(pd.Timestamp(self.as_of_ns, tz="UTC"))
@@ -47,7 +49,7 @@ class SearchEngine:
         return pd.Timestamp(self.as_of_ns, tz="UTC").tz_convert("America/New_York").date()
 
     def parse(self, text: str) -> ParsedQuery:
-        return parse_query(text, self.aliases, self.as_of_date)
+        return parse_query(text, self.names, self.as_of_date)
 
     def structured_ids(self, q: ParsedQuery, depth: int) -> list[str]:
         built = structured_sql(q, depth)

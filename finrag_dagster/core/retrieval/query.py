@@ -13,6 +13,8 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
+from .names import NameIndex
+
 METRICS: dict[str, tuple[str, ...]] = {
     "gross margin": ("gross margin", "gross margins"),
     "operating margin": ("operating margin", "operating margins"),
@@ -44,7 +46,9 @@ _SAY = re.compile(r"\b(say|said|says|comment|commentary|mention|mentioned|talk a
 @dataclass
 class ParsedQuery:
     text: str
-    tickers: list[str] = field(default_factory=list)
+    tickers: list[str] = field(default_factory=list)  # every share class of each named company
+    companies: list[str] = field(default_factory=list)  # one key per named company (CIK or name)
+    company_tickers: list[list[str]] = field(default_factory=list)  # the tickers of each named company
     metrics: list[str] = field(default_factory=list)
     periods: list[str] = field(default_factory=list)  # "Q3 2024", "FY2023"
     form_types: list[str] = field(default_factory=list)
@@ -110,33 +114,22 @@ def parse_periods(text: str, as_of: dt.date) -> tuple[list[str], dt.date | None,
     return seen, date_from, date_to
 
 
-def parse_tickers(text: str, tickers: dict[str, list[str]]) -> list[str]:
-    """Tickers named by symbol (upper-case word) or by company name / alias, in order of mention."""
-    found: list[tuple[int, str]] = []
-    for sym in tickers:
-        for m in re.finditer(rf"(?<![\w$]){re.escape(sym)}(?![\w])", text):
-            if len(sym) > 1 or m.group(0).isupper():
-                found.append((m.start(), sym))
-    low = text.lower()
-    for sym, aliases in tickers.items():
-        for a in aliases:
-            if len(a) < 3:
-                continue
-            m = re.search(rf"(?<![\w]){re.escape(a)}(?:'s)?(?![\w])", low)
-            if m:
-                found.append((m.start(), sym))
-    out: list[str] = []
-    for _, sym in sorted(found):
-        if sym not in out:
-            out.append(sym)
-    return out
+def parse_tickers(text: str, tickers: dict[str, list[str]] | NameIndex) -> list[str]:
+    """Tickers named by symbol or by company name (:mod:`.names`), in order of mention."""
+    names = tickers if isinstance(tickers, NameIndex) else NameIndex.from_aliases(tickers)
+    return names.resolve(text)[0]
 
 
-def parse_query(text: str, tickers: dict[str, list[str]], as_of: dt.date) -> ParsedQuery:
-    """Structured filters of a query. ``tickers``: symbol → lower-case aliases (company names)."""
+def parse_query(text: str, tickers: dict[str, list[str]] | NameIndex, as_of: dt.date) -> ParsedQuery:
+    """Structured filters of a query. ``tickers``: the universe's names (:class:`.names.NameIndex`,
+    or symbol → lower-case aliases)."""
     low = text.lower()
     q = ParsedQuery(text=text)
-    q.tickers = parse_tickers(text, tickers)
+    names = tickers if isinstance(tickers, NameIndex) else NameIndex.from_aliases(tickers)
+    named = names.named(text)
+    q.tickers = [t for c in named for t in c.tickers]
+    q.companies = [c.key for c in named]
+    q.company_tickers = [list(c.tickers) for c in named]
     for name, pats in METRICS.items():
         if any(re.search(rf"(?<![\w]){re.escape(p)}(?![\w])", low) for p in pats):
             q.metrics.append(name)
@@ -147,7 +140,7 @@ def parse_query(text: str, tickers: dict[str, list[str]], as_of: dt.date) -> Par
         if re.search(rf"(?<![\w]){re.escape(k)}(?![\w])", low) and v not in q.form_types:
             q.form_types.append(v)
     q.latest = bool(re.search(r"\b(latest|most recent|newest|last)\b", low))
-    q.is_comparison = bool(_COMPARE.search(text)) or len(q.tickers) >= 2
+    q.is_comparison = bool(_COMPARE.search(text)) or len(q.companies) >= 2
     q.is_quantitative = bool(set(q.metrics) & QUANT_METRICS) or bool(_QUANT.search(text))
     if _RISK.search(text):
         q.query_type = "risk"

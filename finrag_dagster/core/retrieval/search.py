@@ -4,8 +4,10 @@ Three lists — semantic (MiniLM cosine), keyword (BM25 over the corpus public b
 structured (DuckDB SQL over the lake's ``evidence`` table with the parsed filters) — are fused by
 RRF (k = 60; keyword ×1.2 when the query names a ticker or metric, semantic ×1.2 otherwise), then
 reranked multiplicatively by recency (when no period is asked), source authority by query type,
-numeric density (quantitative queries) and exact fiscal-period match, and finally diversified so a
-comparison query shows at least 3 companies in its top 5 when they exist. The context is assembled
+numeric density (quantitative queries) and exact fiscal-period match, and finally diversified: a
+comparison that names companies keeps at least one passage of each named company in its top 5
+whenever that company has one (and its context lists the passages grouped by company); a comparison
+that names none shows at least 3 companies in its top 5 when they exist. The context is assembled
 within a token budget with numbered citations. Nothing public at or after ``as_of`` is ever read.
 """
 
@@ -186,15 +188,64 @@ def _diversify(order: list[int], tickers: list[str], score: dict[int, float], wa
     return top + rest
 
 
-def assemble_context(hits: list[Hit], budget: int) -> tuple[str, list[dict], int]:
-    """Numbered passages with their source line, added best first while they fit the budget."""
+def diversify_named(order: list[int], tickers: list[str], score: dict[int, float], groups: list[list[str]], window: int) -> list[int]:
+    """Seed 001's diversity rule for a comparison: every named company (``groups``: its tickers) that
+    has a passage in ``order`` has one in the top ``window`` (as many companies as the window holds,
+    in order of mention). A company's best passage is promoted in place of the lowest-ranked passage
+    of a company shown more than once; the top window stays in score order."""
+    company = {t: g for g, ts in enumerate(groups) for t in ts}
+    order = list(order)
+    top, rest = order[:window], order[window:]
+    for g in range(len(groups)):
+        shown = {company.get(tickers[i]) for i in top}
+        if g in shown or sum(1 for x in shown if x is not None) >= window:
+            continue
+        promote = next((i for i in rest if company.get(tickers[i]) == g), None)
+        if promote is None:
+            continue  # the company has no passage at all
+        counts = Counter(company.get(tickers[i], ("other", tickers[i])) for i in top)
+        # demote: first an unnamed company's passage, then a named company shown more than once
+        demote = next((i for i in reversed(top) if company.get(tickers[i]) is None), None)
+        if demote is None:
+            demote = next((i for i in reversed(top) if counts[company.get(tickers[i])] > 1), None)
+        if demote is None:
+            break
+        top.remove(demote)
+        top.append(promote)
+        rest.remove(promote)
+        rest.insert(0, demote)
+    top.sort(key=lambda i: (-score[i], -i))
+    return top + rest
+
+
+def grouped(hits: list[Hit], groups: list[list[str]]) -> list[Hit]:
+    """Hits ordered company by company (named companies in order of mention, then the others),
+    best first within a company."""
+    company = {t: g for g, ts in enumerate(groups) for t in ts}
+    return sorted(hits, key=lambda h: company.get(h.ticker, len(groups)))  # stable: rank order within
+
+
+def assemble_context(hits: list[Hit], budget: int, groups: list[list[str]] | None = None) -> tuple[str, list[dict], int]:
+    """Numbered passages with their source line, added best first while they fit the budget; with
+    ``groups`` (a comparison's companies) listed company by company under a heading each."""
     parts, cites, used = [], [], 0
+    heading = None
+    if groups:
+        hits = grouped(hits, groups)
     for h in hits:
+        head = ""
+        if groups:
+            g = next((ts for ts in groups if h.ticker in ts), None)
+            title = "/".join(g) if g else "other companies"
+            head = f"## {title}\n" if title != heading else ""
         where = " · ".join(x for x in [h.ticker, h.form_type or "news", h.item or "", h.fiscal_period or "", h.public_time[:16] + " UTC"] if x)
         block = f"[{len(cites) + 1}] {where}\n{h.title}\n{h.text}\n"
-        cost = estimate_tokens(block)
+        cost = estimate_tokens(block) + (estimate_tokens(head) if head else 0)
         if used + cost > budget:
             continue
+        if head:
+            parts.append(head)
+            heading = title
         parts.append(block)
         used += cost
         cites.append({"n": len(cites) + 1, "passage_id": h.passage_id, "ticker": h.ticker, "title": h.title, "url": h.url, "public_time": h.public_time})
@@ -266,7 +317,9 @@ def run_search(
             score[i] = s * m
             comp[i] = f
         order = sorted(score, key=lambda i: (-score[i], -i))
-        if q.is_comparison:
+        if q.is_comparison and len(q.company_tickers) >= 2:
+            order = diversify_named(order, df["ticker"].to_list(), score, q.company_tickers, cfg.diversity_window)
+        elif q.is_comparison:
             order = _diversify(order, df["ticker"].to_list(), score, cfg.diversity_companies, cfg.diversity_window)
     else:
         raise ValueError(f"unknown search mode {mode!r}")
@@ -280,5 +333,6 @@ def run_search(
                 title=r["title"], text=r["text"], url=r["url"], score=float(score.get(int(i), 0.0)), components=comp.get(int(i), {}),
             )
         )
-    context, cites, used = assemble_context(hits, cfg.budget_tokens)
+    groups = q.company_tickers if q.is_comparison and len(q.company_tickers) >= 2 else None
+    context, cites, used = assemble_context(hits, cfg.budget_tokens, groups)
     return SearchResult(q, as_of.isoformat(), mode, hits, context, cites, used)
