@@ -297,6 +297,8 @@ def search(
         f"tickers={q.tickers} metrics={q.metrics} periods={q.periods} forms={q.form_types} "
         f"type={q.query_type} comparison={q.is_comparison} latest={q.latest}"
     )
+    for note in q.notes:  # how each named company's fiscal period was read
+        console.print(f"period: {note}", markup=False, highlight=False)
     t = Table()
     for col in ("#", "score", "ticker", "source", "period", "public", "title"):
         t.add_column(col)

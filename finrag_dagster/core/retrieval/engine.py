@@ -10,6 +10,7 @@ import polars as pl
 from ..calendar import nyse
 from ..embeddings import embed
 from ..lake import Lake
+from .fiscal import REPORTING_DAYS, calendars
 from .names import NameIndex
 from .query import ParsedQuery, parse_query
 from .search import SearchConfig, SearchIndex, SearchResult, run_search, structured_sql
@@ -43,13 +44,27 @@ class SearchEngine:
             evidence = lake.read("evidence", dates=days)
         self.index = SearchIndex(evidence, self.as_of_ns)
         self._con = None
+        self._filings: pl.DataFrame | None = None
 
     @property
     def as_of_date(self) -> dt.date:
         return pd.Timestamp(self.as_of_ns, tz="UTC").tz_convert("America/New_York").date()
 
     def parse(self, text: str) -> ParsedQuery:
-        return parse_query(text, self.names, self.as_of_date)
+        """The query's filters, its periods read on each named company's fiscal calendar."""
+        q = parse_query(text, self.names, self.as_of_date)
+        if q.company_tickers and (q.periods or q.quarters_without_year):
+            apply_fiscal(q, calendars(self.filings(), q.tickers, self.as_of_ns), self.as_of_date)
+        return q
+
+    def filings(self) -> pl.DataFrame:
+        """Filing rows accepted before as-of (the fiscal calendars' source), read once."""
+        if self._filings is None:
+            cut = self.as_of_date.isoformat()
+            days = [d for d in self.lake.materialized_dates("filings_raw") if d <= cut]
+            cols = ["ticker", "form_type", "public_time", "report_date", "fiscal_period"]
+            self._filings = self.lake.read("filings_raw", dates=days, columns=cols) if days else pl.DataFrame()
+        return self._filings
 
     def structured_ids(self, q: ParsedQuery, depth: int) -> list[str]:
         built = structured_sql(q, depth)
@@ -67,3 +82,19 @@ class SearchEngine:
         q_emb = embed([text])[0]
         ids = self.structured_ids(q, cfg.list_depth) if mode == "full" else []
         return run_search(self.index, q, q_emb, ids, cfg, mode)
+
+
+def apply_fiscal(q: ParsedQuery, cals: dict, as_of: dt.date) -> None:
+    """Read the query's periods on each named company's fiscal calendar (:mod:`.fiscal`): labels for
+    its filings, a date window for its news, and a note saying how each was read."""
+    labels = list(q.periods)
+    for group in q.company_tickers:
+        c = cals[group[0]]  # share classes of one company share its calendar
+        own = list(q.periods) + [c.latest_quarter(n, as_of) for n in q.quarters_without_year]
+        for lab in dict.fromkeys(own):
+            start, end = c.period_start(lab), c.period_end(lab)
+            q.period_windows.append((list(group), start, end + dt.timedelta(days=REPORTING_DAYS)))
+            q.notes.append(c.describe(lab))
+            if lab not in labels:
+                labels.append(lab)
+    q.periods = labels

@@ -51,6 +51,9 @@ class ParsedQuery:
     company_tickers: list[list[str]] = field(default_factory=list)  # the tickers of each named company
     metrics: list[str] = field(default_factory=list)
     periods: list[str] = field(default_factory=list)  # "Q3 2024", "FY2023"
+    quarters_without_year: list[int] = field(default_factory=list)  # "third quarter": the latest one (per company)
+    period_windows: list[tuple[list[str], dt.date, dt.date]] = field(default_factory=list)  # (tickers, from, to): news of a period
+    notes: list[str] = field(default_factory=list)  # how the periods were read, per company
     form_types: list[str] = field(default_factory=list)
     date_from: dt.date | None = None
     date_to: dt.date | None = None
@@ -82,6 +85,7 @@ def parse_periods(text: str, as_of: dt.date) -> tuple[list[str], dt.date | None,
     for m in re.finditer(r"\bq([1-4])\s*(?:fy)?\s*'?(\d{4}|\d{2})\b", t):
         y = int(m.group(2))
         periods.append(f"Q{m.group(1)} {y + 2000 if y < 100 else y}")
+    t = re.sub(r"\bq([1-4])\s*(?:fy)?\s*'?(\d{4}|\d{2})\b", " ", t)  # "Q3 FY2023" is a quarter, not also the year
     for m in re.finditer(r"\b(first|second|third|fourth|1st|2nd|3rd|4th) quarter(?: of)?(?: fiscal(?: year)?)? (\d{4})\b", t):
         periods.append(f"Q{_ORD[m.group(1)]} {m.group(2)}")
     t = re.sub(r"\b(first|second|third|fourth|1st|2nd|3rd|4th) quarter(?: of)?(?: fiscal(?: year)?)? \d{4}\b", " ", t)
@@ -114,6 +118,18 @@ def parse_periods(text: str, as_of: dt.date) -> tuple[list[str], dt.date | None,
     return seen, date_from, date_to
 
 
+def quarters_without_year(text: str) -> list[int]:
+    """Quarter numbers named without a year ("third quarter", "Q3"), which mean the latest such
+    fiscal quarter of each named company."""
+    t = text.lower()
+    out: list[int] = []
+    for m in re.finditer(r"\b(first|second|third|fourth|1st|2nd|3rd|4th) (?:fiscal )?quarter\b(?!\s+(?:of\s+)?(?:fiscal\s+(?:year\s+)?)?'?\d{2,4})", t):
+        out.append(_ORD[m.group(1)])
+    for m in re.finditer(r"\bq([1-4])\b(?!\s*(?:fy)?\s*'?\d{2,4})", t):
+        out.append(int(m.group(1)))
+    return list(dict.fromkeys(out))
+
+
 def parse_tickers(text: str, tickers: dict[str, list[str]] | NameIndex) -> list[str]:
     """Tickers named by symbol or by company name (:mod:`.names`), in order of mention."""
     names = tickers if isinstance(tickers, NameIndex) else NameIndex.from_aliases(tickers)
@@ -136,6 +152,7 @@ def parse_query(text: str, tickers: dict[str, list[str]] | NameIndex, as_of: dt.
     if any(m in q.metrics for m in ("gross margin", "operating margin", "net margin")) and "margin" in q.metrics:
         q.metrics.remove("margin")
     q.periods, q.date_from, q.date_to = parse_periods(text, as_of)
+    q.quarters_without_year = quarters_without_year(text)
     for k, v in FORMS.items():
         if re.search(rf"(?<![\w]){re.escape(k)}(?![\w])", low) and v not in q.form_types:
             q.form_types.append(v)

@@ -144,8 +144,18 @@ def structured_sql(q: ParsedQuery, depth: int) -> tuple[str, dict] | None:
         where.append("form_type IN (" + ", ".join(f"$f{i}" for i in range(len(q.form_types))) + ")")
         params.update({f"f{i}": f for i, f in enumerate(q.form_types)})
     if q.periods:
-        where.append("fiscal_period IN (" + ", ".join(f"$p{i}" for i in range(len(q.periods))) + ")")
+        clause = "fiscal_period IN (" + ", ".join(f"$p{i}" for i in range(len(q.periods))) + ")"
         params.update({f"p{i}": p for i, p in enumerate(q.periods)})
+        news = []
+        for j, (ts, lo, hi) in enumerate(q.period_windows):  # a company's news in its period's window
+            names = ", ".join(f"$w{j}t{i}" for i in range(len(ts)))
+            news.append(f"(ticker IN ({names}) AND public_time >= $w{j}lo AND public_time < $w{j}hi)")
+            params.update({f"w{j}t{i}": t for i, t in enumerate(ts)})
+            params[f"w{j}lo"] = dt.datetime.combine(lo, dt.time(), tzinfo=dt.timezone.utc)
+            params[f"w{j}hi"] = dt.datetime.combine(hi + dt.timedelta(days=1), dt.time(), tzinfo=dt.timezone.utc)
+        if news:
+            clause = f"({clause} OR (source_family = 'news' AND ({' OR '.join(news)})))"
+        where.append(clause)
     if q.date_from:
         where.append("public_time >= $date_from")
         params["date_from"] = dt.datetime.combine(q.date_from, dt.time(), tzinfo=dt.timezone.utc)
@@ -186,6 +196,14 @@ def _diversify(order: list[int], tickers: list[str], score: dict[int, float], wa
         rest.insert(0, demote)
     top.sort(key=lambda i: (-score[i], -i))
     return top + rest
+
+
+def _ns_of(day: dt.date) -> int:
+    return int(dt.datetime.combine(day, dt.time(), tzinfo=dt.timezone.utc).timestamp()) * 1_000_000_000
+
+
+def in_window(ticker: str, pub_ns: int, windows: list[tuple[set, int, int]]) -> bool:
+    return any(ticker in ts and lo <= pub_ns < hi for ts, lo, hi in windows)
 
 
 def diversify_named(order: list[int], tickers: list[str], score: dict[int, float], groups: list[list[str]], window: int) -> list[int]:
@@ -294,6 +312,8 @@ def run_search(
         texts = df["text"].to_list()
         pub_ns = df["public_time"].dt.epoch("ns").to_numpy()
         auth = AUTHORITY.get(q.query_type, AUTHORITY["general"])
+        tick = df["ticker"].to_list()
+        windows = [(set(ts), _ns_of(lo), _ns_of(hi + dt.timedelta(days=1))) for ts, lo, hi in q.period_windows]
         score = {}
         for pid, s in fused.items():
             i = index.row[pid]
@@ -313,6 +333,9 @@ def run_search(
                 m *= 1 + cfg.numeric_weight * nd
             if q.periods and fp[i] in q.periods:
                 f["period_match"] = 1.0
+                m *= cfg.period_boost
+            elif fam[i] == "news" and in_window(tick[i], int(pub_ns[i]), windows):
+                f["period_window"] = 1.0  # the company's news in its fiscal period's window
                 m *= cfg.period_boost
             score[i] = s * m
             comp[i] = f
