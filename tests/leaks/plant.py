@@ -380,6 +380,13 @@ def _tree_content_after_d(p: Patcher) -> None:
     rewrite(p, experience_tree, "latest_content", [("if dates[i] <= cut and (", "if (")])
 
 
+def _fiscal_calendar_later_10k(p: Patcher) -> None:
+    from finrag_dagster.core.retrieval import fiscal
+
+    # the fiscal calendar of a query uses filings accepted after its as-of time too
+    rewrite(p, fiscal, "calendars", [('& (pl.col("public_time") < as_of)', "")])
+
+
 class Leak(NamedTuple):
     apply: Callable[[Patcher], None]
     catchers: list[str]
@@ -573,6 +580,11 @@ LEAKS: dict[str, Leak] = {
         _tree_induced_on_validation,
         [U + "test_pit_experience.py::test_tree_is_induced_on_the_last_train_session_from_train_days_only"],
         "defs/assets/experience.py induction_day/train_days_before: the prior tree is induced at the end of the validation split from train and validation anchors",
+    ),
+    "fiscal_calendar_from_a_later_filing": Leak(
+        _fiscal_calendar_later_10k,
+        [U + "test_fiscal.py::test_the_calendar_is_what_was_known_at_as_of"],
+        "core/retrieval/fiscal.py calendars: a query's fiscal calendar (year end, quarter ends) read from filings accepted after its as-of time",
     ),
     "experience_content_read_after_its_day": Leak(
         _tree_content_after_d,
