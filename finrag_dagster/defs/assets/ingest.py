@@ -125,7 +125,9 @@ def build_raw_asset(table: str, partitions_def, description: str) -> dg.AssetsDe
         deps=["universe"],
         description=description,
         check_specs=[
-            dg.AssetCheckSpec("rows_reconcile", asset=table, description="rows in = accepted + quarantined (the sum of the quarantine's rows), and rows in = the rows counted in the files without the loader (news and price rows; filings by accession number)"),
+            dg.AssetCheckSpec("rows_reconcile", asset=table,
+                              description="rows in = accepted + quarantined (the sum of the quarantine's rows), and rows in = the rows "
+                                          "counted in the files without the loader (news and price rows; filings by accession number)"),
             dg.AssetCheckSpec("schema", asset=table, description="written files carry the declared schema"),
         ],
     )
