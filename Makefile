@@ -15,7 +15,7 @@ DEMO_CONFIG ?= configs/demo.toml
 
 help:
 	@echo "make demo   - install (first time), build the synthetic world, run every asset, print a summary"
-	@echo "make test   - install (first time) and run the test suite"
+	@echo "make test   - install (first time), lint (ruff check) and run the test suite"
 	@echo "make dev    - Dagster UI on http://127.0.0.1:3000 over the same lake and instance"
 
 $(BIN)/python:
@@ -35,6 +35,7 @@ demo: $(STAMP)
 	FINRAG_CONFIG=$(DEMO_CONFIG) $(BIN)/finrag demo
 
 test: $(STAMP)
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
 dev: $(STAMP)

@@ -35,7 +35,11 @@ def replay(
 ):
     """Replay the world (or any raw folder of the same layout) day by day into a landing folder.
 
-    Items appear in the landing folder, in their original formats, only once their public time has passed on the replay clock: news at its time stamp (a date-only stamp after 23:59:59 New York of that date), a day's price bars after its close, a filing after its SEC acceptance time. Point finrag at the landing folder with the settings written to <landing>/_replay/settings.toml and turn the sensors on to watch the daily loop run.
+    Items appear in the landing folder, in their original formats, only once their public time has
+    passed on the replay clock: news at its time stamp (a date-only stamp after 23:59:59 New York of
+    that date), a day's price bars after its close, a filing after its SEC acceptance time. Point
+    finrag at the landing folder with the settings written to <landing>/_replay/settings.toml and
+    turn the sensors on to watch the daily loop run.
     """
     from .core.settings import load_settings
     from .sources.base import SourceError

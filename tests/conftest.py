@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
+REAL_DATA = Path(__file__).resolve().parent / "data" / "real"
+
 
 @pytest.fixture(scope="session")
 def real_data() -> Path:
-    """The real-data development sample (``../shared/data/real`` beside the repository)."""
-    path = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real"
-    if not path.is_dir():
-        pytest.skip(f"real-data sample not found at {path} (it lives outside the repository)")
-    return path
+    """Small real fixtures carried by the repository (``tests/data/real``): slices of the real-data
+    development sample, in its layout; ``tests/data/real/PROVENANCE.md`` says how each was cut."""
+    return REAL_DATA

@@ -27,8 +27,8 @@ import dagster as dg
 
 from ..core.calendar import nyse
 from ..core.lake import Lake
-from ..core.status import last_market_day
 from ..core.settings import HORIZON_NAMES, HORIZONS, Settings
+from ..core.status import last_market_day
 from ..sources.registry import source_paths
 from ..sources.replay import replay_now
 from .resources import FinragResource

@@ -128,18 +128,21 @@ def stage_news_table(settings: Settings, universe: pl.DataFrame, root: Path):
     return stage_news(files, set(universe["ticker"].to_list()), sp.news_clock, root, calendar_end=sp.calendar_end)
 
 
-def rows_in_files(settings: Settings, table: str, cache: Path | None = None) -> int | None:
-    """Rows of a raw table's source files counted without its loader (None for filings, whose rows
-    are filings merged across index and text sources). ``cache``: a JSON file of earlier counts,
-    reused for files whose size, modification time and first MiB are unchanged."""
-    from .rowcount import source_rows
+def rows_in_files(settings: Settings, table: str, cache: Path | None = None) -> int:
+    """Rows of a raw table's source files counted without its loader: news and price rows, or
+    filings (distinct accession numbers across the index and text sources, which the loader
+    merges). ``cache``: a JSON file of earlier news/price counts, reused for files whose size,
+    modification time and first MiB are unchanged."""
+    from .rowcount import filing_records, source_rows
 
     sp = source_paths(settings)
     if table == "news_raw":
         return source_rows(list(sp.news), NEWS_PATTERNS, cache) if sp.news else 0
     if table == "prices":
         return source_rows(list(sp.prices), ("*.csv", "*.parquet"), cache)
-    return None
+    if table == "filings_raw":
+        return filing_records(list(sp.filings_index), list(sp.filings_text))
+    raise KeyError(table)
 
 
 def _empty(table: str) -> LoadResult:

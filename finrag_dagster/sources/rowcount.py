@@ -3,7 +3,8 @@
 The raw assets' ``rows_reconcile`` check compares this count with the loader's ``rows_in`` and with
 accepted + quarantined rows. It reads the files with other tools than the loaders do: Python's
 ``csv`` module for CSV (every record after the header rows, blank records included, as the
-loaders keep them), the parquet footer's row count for parquet.
+loaders keep them), the parquet footer's row count for parquet, and for EDGAR filings the
+accession numbers themselves (:func:`filing_records`).
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ import gzip
 import hashlib
 import itertools
 import json
+import re
 from pathlib import Path
 
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .base import expand_paths
@@ -79,3 +82,70 @@ def source_rows(paths, patterns: tuple[str, ...], cache: Path | None = None) -> 
         with atomic_file(cache) as fh:
             fh.write(json.dumps(now, sort_keys=True).encode())
     return total
+
+
+def _accession_key(value: object) -> str | None:
+    """The 18 digits of an accession number (any punctuation or spacing), or None."""
+    digits = "".join(ch for ch in str(value or "") if ch.isdigit())
+    return digits if len(digits) == 18 else None
+
+
+_HEADER_ACCESSION = re.compile(r"ACCESSION NUMBER:[ \t]*(\S+)")
+_SEC_DOCUMENT = re.compile(r"<SEC-DOCUMENT>\s*(\S+)")
+
+
+def _filing_keys(path: Path) -> tuple[list[str], int]:
+    """(accession keys, records that stand alone) of one EDGAR source file.
+
+    A record stands alone, i.e. it is one row of its own whatever other files say, when it has no
+    usable accession number, when its submissions JSON's arrays do not line up (nothing in it can be
+    zipped), or when its ``full-submission.txt`` is unreadable or not SGML."""
+    name = path.name.lower()
+    if name.endswith(".json"):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        recent = (doc.get("filings") or {}).get("recent") if isinstance(doc.get("filings"), dict) else None
+        block = recent if isinstance(recent, dict) else doc
+        accessions = block.get("accessionNumber") or []
+        if any(isinstance(v, list) and len(v) != len(accessions) for v in block.values()):
+            return [], len(accessions)
+        keys = [_accession_key(a) for a in accessions]
+        return [k for k in keys if k], sum(k is None for k in keys)
+    if name.endswith(".parquet"):
+        pf = pq.ParquetFile(path)
+        table = pf.read(columns=["accession"])
+        if {"section_idx", "text"} <= set(pf.schema_arrow.names):  # a sections parquet: a filing per distinct accession
+            values = pc.unique(table["accession"]).to_pylist()
+        else:  # an index parquet: one filing per row
+            values = table["accession"].to_pylist()
+        keys = [_accession_key(a) for a in values]
+        return [k for k in keys if k], sum(k is None for k in keys)
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 16)
+    except OSError:
+        return [], 1
+    text = head.decode("utf-8", errors="replace")
+    if b"\x00" in head or ("<SEC-HEADER>" not in text[:5000] and "ACCESSION NUMBER:" not in text[:5000]):
+        return [], 1  # unreadable: one row of its own
+    header = text.split("</SEC-HEADER>", 1)[0]
+    m = _HEADER_ACCESSION.search(header) or _SEC_DOCUMENT.search(header)
+    key = _accession_key(m.group(1)) if m else None
+    key = key or _accession_key(path.parent.name)  # sec-edgar-downloader: <TICKER>/<FORM>/<ACCESSION>/
+    return ([key], 0) if key else ([], 1)
+
+
+def filing_records(index_paths, text_paths) -> int:
+    """Filings in EDGAR source files counted without the loader: distinct accession numbers over
+    every submissions JSON, index or sections parquet and ``full-submission.txt``, plus the records
+    that stand alone (no accession number, a JSON whose arrays differ in length, an unreadable
+    submission). The loader's ``rows_in`` counts the same filings after merging its sources."""
+    pats = ("full-submission.txt",)
+    files = set(expand_paths(index_paths, pats)) if index_paths else set()
+    files |= set(expand_paths(text_paths, pats)) if text_paths else set()
+    keys: set[str] = set()
+    alone = 0
+    for f in sorted(files, key=str):
+        k, n = _filing_keys(f)
+        keys.update(k)
+        alone += n
+    return len(keys) + alone

@@ -8,7 +8,13 @@ import pytest
 
 from finrag_dagster.core.evaluation.metrics import event_metrics, macro_f1, non_neutral_f1, rank_ic
 from finrag_dagster.core.evaluation.portfolio import (
-    CASH, buy_and_hold, equal_weight_targets, run_book, sleeves, strategy_targets, summary,
+    CASH,
+    buy_and_hold,
+    equal_weight_targets,
+    run_book,
+    sleeves,
+    strategy_targets,
+    summary,
 )
 
 D = [dt.date(2021, 3, d) for d in (1, 2, 3, 4, 5)]

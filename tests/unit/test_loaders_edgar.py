@@ -1,8 +1,12 @@
-"""EDGAR loader: SGML headers (US/Eastern), submissions JSON (UTC), sample parquets, passages."""
+"""EDGAR loader: SGML headers (US/Eastern), submissions JSON (UTC), sample parquets, passages.
+
+The real EDGAR files in tests/data/real are the development sample's, copied whole (PROVENANCE.md).
+"""
 
 import datetime as dt
 import json
 import re
+from pathlib import Path
 
 import pandas as pd
 import polars as pl
@@ -18,6 +22,7 @@ from finrag_dagster.sources.edgar import (
     period_in_text,
     split_filing_passages,
 )
+from finrag_dagster.sources.rowcount import filing_records
 from finrag_dagster.sources.universe import load_universe
 
 UTC = dt.timezone.utc
@@ -131,6 +136,31 @@ def test_sources_merge_into_one_row_per_accession(real_data, uni):
     assert k["acceptance_source"] == "sgml_header|submissions_json|submissions_json_matched"
     assert len(k["text"]) > 100_000 and k["fiscal_period"] == "FY2024"
     assert "filings_text.parquet" in k["source_file"]
+
+
+BAD_EDGAR = Path(__file__).resolve().parents[1] / "data" / "bad" / "edgar"
+
+
+@pytest.mark.parametrize(
+    "index, texts, want",
+    [
+        (["filings/filings_index.parquet"], [], 765),  # 781 rows, 16 accessions listed twice
+        ([], ["filings/filings_text.parquet"], 3),  # 39 section rows of three filings
+        (["raw/sec-edgar-filings"], [], 12),
+        (["raw/sec_submissions/CIK0000320193.json"], [], 2236),
+        # the 12 headers and the 3 texts are filings the index and the JSON already list
+        (["filings/filings_index.parquet", "raw/sec_submissions/CIK0000320193.json"],
+         ["raw/sec-edgar-filings", "filings/filings_text.parquet"], 2928),
+        ([BAD_EDGAR / "short_arrays/CIK0000320193.json"], [], 12),  # arrays that do not line up: 12 rows alone
+        ([BAD_EDGAR / "sec-edgar-filings"], [BAD_EDGAR / "sec-edgar-filings"], 3),  # one of them corrupt
+    ],
+)
+def test_filings_counted_without_the_loader_equal_rows_in(real_data, uni, index, texts, want):
+    """The rows_reconcile check's count from the files (accession numbers read with json/pyarrow/bytes,
+    not the loader) equals the loader's rows_in on real files, merged sources and bad inputs alike."""
+    index, texts = [real_data / p for p in index], [real_data / p for p in texts]
+    assert filing_records(index, texts) == want
+    assert load_filings(index, texts, uni).rows_in == want
 
 
 def test_latest_acceptance_time_wins(tmp_path, uni):

@@ -1,4 +1,9 @@
-"""FNSPID news loader: the real parquet and raw CSV sample, and malformed rows."""
+"""FNSPID news loader: the real parquet and raw CSV fixtures (tests/data/real), and malformed rows.
+
+The parquet is a 242-row slice of the development sample's news (tests/data/real/PROVENANCE.md):
+the first 50 rows of each ticker, the 25 INTC rows of the raw CSV, the 12 rows of the 6 URLs filed
+under two tickers, the AAPL URL listed twice, and the 5 AAPL rows with a time of day up to 29 Jan 2024.
+"""
 
 import datetime as dt
 
@@ -21,7 +26,7 @@ cal = nyse()
 
 @pytest.fixture(scope="module")
 def parquet_news(real_data):
-    """The real sample with every clock trusted (``dates_only=False``): the time-of-day rules."""
+    """The real slice with every clock trusted (``dates_only=False``): the time-of-day rules."""
     return load_news(real_data / "news" / "fnspid_news.parquet", UNIVERSE, dates_only=False)
 
 
@@ -32,24 +37,24 @@ def raw_csv(real_data):
 
 def test_parquet_row_counts_and_schema(parquet_news):
     r = parquet_news
-    assert r.rows_in == 4557
-    assert r.accepted.height + r.quarantine.height == 4557
+    assert r.rows_in == 242  # the slice's rows (PROVENANCE.md)
+    assert r.accepted.height + r.quarantine.height == 242
     assert r.quarantine.height == 0
     assert r.accepted.columns == NEWS_RAW.schema.names + ["date"]
     expected = pl.from_arrow(NEWS_RAW.schema.empty_table()).schema
     assert {c: r.accepted.schema[c] for c in expected} == dict(expected)
     assert r.accepted.schema["date"] == pl.Date
     assert r.accepted["news_id"].is_unique().all()
-    # date_has_time is authoritative: 141 AAPL rows carry a time of day, every other row is a date;
-    # the scraper's stamps are whole minutes ("03:33 am EST"), so they have minute precision
+    # date_has_time is authoritative: the slice's 5 timed AAPL rows carry a time of day, every other row
+    # is a date; the scraper's stamps are whole minutes ("03:33 am EST"), so they have minute precision
     prec = dict(r.accepted.group_by("time_precision").len().iter_rows())
-    assert prec == {"minute": 141, "date": 4416}
+    assert prec == {"minute": 5, "date": 237}
     assert set(r.accepted.filter(pl.col("time_precision") == "minute")["ticker"]) == {"AAPL"}
 
 
 def test_by_default_no_fnspid_clock_is_trusted(real_data):
     r = load_news(real_data / "news" / "fnspid_news.parquet", UNIVERSE)
-    assert r.rows_in == 4557 and r.quarantine.height == 0
+    assert r.rows_in == 242 and r.quarantine.height == 0
     assert set(r.accepted["time_precision"]) == {"date"}
 
 
@@ -57,19 +62,20 @@ def test_same_url_under_several_tickers_is_not_a_duplicate(parquet_news, real_da
     src = pl.read_parquet(real_data / "news" / "fnspid_news.parquet")
     want = src.group_by("Url").agg(pl.col("Stock_symbol").n_unique().alias("n")).filter(pl.col("n") > 1)
     got = parquet_news.accepted.group_by("url").agg(pl.col("ticker").n_unique().alias("n")).filter(pl.col("n") > 1)
-    assert want.height == 6  # observed (PROVENANCE says 7)
+    assert want.height == 6  # every such URL of the sample is in the slice (the sample's PROVENANCE says 7; 6 observed)
     assert sorted(got["url"].to_list()) == sorted(want["Url"].to_list())
 
 
 def test_date_only_rows_are_decided_on_the_next_session(parquet_news):
     acc = parquet_news.accepted.filter(pl.col("time_precision") == "date")
-    for row in acc.sample(200, seed=7).iter_rows(named=True):
+    assert acc.height == 237
+    for row in acc.iter_rows(named=True):
         day = row["source_time"].date()
         assert row["public_time"] == date_only_public_time(day).to_pydatetime()
         assert row["date"] == cal.next_session(day)
     # 2021-12-23 (Thu) -> Fri 24 Dec 2021 is the Christmas holiday -> Mon 27
     intc = acc.filter((pl.col("ticker") == "INTC") & (pl.col("source_time").dt.date() == dt.date(2021, 12, 23)))
-    assert intc.height > 0 and set(intc["date"]) == {dt.date(2021, 12, 27)}
+    assert intc.height == 4 and set(intc["date"]) == {dt.date(2021, 12, 27)}  # the raw CSV's 4 rows of that day
 
 
 def test_timed_rows_use_the_close_rule(parquet_news):
@@ -102,8 +108,8 @@ def test_raw_fnspid_csv_with_multiline_articles(raw_csv):
 
 def test_rows_in_both_files_are_quarantined_as_duplicates(real_data, raw_csv):
     r = load_news([real_data / "news" / "*.parquet", raw_csv], UNIVERSE)
-    assert r.rows_in == 4557 + 25
-    assert r.accepted.height == 4557
+    assert r.rows_in == 242 + 25
+    assert r.accepted.height == 242
     assert r.quarantine.height == 25
     assert set(r.quarantine["reason"]) == {fnspid.R_DUPLICATE}
     # the parquet sorts first (news/ < raw/), so the CSV's copies are the duplicates

@@ -4,7 +4,6 @@ import json
 
 import jsonschema
 import polars as pl
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

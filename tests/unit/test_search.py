@@ -4,12 +4,17 @@ import datetime as dt
 
 import numpy as np
 import polars as pl
-import pytest
 
 from finrag_dagster.core.lake import Lake
 from finrag_dagster.core.retrieval.query import parse_query
 from finrag_dagster.core.retrieval.search import (
-    SearchConfig, SearchIndex, assemble_context, estimate_tokens, numeric_density, run_search, structured_sql,
+    SearchConfig,
+    SearchIndex,
+    assemble_context,
+    estimate_tokens,
+    numeric_density,
+    run_search,
+    structured_sql,
 )
 
 ALIASES = {"NVDA": ["nvidia corporation", "nvidia"], "AAPL": ["apple inc.", "apple"], "MSFT": ["microsoft"],

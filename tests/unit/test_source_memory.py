@@ -7,7 +7,13 @@ import pytest
 
 from finrag_dagster.core.memory.feedback import build_feedback, label_frequencies, shuffle_labels
 from finrag_dagster.core.memory.source_memory import (
-    MemoryParams, SourceMemory, adjustment, class_weights, rerank, shuffled_event_type, u_hat,
+    MemoryParams,
+    SourceMemory,
+    adjustment,
+    class_weights,
+    rerank,
+    shuffled_event_type,
+    u_hat,
 )
 
 E = "Earnings & Guidance"

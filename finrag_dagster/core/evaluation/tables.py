@@ -13,7 +13,7 @@ import pyarrow as pa
 from ..lake import Lake
 from ..schemas import TableSpec, register
 from .metrics import event_metrics, rank_ic
-from .portfolio import buy_and_hold, equal_weight_targets, run_book, sleeves, strategy_targets, summary
+from .portfolio import buy_and_hold, equal_weight_targets, run_book, sleeves, strategy_targets
 
 EVALUATION = register(
     TableSpec(

@@ -14,11 +14,10 @@ import itertools
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
 import polars as pl
 import pyarrow as pa
+import scipy.sparse as sp
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from ..text import _TOKEN, tokens
 

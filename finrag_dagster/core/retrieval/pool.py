@@ -23,14 +23,13 @@ reference when a score is not finite or is a negative zero.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 import polars as pl
 
-from .lexical import PrefixStats, StatsView, TermMatrix, Vocabulary, bm25_tokens, query_csr, query_matrix
+from .lexical import PrefixStats, StatsView, TermMatrix, bm25_tokens, query_csr, query_matrix
 
 NO_PEER_SECTORS = frozenset({"Unknown", "ETF", ""})
 

@@ -1,6 +1,5 @@
 """Evaluation you can show: seed 000 Tables 2/3/4 (test split), Table 6 (validation) and the report."""
 
-import datetime as dt
 import math
 
 import dagster as dg
@@ -8,8 +7,9 @@ import polars as pl
 
 from ...core.calendar import TradingCalendar
 from ...core.evaluation import report as R
+from ...core.evaluation.portfolio import summary
 from ...core.evaluation.sensitivity import grid, run_setting, select
-from ...core.evaluation.tables import MAIN_VARIANTS, VARIANT_LABEL, _rows, daily_returns, family_metrics, portfolio_books, summary
+from ...core.evaluation.tables import MAIN_VARIANTS, VARIANT_LABEL, _rows, daily_returns, family_metrics, portfolio_books
 from ...core.lake import Lake
 from ...core.loop import variants_of
 from ...core.reader.backends import make_backend
@@ -123,7 +123,12 @@ def build_evaluation_assets(s: Settings) -> list[dg.AssetsDefinition]:
         group_name="evaluation",
         kinds={"parquet"},
         deps=["candidates", "anchors", "context_cards", "labels", "returns"],
-        description="seed 000 Table 6: lambda in {0,.1,.2,.3,.5} at delta=.2 and delta in {.05,.1,.15,.2,.3} at lambda=.3, source memory re-run on the validation split, scored on the labels matured before the test split starts; the selection rule picks the best non-neutral F1, then Sharpe, and the test split runs with it (memory.test_params = selected). Runs before the loop.",
+        description=(
+            "seed 000 Table 6: lambda in {0,.1,.2,.3,.5} at delta=.2 and delta in {.05,.1,.15,.2,.3} at lambda=.3, "
+            "source memory re-run on the validation split, scored on the labels matured before the test split starts; "
+            "the selection rule picks the best non-neutral F1, then Sharpe, and the test split runs with it "
+            "(memory.test_params = selected). Runs before the loop."
+        ),
     )
     def sensitivity(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
         s2 = finrag.settings()
@@ -167,7 +172,10 @@ def build_evaluation_assets(s: Settings) -> list[dg.AssetsDefinition]:
         group_name="evaluation",
         kinds={"html"},
         deps=["evaluation", "sensitivity", "table1_audit", "experience_task"],
-        description="Self-contained HTML report: Tables 1-4 and 6, cumulative net returns (Figure 2), source-memory utilities over time, label mix, citation validity; the experience trees and the experience task's tsIC/csIC tables.",
+        description=(
+            "Self-contained HTML report: Tables 1-4 and 6, cumulative net returns (Figure 2), source-memory utilities over time, "
+            "label mix, citation validity; the experience trees and the experience task's tsIC/csIC tables."
+        ),
     )
     def report(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
         s2 = finrag.settings()
@@ -232,18 +240,21 @@ def tree_tables(s: Settings, lake: Lake, max_rows: int = 24) -> list[dict]:
         rows = [[x.factor, x.principle[:140], *[f"{x.q[h]:.3f}" for h in hs], f"{x.n_recall}/{x.n_hit}", x.support, x.leaf_id] for x in leaves[:max_rows]]
         out.append({"title": f"Experience tree `{tree_id}` on {days[-1]} (seed 002 Table 5 shape)",
                     "columns": ["factor", "principle", *[f"Q {h}" for h in hs], "recall/hit", "support", "id"], "rows": rows,
-                    "note": f"{len(tree.factors)} factors, {len(leaves)} principles; the {min(max_rows, len(leaves))} most recalled shown. Q in [0, {2 * tree.params.q0:g}], neutral {tree.params.q0:g}."})
+                    "note": f"{len(tree.factors)} factors, {len(leaves)} principles; the {min(max_rows, len(leaves))} most recalled shown. "
+                            f"Q in [0, {2 * tree.params.q0:g}], neutral {tree.params.q0:g}."})
     return out
 
 
 def write_report(s: Settings, lake: Lake):
-    ev = lake.read("evaluation") if lake.partition_files("evaluation") else pl.DataFrame(schema={"table": pl.Utf8, "split": pl.Utf8, "row": pl.Utf8, "metric": pl.Utf8, "value": pl.Float64, "std": pl.Float64})
+    empty = {"table": pl.Utf8, "split": pl.Utf8, "row": pl.Utf8, "metric": pl.Utf8, "value": pl.Float64, "std": pl.Float64}
+    ev = lake.read("evaluation") if lake.partition_files("evaluation") else pl.DataFrame(schema=empty)
     sens = lake.read("sensitivity") if lake.partition_files("sensitivity") else ev.head(0)
     t1 = lake.read("table1_audit") if (lake.root / "table1_audit").exists() else pl.DataFrame()
     test = ev.filter(pl.col("split") == "test")
     tables = []
     if t1.height:
-        tables.append({"title": "Table 1. Benchmark audit and split usage", "columns": ["split", "days", "#anchors", "anchors/day", "active ticker-days", "SEC cov.", "1D +1/0/-1", "3D +1/0/-1", "5D +1/0/-1"],
+        tables.append({"title": "Table 1. Benchmark audit and split usage",
+                       "columns": ["split", "days", "#anchors", "anchors/day", "active ticker-days", "SEC cov.", "1D +1/0/-1", "3D +1/0/-1", "5D +1/0/-1"],
                        "rows": [[r["split"], f"{r['first_day']}..{r['last_day']}", r["anchors"], R.fmt(r["anchors_per_day"]), r["active_ticker_days"], R.fmt(r["sec_coverage"], True),
                                  *["/".join(R.fmt(r[f"{k}_{h}"], True) for k in ("pos", "zero", "neg")) for h in ("1d", "3d", "5d")]] for r in t1.sort("split_order").iter_rows(named=True)],
                        "note": "SEC cov. = share of anchors whose candidate pool holds at least one SEC passage; label mix over the anchors' ticker-days."})
@@ -251,14 +262,16 @@ def write_report(s: Settings, lake: Lake):
     t3rows = [VARIANT_LABEL[f] for f in ("no_memory", "source_memory", "top5_all_source", "shuffled_labels", "shuffled_event_types")]
     tables.append(_table(test.filter(pl.col("table") == "Table 3"), "Table 3. Source-memory validity checks (test split, mean ± std over shuffles)", t3rows, ["Non-neutral F1", "Macro-F1", "Rank IC"]))
     t4rows = sorted(set(test.filter(pl.col("table") == "Table 4")["row"].to_list()))
-    tables.append(_table(test.filter(pl.col("table") == "Table 4"), "Table 4. Portfolio diagnostic from 3D stock-day signals (test split, net of 10 bps turnover cost)", t4rows, PORTFOLIO, {"Ann. Ret.", "Ann. Vol.", "Max DD"}))
+    tables.append(_table(test.filter(pl.col("table") == "Table 4"),
+                         "Table 4. Portfolio diagnostic from 3D stock-day signals (test split, net of 10 bps turnover cost)",
+                         t4rows, PORTFOLIO, {"Ann. Ret.", "Ann. Vol.", "Max DD"}))
     srows = [r for r in dict.fromkeys(sens["row"].to_list()) if r != "selected"] if sens.height else []
     sel = sens.filter(pl.col("row") == "selected")
     note = ""
     if sel.height:
         lam = sel.filter(pl.col("metric") == "lambda")["value"][0]
         dl = sel.filter(pl.col("metric") == "delta")["value"][0]
-        used = (f"the test split above ran with it (memory.test_params = selected)" if s.memory.test_params == "selected"
+        used = ("the test split above ran with it (memory.test_params = selected)" if s.memory.test_params == "selected"
                 else f"the test split above ran with lambda={s.memory.lam}, delta={s.memory.delta} (memory.test_params = settings)")
         note = f"selected on validation (labels matured before the test split): lambda={lam:.2f}, delta={dl:.2f}; {used}."
     tables.append(_table(sens, "Table 6. Validation sensitivity to source-memory strength", srows, ["Non-neutral F1", "Macro-F1", "Rank IC", "Sharpe"], note=note))
@@ -270,7 +283,9 @@ def write_report(s: Settings, lake: Lake):
         {"title": "Figure 2. Cumulative net returns, test split", "png": R.cumulative_figure(daily, "test") if daily.height else None},
         {"title": "Source-memory utilities over time (source_memory variant)", "png": R.memory_heatmap(snap), "note": "û per cell at the end of each week; resets at each split start."},
         {"title": "Label mix per split", "png": R.label_mix_figure(t1) if t1.height else None},
-        {"title": "Valid-citation rate per month", "png": R.citation_figure(R.valid_citation_by_month(lake, sorted({p.parent.parent.name.split('=', 1)[1] for p in lake.partition_files('reader_outputs')})))},
+        {"title": "Valid-citation rate per month",
+         "png": R.citation_figure(R.valid_citation_by_month(
+             lake, sorted({p.parent.parent.name.split('=', 1)[1] for p in lake.partition_files('reader_outputs')})))},
     ]
     st = s.splits
     notes = [R.universe_note(s.sources.membership) if s.sources.kind == "files"

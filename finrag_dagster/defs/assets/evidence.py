@@ -8,13 +8,12 @@ import numpy as np
 import polars as pl
 
 from ...core.anchors import anchors_for_days
-from ...core.calendar import lookback_days
-from ...core.progress import track
-from ...core.calendar import TradingCalendar
+from ...core.calendar import TradingCalendar, lookback_days
 from ...core.context_card import build_cards, empty_cards
 from ...core.dedup import ClusterIndex
 from ...core.evidence import dup_items, filing_passages, finish_evidence, news_passages
 from ...core.lake import Lake
+from ...core.progress import track
 from ..context import days_of
 from ..reporting import check_schema, partition_meta
 from ..resources import FinragResource

@@ -12,8 +12,7 @@ import dagster as dg
 import polars as pl
 
 from ...core.anchors import anchors_for_days
-from ...core.calendar import lookback_days
-from ...core.calendar import TradingCalendar
+from ...core.calendar import TradingCalendar, lookback_days
 from ...core.embeddings import embed
 from ...core.lake import Lake
 from ...core.memory.experience_induction import InductionParams, InductionReport, induce_tree

@@ -125,7 +125,9 @@ def build_raw_asset(table: str, partitions_def, description: str) -> dg.AssetsDe
         deps=["universe"],
         description=description,
         check_specs=[
-            dg.AssetCheckSpec("rows_reconcile", asset=table, description="rows in = accepted + quarantined (the sum of the quarantine's rows), and rows in = the rows counted in the files without the loader (news, prices)"),
+            dg.AssetCheckSpec("rows_reconcile", asset=table,
+                              description="rows in = accepted + quarantined (the sum of the quarantine's rows), and rows in = the rows "
+                                          "counted in the files without the loader (news and price rows; filings by accession number)"),
             dg.AssetCheckSpec("schema", asset=table, description="written files carry the declared schema"),
         ],
     )
@@ -167,9 +169,8 @@ def build_raw_asset(table: str, partitions_def, description: str) -> dg.AssetsDe
         in_files = rows_in_files(s, table, lake.root / STAGING / f"{table}.rowcount.json")
         reconcile = dg.AssetCheckResult(
             check_name="rows_reconcile",
-            passed=rows_in == accepted_n + quarantined and in_files in (None, rows_in),
-            metadata={"rows_in": rows_in, "accepted": accepted_n, "quarantined": quarantined,
-                      "rows_in_files": in_files if in_files is not None else "not counted (filings merge several sources)"},
+            passed=rows_in == accepted_n + quarantined and in_files == rows_in,
+            metadata={"rows_in": rows_in, "accepted": accepted_n, "quarantined": quarantined, "rows_in_files": in_files},
         )
         meta = partition_meta(counts, preview if preview is not None else pl.DataFrame(), lake, table)
         meta.update(

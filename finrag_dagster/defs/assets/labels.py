@@ -9,7 +9,6 @@ from ..context import days_of
 from ..reporting import check_schema, partition_meta
 from ..resources import FinragResource
 
-
 __all__ = ["build_labels_asset", "market_of"]
 
 

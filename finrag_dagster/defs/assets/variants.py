@@ -21,25 +21,26 @@ import polars as pl
 import pyarrow as pa
 
 from ...core.calendar import TradingCalendar
+from ...core.labels import labels_from_lake
 from ...core.lake import Lake, conform
-from ...core.progress import Progress
 from ...core.loop import DayData, LoopEnv, Past, ToEEnv, Variant, memory_keys, run_days, variants_of
 from ...core.memory.experience_loop import anchor_states
 from ...core.memory.experience_store import known_before, read_tree, write_rows
 from ...core.memory.experience_tree import ExperienceTree, from_table, render_markdown
 from ...core.memory.feedback import build_feedback, label_frequencies, shuffle_labels
 from ...core.memory.source_memory import MemoryParams, SourceMemory, class_weights
+from ...core.progress import Progress
 from ...core.reader.backends import BackendConfig, make_backend
 from ...core.reader.cache import PromptCache
 from ...core.reader.prompt import EvidenceItem
 from ...core.reader.run import DayStats, ReaderIncomplete
 from ...core.settings import Settings
 from ..context import days_of
-from ..reporting import check_schema, preview_md
+from ..reporting import preview_md
 from ..resources import FinragResource
 from .experience import toe_params
-from ...core.labels import labels_from_lake
 from .labels import market_of
+
 
 class ReaderConfig(dg.Config):
     """Which reader answers (defaults from settings.reader); memory strength (settings.memory)."""

@@ -33,6 +33,7 @@ from filelock import FileLock
 from ...core.calendar import nyse
 from ...core.settings import WorldSettings
 from . import params as P
+from . import text as T
 from .clock import WorldDays, et_date, to_utc
 from .events import Event, quarter_ends, realise_events, schedule_events
 from .filings import (
@@ -41,8 +42,8 @@ from .filings import (
     assign_accessions,
     event_items,
     fq_long,
-    fundamentals,
     full_submission,
+    fundamentals,
     next_fq,
     periodic_filings,
     press_release_echo,
@@ -64,7 +65,6 @@ from .market import (
 )
 from .news import FNSPID_COLUMNS, NewsBuilder, NewsRow
 from .universe import SECTOR_ORDER, Company, select_universe
-from . import text as T
 
 DISCLAIMER = (
     "SYNTHETIC DATA. Tickers, company names and SEC CIKs are real identifiers, but every price, "
