@@ -38,7 +38,6 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
 import pyarrow.parquet as pq
 import scipy.sparse as sp
 
