@@ -318,18 +318,17 @@ def status(
     """Where the daily loop stands: last market day, last decision day per stage, pending horizons, sensors, quarantine."""
     import json
 
-    from .core.labels import market_of
     from .core.lake import Lake
     from .core.status import lake_status
 
     s = _settings(config, lake)
-    st = lake_status(Lake(s.lake_dir), market_of(s), s.variants.families).to_dict()
+    st = lake_status(Lake(s.lake_dir), s.market_ticker, s.variants.families).to_dict()
     st["sensors"] = instigators()
     if as_json:
         print(json.dumps(st, indent=2, default=str))
         return
     console.print(f"[bold]lake[/bold] {st['lake']}")
-    console.print(f"last market day seen (close of {market_of(s)} in prices): [bold]{st['last_market_day']}[/bold]")
+    console.print(f"last market day seen (close of {s.market_ticker} in prices): [bold]{st['last_market_day']}[/bold]")
     t = Table(title="last decision day materialised")
     t.add_column("stage")
     t.add_column("last day")

@@ -189,11 +189,6 @@ def matured(labels: pl.DataFrame, as_of_day: dt.date) -> pl.DataFrame:
     return labels
 
 
-def market_of(s) -> str:
-    """The market proxy's ticker in the settings' source."""
-    return s.sources.market_ticker if s.sources.kind == "files" else s.world.market_ticker
-
-
 def labels_from_lake(lake, cal: TradingCalendar, s, days: list[str]) -> pl.DataFrame:
     """Seed 000 eqs 1-3 for ``days`` from the lake's prices and universe as they are now."""
     ls = s.labels
@@ -204,4 +199,4 @@ def labels_from_lake(lake, cal: TradingCalendar, s, days: list[str]) -> pl.DataF
     prices = lake.read_range("prices", lo, hi, columns=["ticker", "adj_close"])
     uni = lake.read("universe")
     tickers = uni.filter(~pl.col("is_benchmark"))["ticker"].to_list()
-    return compute_labels(prices, days, cal, market_of(s), tickers, ls.window, ls.gap, ls.min_obs, ls.z_threshold)
+    return compute_labels(prices, days, cal, s.market_ticker, tickers, ls.window, ls.gap, ls.min_obs, ls.z_threshold)

@@ -35,7 +35,7 @@ from .reader.cache import PromptCache
 from .reader.prompt import EvidenceItem
 from .reader.run import DayStats, ReaderIncomplete, read_day
 from .schemas import TableSpec, register
-from .settings import HORIZONS
+from .settings import HORIZON_NAMES, HORIZONS
 
 CONTEXTS = register(
     TableSpec(
@@ -172,9 +172,9 @@ class ToEEnv:
     embed_fn: Callable | None = None  # texts -> unit vectors, for the LLM's new principles
 
 
-def matured_on(prev_day: str, v: Variant, env: LoopEnv, recent: dict[str, Past], split_start: str) -> pl.DataFrame:
-    """Feedback rows whose label matured exactly on ``prev_day`` (decision days prev_day − h)."""
-    frames = []
+def _maturing_on(prev_day: str, v: Variant, env: LoopEnv, recent: dict[str, Past], split_start: str):
+    """(decision day d0, horizon h, its stored Past) for every horizon whose label matured exactly on
+    ``prev_day`` (d0 = prev_day − h sessions, inside the split, with reader outputs)."""
     for h in HORIZONS:
         i = env.cal.session_index(prev_day) - h
         if i < 0:
@@ -185,7 +185,14 @@ def matured_on(prev_day: str, v: Variant, env: LoopEnv, recent: dict[str, Past],
         past = recent.get(d0) or env.past_of(d0, v)
         if past is None or past.outputs.height == 0:
             continue
-        hk = f"{h}D"
+        yield d0, h, past
+
+
+def matured_on(prev_day: str, v: Variant, env: LoopEnv, recent: dict[str, Past], split_start: str) -> pl.DataFrame:
+    """Feedback rows whose label matured exactly on ``prev_day`` (decision days prev_day − h)."""
+    frames = []
+    for d0, h, past in _maturing_on(prev_day, v, env, recent, split_start):
+        hk = HORIZON_NAMES[h]
         labels = env.labels_of(d0)
         if v.shuffle_labels_seed is not None:
             labels = shuffle_labels(labels, v.shuffle_labels_seed)
@@ -205,18 +212,9 @@ def matured_on(prev_day: str, v: Variant, env: LoopEnv, recent: dict[str, Past],
 def toe_matured_on(prev_day: str, v: Variant, env: LoopEnv, tree: ExperienceTree, recent: dict[str, Past], split_start: str) -> pl.DataFrame:
     """Apply eq. 13 for every (anchor, horizon) whose label matured exactly on ``prev_day``."""
     frames = []
-    for h in HORIZONS:
-        i = env.cal.session_index(prev_day) - h
-        if i < 0:
-            continue
-        d0 = env.cal.sessions[i].item().isoformat()
-        if d0 < split_start:
-            continue
-        past = recent.get(d0) or env.past_of(d0, v)
-        if past is None or past.outputs.height == 0:
-            continue
+    for d0, h, past in _maturing_on(prev_day, v, env, recent, split_start):
         sel = past.selections if past.selections is not None else env.toe.past_selections(d0, v)
-        frames.append(toe_updates(tree, d0, f"{h}D", sel, past.outputs, env.labels_of(d0)))
+        frames.append(toe_updates(tree, d0, HORIZON_NAMES[h], sel, past.outputs, env.labels_of(d0)))
     return pl.concat(frames) if frames else empty_updates()
 
 

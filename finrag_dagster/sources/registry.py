@@ -52,7 +52,7 @@ def source_paths(settings: Settings) -> SourcePaths:
             prices=(str(raw / "prices" / "*.csv"),),
             filings_index=(str(raw / "sec" / "submissions" / "*.json"), str(raw / "sec" / "sec-edgar-filings")),
             filings_text=(str(raw / "sec" / "sec-edgar-filings"),),
-            market_ticker=settings.world.market_ticker,
+            market_ticker=settings.market_ticker,
             news_clock=news_clock(settings),
             calendar_end=settings.calendar.end,
         )
@@ -64,7 +64,7 @@ def source_paths(settings: Settings) -> SourcePaths:
         prices=tuple(src.prices),
         filings_index=tuple(src.filings_index),
         filings_text=tuple(src.filings_text),
-        market_ticker=src.market_ticker,
+        market_ticker=settings.market_ticker,
         news_clock=news_clock(settings),
         calendar_end=settings.calendar.end,
     )

@@ -16,6 +16,7 @@ import polars as pl
 from jinja2 import Environment, select_autoescape
 
 from ..lake import Lake
+from ..settings import HORIZON_KEYS
 
 TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>finrag report</title>
@@ -121,7 +122,7 @@ def label_mix_figure(t1: pl.DataFrame) -> str | None:
     fig, ax = plt.subplots(figsize=(8, 3.2))
     x = np.arange(t1.height)
     width = 0.27
-    for k, h in enumerate(("1d", "3d", "5d")):
+    for k, h in enumerate(h.lower() for h in HORIZON_KEYS):
         bottom = np.zeros(t1.height)
         for lab, color in (("pos", "#2a9d8f"), ("zero", "#bbbbbb"), ("neg", "#e76f51")):
             v = t1[f"{lab}_{h}"].fill_null(0).to_numpy()

@@ -38,6 +38,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from ..settings import HORIZON_KEYS
+
 
 @dataclass
 class Leaf:
@@ -64,7 +66,7 @@ class ToEParams:
     leaf_threshold: float = 0.8
     q0: float = 1.0
     eta: float = 10.0
-    horizons: tuple[str, ...] = ("1D", "3D", "5D")
+    horizons: tuple[str, ...] = HORIZON_KEYS
 
 
 @dataclass

@@ -8,12 +8,12 @@ import polars as pl
 import pyarrow as pa
 
 from ..schemas import TableSpec, register
+from ..settings import HORIZON_KEYS
 from .backends import Backend, Request, redact_secrets
 from .cache import PromptCache
 from .embedded import ReaderInput
 from .parse import parse_output
 from .prompt import AnchorInfo, EvidenceItem, build_prompt
-from .schema import HORIZON_KEYS
 
 READER_OUTPUTS = register(
     TableSpec(

@@ -15,7 +15,6 @@ from ...core.loop import variants_of
 from ...core.reader.backends import make_backend
 from ...core.settings import Settings
 from ..resources import FinragResource
-from .labels import market_of
 from .variants import backend_config, build_env, memory_params
 
 METRICS = ["Non-neutral F1", "Macro-F1", "1D Macro-F1", "3D Macro-F1", "5D Macro-F1", "Rank IC"]
@@ -55,7 +54,7 @@ def md_table(df: pl.DataFrame, rows: list[str], cols: list[str], pct: set[str] =
 def evaluate(s: Settings, lake: Lake, cal: TradingCalendar) -> tuple[pl.DataFrame, pl.DataFrame]:
     rows, daily = [], []
     uni = lake.read("universe")
-    market = market_of(s)
+    market = s.market_ticker
     for split in ("validation", "test"):
         days = split_days(s, cal, lake, split)
         if not days:

@@ -187,7 +187,7 @@ def build_cards_asset(partitions_def) -> dg.AssetsDefinition:
         s = finrag.settings()
         lake, cal = finrag.lake(), finrag.calendar()
         days = days_of(context)
-        market = s.sources.market_ticker if s.sources.kind == "files" else s.world.market_ticker
+        market = s.market_ticker
         rets = lake.read("returns", dates=days)
         counts, missing, first = {}, [], None
         for d in days:

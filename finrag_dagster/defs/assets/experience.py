@@ -260,7 +260,6 @@ def build_experience_task_asset() -> dg.AssetsDefinition:
     def experience_task(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
         from ...core.experience_task import METHODS, excess_returns, result_tables, run_task, sector_returns
         from .evaluation import split_days
-        from .labels import market_of
 
         s = finrag.settings()
         lake, cal = finrag.lake(), finrag.calendar()
@@ -274,7 +273,7 @@ def build_experience_task_asset() -> dg.AssetsDefinition:
                 "note": f"no materialised anchors in the test split ({s.splits.test[0]} .. {s.splits.test[1]}): nothing evaluated",
             })
         prices = lake.read("prices")
-        market = market_of(s)
+        market = s.market_ticker
         daily = sector_returns(prices, lake.read("universe"), market)
         sessions = [d for d in cal.sessions_in_range(s.calendar.start, s.calendar.end)]
         tdays = [dt.date.fromisoformat(d) for d in days]

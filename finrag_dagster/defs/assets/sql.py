@@ -40,8 +40,7 @@ def build_sql_asset(model: SqlModel, partitions_def, table_assets: dict[str, lis
     def _sql(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
         lake, cal = finrag.lake(), finrag.calendar()
         days = days_of(context) if daily else None
-        st = finrag.settings().splits
-        splits = [("train", *st.train), ("validation", *st.validation), ("test", *st.test)]
+        splits = [(name, a, b) for name, (a, b) in finrag.settings().splits.ranges().items()]
         counts = run_model(model, lake, cal, [dt.date.fromisoformat(d) for d in days] if days else None, splits)
         if daily:
             sample = lake.read(model.name, dates=days[-1:])

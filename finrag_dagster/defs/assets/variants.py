@@ -39,7 +39,6 @@ from ..reporting import check_schema, preview_md
 from ..resources import FinragResource
 from .experience import toe_params
 from ...core.labels import labels_from_lake
-from .labels import market_of
 
 class ReaderConfig(dg.Config):
     """Which reader answers (defaults from settings.reader); memory strength (settings.memory)."""
@@ -238,7 +237,7 @@ def toe_env(s: Settings, lake: Lake, cal: TradingCalendar, anchors_by_day: dict[
     anchors' masked skeletons and their MiniLM vectors (cached per day, shared by the variants);
     with an LLM reader backend, the LLM judge/expander (answers cached with the reader's)."""
     from ...core.embeddings import embed
-    from ...core.reader.schema import HORIZON_KEYS
+    from ...core.settings import HORIZON_KEYS
     from .experience import TREE_ID, company_names, toe_params
 
     params = toe_params(s)
@@ -468,7 +467,7 @@ def build_variant_assets(family: str, partitions_def, settings: Settings) -> lis
         s = finrag.settings()
         lake, cal = finrag.lake(), finrag.calendar()
         days = days_of(context)
-        market = market_of(s)
+        market = s.market_ticker
         last = lake.read_range("prices", days[0], s.calendar.end, columns=["ticker"]).filter(pl.col("ticker") == market)["date"].max()
         as_of = last if last is not None else dt.date.fromisoformat(days[0]) - dt.timedelta(days=1)
         n = 0
