@@ -204,7 +204,6 @@ def print_evaluation(s) -> None:
 def print_summary(lake_dir: Path, start: dt.date, end: dt.date) -> None:
     """One line per lake table: rows and partitions in the decision window, plus a fact or two."""
     from .core.lake import Lake
-    from .core.schemas import TABLES
 
     lake = Lake(lake_dir)
     con = lake.duckdb()
@@ -217,7 +216,7 @@ def print_summary(lake_dir: Path, start: dt.date, end: dt.date) -> None:
         "anchors": "SELECT string_agg(event_type || '=' || n, ', ') FROM (SELECT event_type, count(*) n FROM anchors WHERE date BETWEEN $s AND $e GROUP BY 1 ORDER BY 1)",
         "quarantine": "SELECT string_agg(source_table || '=' || n, ', ') FROM (SELECT source_table, sum(rows) n FROM quarantine GROUP BY 1 ORDER BY 1)",
     }
-    for name, spec in TABLES.items():
+    for name, spec in lake.catalog.items():
         if not (lake.root / name).exists():
             continue
         if "date" in spec.hive:

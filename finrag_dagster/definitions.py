@@ -13,7 +13,8 @@ from .defs.assets.labels import build_labels_asset
 from .defs.assets.retrieval import build_candidates_asset
 from .defs.assets.variants import build_variant_assets
 from .core.loop import family_assets
-from .defs.assets.sql import build_sql_asset, sql_models
+from .core.sqlmodels import load_models
+from .defs.assets.sql import build_sql_asset
 from .defs.partitions import trading_day_partitions
 from .defs.resources import FinragResource
 from .defs.sensors import (build_daily_schedule, build_decisions_after_ingest_sensor, build_matured_feedback_sensor,
@@ -43,7 +44,7 @@ def build_definitions(settings: Settings | None = None, resource: FinragResource
         for t in ("contexts", "reader_outputs", "feedback")
     }
     table_assets["memory_snapshot"] = [dg.AssetKey([f, "memory_snapshot"]) for f in s.variants.families if "memory_snapshot" in family_assets(f)]
-    assets += [build_sql_asset(m, dec if m.spec.decision_time else days, table_assets) for m in sql_models()]
+    assets += [build_sql_asset(m, dec if m.spec.decision_time else days, table_assets) for m in load_models()]
     assets += build_evaluation_assets(s)
     assets.append(build_experience_task_asset())
     history_keys = [k for a in assets if a.partitions_def is days for k in a.keys]

@@ -24,33 +24,31 @@ import polars as pl
 import pyarrow as pa
 
 from .calendar import TradingCalendar
-from .schemas import TableSpec, register
+from .schemas import TableSpec
 from .settings import HORIZON_NAMES, HORIZONS
 
-LABELS = register(
-    TableSpec(
-        "labels",
-        pa.schema(
-            [
-                pa.field("ticker", pa.string(), nullable=False),
-                pa.field("horizon", pa.string(), nullable=False),
-                pa.field("maturity_day", pa.date32(), nullable=False),
-                pa.field("status", pa.string(), nullable=False),  # ok | pending | insufficient_history | missing_price
-                pa.field("n_obs", pa.int32(), nullable=False),
-                pa.field("R", pa.float64(), nullable=True),
-                pa.field("Rm", pa.float64(), nullable=True),
-                pa.field("alpha", pa.float64(), nullable=True),
-                pa.field("beta", pa.float64(), nullable=True),
-                pa.field("sigma", pa.float64(), nullable=True),
-                pa.field("epsilon", pa.float64(), nullable=True),
-                pa.field("z", pa.float64(), nullable=True),
-                pa.field("y", pa.int8(), nullable=True),
-            ]
-        ),
-        ("date",),
-        ("ticker", "horizon"),
-        "Residual-return label per ticker, decision day and horizon; pending until close(D+h) exists.",
-    )
+LABELS = TableSpec(
+    "labels",
+    pa.schema(
+        [
+            pa.field("ticker", pa.string(), nullable=False),
+            pa.field("horizon", pa.string(), nullable=False),
+            pa.field("maturity_day", pa.date32(), nullable=False),
+            pa.field("status", pa.string(), nullable=False),  # ok | pending | insufficient_history | missing_price
+            pa.field("n_obs", pa.int32(), nullable=False),
+            pa.field("R", pa.float64(), nullable=True),
+            pa.field("Rm", pa.float64(), nullable=True),
+            pa.field("alpha", pa.float64(), nullable=True),
+            pa.field("beta", pa.float64(), nullable=True),
+            pa.field("sigma", pa.float64(), nullable=True),
+            pa.field("epsilon", pa.float64(), nullable=True),
+            pa.field("z", pa.float64(), nullable=True),
+            pa.field("y", pa.int8(), nullable=True),
+        ]
+    ),
+    ("date",),
+    ("ticker", "horizon"),
+    "Residual-return label per ticker, decision day and horizon; pending until close(D+h) exists.",
 )
 
 

@@ -34,28 +34,26 @@ from .reader.backends import Backend
 from .reader.cache import PromptCache
 from .reader.prompt import EvidenceItem
 from .reader.run import DayStats, ReaderIncomplete, read_day
-from .schemas import TableSpec, register
+from .schemas import TableSpec
 from .settings import HORIZON_NAMES, HORIZONS
 
-CONTEXTS = register(
-    TableSpec(
-        "contexts",
-        pa.schema(
-            [
-                pa.field("anchor_id", pa.string(), nullable=False),
-                pa.field("passage_id", pa.string(), nullable=False),
-                pa.field("source_family", pa.string(), nullable=False),
-                pa.field("relevance", pa.float64(), nullable=False),
-                pa.field("memory_adj", pa.float64(), nullable=False),
-                pa.field("final_score", pa.float64(), nullable=False),
-                pa.field("position", pa.int32(), nullable=False),
-            ]
-        ),
-        ("variant", "date"),
-        ("anchor_id", "position"),
-        "The reader's top-M context per anchor: final score r + lambda * mean_h adj (seed 000 eq. 6).",
-        decision_time=True,
-    )
+CONTEXTS = TableSpec(
+    "contexts",
+    pa.schema(
+        [
+            pa.field("anchor_id", pa.string(), nullable=False),
+            pa.field("passage_id", pa.string(), nullable=False),
+            pa.field("source_family", pa.string(), nullable=False),
+            pa.field("relevance", pa.float64(), nullable=False),
+            pa.field("memory_adj", pa.float64(), nullable=False),
+            pa.field("final_score", pa.float64(), nullable=False),
+            pa.field("position", pa.int32(), nullable=False),
+        ]
+    ),
+    ("variant", "date"),
+    ("anchor_id", "position"),
+    "The reader's top-M context per anchor: final score r + lambda * mean_h adj (seed 000 eq. 6).",
+    decision_time=True,
 )
 
 

@@ -143,10 +143,11 @@ def rows_in_files(settings: Settings, table: str, cache: Path | None = None) -> 
 
 
 def _empty(table: str) -> LoadResult:
-    from ..core.schemas import TABLES
+    from ..core.schemas import FILINGS_RAW, NEWS_RAW, PRICES
     from .base import empty_quarantine
 
-    df = pl.from_arrow(TABLES[table].schema.empty_table()).with_columns(pl.lit(None, dtype=pl.Date).alias("date"))
+    spec = {s.name: s for s in (NEWS_RAW, PRICES, FILINGS_RAW)}[table]
+    df = pl.from_arrow(spec.schema.empty_table()).with_columns(pl.lit(None, dtype=pl.Date).alias("date"))
     return LoadResult(table, df, empty_quarantine(), 0)
 
 

@@ -337,7 +337,7 @@ def _dedup_reverse_time(p: Patcher) -> None:
 
 
 def _returns_read_next_close(p: Patcher) -> None:
-    """dbt_like_sql/returns.sql: ret_1d against the NEXT session's close (the card on D sees close(D+1))."""
+    """finrag_dagster/dbt_like_sql/returns.sql: ret_1d against the NEXT session's close (the card on D sees close(D+1))."""
     from finrag_dagster.core import sqlmodels
 
     orig = sqlmodels.load_model
@@ -531,7 +531,7 @@ LEAKS: dict[str, Leak] = {
     "returns_model_reads_next_close": Leak(
         _returns_read_next_close,
         [U + "test_sqlmodels.py::test_returns_model_is_backward_looking_and_skips_gaps"],
-        "dbt_like_sql/returns.sql: ret_1d of day D (the context card's 'prior 1D') uses close(D+1)",
+        "finrag_dagster/dbt_like_sql/returns.sql: ret_1d of day D (the context card's 'prior 1D') uses close(D+1)",
     ),
     "search_as_of_includes_later_hour": Leak(
         _search_as_of_inclusive,

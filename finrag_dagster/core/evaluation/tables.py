@@ -5,53 +5,50 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from ..lake import Lake
-from ..schemas import TableSpec, register
+from ..schemas import TableSpec
 from .metrics import event_metrics, rank_ic
 from .portfolio import buy_and_hold, equal_weight_targets, run_book, sleeves, strategy_targets, summary
 
-EVALUATION = register(
-    TableSpec(
-        "evaluation",
-        pa.schema([
-            pa.field("table", pa.string(), nullable=False),
-            pa.field("split", pa.string(), nullable=False),
-            pa.field("row", pa.string(), nullable=False),
-            pa.field("metric", pa.string(), nullable=False),
-            pa.field("value", pa.float64(), nullable=True),
-            pa.field("std", pa.float64(), nullable=True),
-            pa.field("n", pa.int64(), nullable=False),
-        ]),
-        (),
-        ("table", "split", "row", "metric"),
-        "seed 000 Tables 2/3/4/6 in long form (mean and, over shuffles, std).",
-    )
+if TYPE_CHECKING:
+    from ..lake import Lake
+
+EVALUATION = TableSpec(
+    "evaluation",
+    pa.schema([
+        pa.field("table", pa.string(), nullable=False),
+        pa.field("split", pa.string(), nullable=False),
+        pa.field("row", pa.string(), nullable=False),
+        pa.field("metric", pa.string(), nullable=False),
+        pa.field("value", pa.float64(), nullable=True),
+        pa.field("std", pa.float64(), nullable=True),
+        pa.field("n", pa.int64(), nullable=False),
+    ]),
+    (),
+    ("table", "split", "row", "metric"),
+    "seed 000 Tables 2/3/4/6 in long form (mean and, over shuffles, std).",
 )
-SENSITIVITY = register(
-    TableSpec("sensitivity", EVALUATION.schema, (), ("table", "split", "row", "metric"),
-              "seed 000 Table 6: memory strength (lambda, delta) on the validation split.")
-)
-PORTFOLIO_DAILY = register(
-    TableSpec(
-        "portfolio_daily",
-        pa.schema([
-            pa.field("strategy", pa.string(), nullable=False),
-            pa.field("split", pa.string(), nullable=False),
-            pa.field("gross", pa.float64(), nullable=False),
-            pa.field("turnover", pa.float64(), nullable=False),
-            pa.field("net", pa.float64(), nullable=False),
-            pa.field("n_names", pa.int64(), nullable=False),
-            pa.field("cum_net", pa.float64(), nullable=False),
-        ]),
-        ("date",),
-        ("strategy", "split"),
-        "Daily gross/net return and turnover of the 3D portfolio per variant and the benchmarks.",
-    )
+SENSITIVITY = TableSpec("sensitivity", EVALUATION.schema, (), ("table", "split", "row", "metric"),
+                        "seed 000 Table 6: memory strength (lambda, delta) on the validation split.")
+PORTFOLIO_DAILY = TableSpec(
+    "portfolio_daily",
+    pa.schema([
+        pa.field("strategy", pa.string(), nullable=False),
+        pa.field("split", pa.string(), nullable=False),
+        pa.field("gross", pa.float64(), nullable=False),
+        pa.field("turnover", pa.float64(), nullable=False),
+        pa.field("net", pa.float64(), nullable=False),
+        pa.field("n_names", pa.int64(), nullable=False),
+        pa.field("cum_net", pa.float64(), nullable=False),
+    ]),
+    ("date",),
+    ("strategy", "split"),
+    "Daily gross/net return and turnover of the 3D portfolio per variant and the benchmarks.",
 )
 
 VARIANT_LABEL = {

@@ -265,9 +265,7 @@ def build_experience_task_asset() -> dg.AssetsDefinition:
         lake, cal = finrag.lake(), finrag.calendar()
         days = split_days(s, cal, lake, "test")
         if not days:  # a range before the test split (a short demo): nothing to evaluate, said so
-            from ...core.schemas import TABLES
-
-            lake.write("experience_task", pl.from_arrow(TABLES["experience_task"].schema.empty_table()))
+            lake.write("experience_task", pl.from_arrow(lake.spec("experience_task").schema.empty_table()))
             return dg.MaterializeResult(metadata={
                 "test_days": 0,
                 "note": f"no materialised anchors in the test split ({s.splits.test[0]} .. {s.splits.test[1]}): nothing evaluated",
