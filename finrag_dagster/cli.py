@@ -177,20 +177,21 @@ def print_evaluation(s) -> None:
     """Table 2- and Table 4-style summaries of the test split, and where the report is."""
     import polars as pl
 
+    from .core.evaluation.report import report_path
+    from .core.evaluation.tables import METRICS, PCT, PORTFOLIO, metrics_md
     from .core.lake import Lake
-    from .defs.assets.evaluation import METRICS, PORTFOLIO, md_table, report_path
 
     lake = Lake(s.lake_dir)
     if not lake.partition_files("evaluation"):
         return
     ev = lake.read("evaluation").filter(pl.col("split") == "test")
-    for name, cols, pct in (("Table 2", METRICS, set()), ("Table 4", PORTFOLIO, {"Ann. Ret.", "Ann. Vol.", "Max DD"})):
+    for name, cols, pct in (("Table 2", METRICS, set()), ("Table 4", PORTFOLIO, PCT)):
         g = ev.filter(pl.col("table") == name)
         if g.height:
             console.print(f"[bold]{name}[/bold] (test split {s.splits.test[0]} .. {s.splits.test[1]})")
-            console.print(md_table(g, list(dict.fromkeys(g["row"].to_list())), cols, pct), markup=False, highlight=False)
+            console.print(metrics_md(g, list(dict.fromkeys(g["row"].to_list())), cols, pct), markup=False, highlight=False)
     if lake.partition_files("experience_task"):
-        from .defs.assets.experience import task_md
+        from .core.evaluation.experience import task_md
 
         res = lake.read("experience_task")
         for name, what in (("Table 1", "tsIC"), ("Table 6", "csIC")):
@@ -239,16 +240,13 @@ def report(
 ):
     """Compute Tables 2-4 from the lake and write the self-contained HTML report."""
     from .core.calendar import nyse
+    from .core.evaluation.report import write_report
+    from .core.evaluation.tables import run_evaluation
     from .core.lake import Lake
-    from .defs.assets.evaluation import evaluate, write_report
 
     s = _settings(config, lake)
     lk = Lake(s.lake_dir)
-    ev, daily = evaluate(s, lk, nyse())
-    lk.write("evaluation", ev)
-    if daily.height:
-        for d in sorted(set(daily["date"].to_list())):
-            lk.write("portfolio_daily", daily.filter(daily["date"] == d).drop("date"), date=d)
+    run_evaluation(s, lk, nyse())
     path = write_report(s, lk)
     print_evaluation(s)
     console.print(f"report written to {path}")

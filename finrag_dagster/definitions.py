@@ -11,8 +11,7 @@ from .defs.assets.evaluation import build_evaluation_assets
 from .defs.assets.experience import build_experience_task_asset, build_experience_tree_asset
 from .defs.assets.labels import build_labels_asset
 from .defs.assets.retrieval import build_candidates_asset
-from .defs.assets.variants import build_variant_assets
-from .core.loop import family_assets
+from .defs.assets.variants import build_variant_assets, family_assets
 from .core.sqlmodels import load_models
 from .defs.assets.sql import build_sql_asset
 from .defs.partitions import trading_day_partitions

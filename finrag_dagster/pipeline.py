@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import dagster as dg
 
 from .core.calendar import nyse
-from .core.loop import family_assets
 from .core.settings import Settings
 from .definitions import build_definitions
+from .defs.assets.variants import family_assets
 from .defs.partitions import RANGE_END, RANGE_START
 from .defs.resources import FinragResource
 

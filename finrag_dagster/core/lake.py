@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from .atomic import atomic_file
 from .catalog import default_catalog
+from .errors import MissingInput
 from .schemas import TableSpec
 
 PART = "part-0.parquet"
@@ -247,6 +248,21 @@ class Lake:
         types = "{" + ", ".join(f"'{k}': {'DATE' if k == 'date' else 'VARCHAR'}" for k in spec.hive) + "}"
         hive = f", hive_partitioning = true, hive_types = {types}" if spec.hive else ""
         con.execute(f"CREATE OR REPLACE VIEW \"{name}\" AS SELECT * FROM read_parquet('{glob}'{hive})")
+
+
+def require_partitions(lake: Lake, table: str, days: list[str]) -> None:
+    """Every partition of ``days`` is in the lake, else :class:`MissingInput` saying which."""
+    missing = [d for d in days if not lake.exists(table, date=d)]
+    if missing:
+        raise MissingInput(
+            f"{table} partitions {missing[0]} .. {missing[-1]} ({len(missing)}) are not materialised; "
+            f"they are needed as look-back history. Materialise {table} from the start of the range first.",
+        )
+
+
+def rows_on(df: pl.DataFrame, day: str) -> pl.DataFrame:
+    """The rows of one ``date`` (as :meth:`Lake.read` adds it), without the date column."""
+    return df.filter(pl.col("date") == dt.date.fromisoformat(day)).drop("date")
 
 
 def _date_of(path: Path) -> str:

@@ -95,12 +95,6 @@ def variants_of(family: str, lam: float, n_seeds: int) -> list[Variant]:
     raise ValueError(f"unknown variant family {family!r}; choose from {VARIANT_FAMILIES}")
 
 
-def family_assets(family: str) -> tuple[str, ...]:
-    """The asset names under ``<family>/`` (the loop multi-asset's outputs, then feedback)."""
-    v = variants_of(family, 0.3, 1)[0]
-    return (("memory_snapshot",) if v.uses_memory else ()) + (("experience_tree",) if v.toe else ()) + ("contexts", "reader_outputs", "feedback")
-
-
 def memory_keys(anchors: pl.DataFrame, v: Variant) -> dict[str, str]:
     if v.shuffle_types_seed is None:
         return dict(zip(anchors["anchor_id"].to_list(), anchors["event_type"].to_list()))

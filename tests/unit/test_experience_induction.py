@@ -267,7 +267,7 @@ def test_llm_rewrite_induction_with_fallback():
 
 
 def test_induction_day_is_the_train_split_end():
-    from finrag_dagster.defs.assets.experience import induction_day, train_days_before
+    from finrag_dagster.core.splits import induction_day, train_days_before
 
     s = Settings(splits={"train": (dt.date(2019, 1, 1), dt.date(2019, 4, 30)), "validation": (dt.date(2019, 5, 1), dt.date(2019, 8, 31)),
                          "test": (dt.date(2019, 9, 1), dt.date(2019, 12, 31))})

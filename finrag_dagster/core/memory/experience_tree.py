@@ -68,6 +68,12 @@ class ToEParams:
     eta: float = 10.0
     horizons: tuple[str, ...] = HORIZON_KEYS
 
+    @classmethod
+    def from_settings(cls, s) -> "ToEParams":
+        """The tree's parameters from ``s.experience`` (a Settings object)."""
+        e = s.experience
+        return cls(k1=e.k1, leaf_threshold=e.leaf_threshold, q0=e.q0, eta=e.eta, horizons=tuple(e.horizons))
+
 
 @dataclass
 class Selection:

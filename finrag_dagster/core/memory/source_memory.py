@@ -53,6 +53,13 @@ class MemoryParams:
     delta: float = 0.20
     lam: float = 0.30
 
+    @classmethod
+    def from_settings(cls, s, kappa: float | None = None, delta: float | None = None, lam: float | None = None) -> "MemoryParams":
+        """``s.memory`` (a Settings object); a value given here (not None, not negative) overrides it."""
+        m = s.memory
+        pick = lambda v, d: d if v is None or v < 0 else v  # noqa: E731
+        return cls(kappa=pick(kappa, m.kappa), delta=pick(delta, m.delta), lam=pick(lam, m.lam))
+
 
 def u_hat(a: float, b: float) -> float:
     """Posterior utility, eq. 4."""
