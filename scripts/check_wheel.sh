@@ -33,15 +33,17 @@ echo "   $(basename "$WHEEL")"
 step "installing it into a fresh virtualenv"
 "$PY" -m venv "$WORK/venv"
 V="$WORK/venv/bin"
-"$V/pip" install -q --upgrade pip
-"$V/pip" install -q torch==2.13.0  # the CPU build on local disk first, so nothing pulls a CUDA build
-"$V/pip" install -q -c "$ROOT/constraints.txt" "$WHEEL"
+quiet() { { grep -v "is ignored: it is neither a file nor a directory" || true; }; }  # this machine's pip.conf names absent local indexes
+"$V/pip" install -q --upgrade pip 2>&1 | quiet
+"$V/pip" install -q torch==2.13.0 2>&1 | quiet  # the CPU build on local disk first, so nothing pulls a CUDA build
+"$V/pip" install -q -c "$ROOT/constraints.txt" "$WHEEL" 2>&1 | quiet
 
 mkdir -p "$WORK/run"
 cd "$WORK/run"
 export DAGSTER_HOME="$WORK/run/.dagster_home" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 export FINRAG_CONFIG="$WORK/run/check.toml"
 mkdir -p "$DAGSTER_HOME"
+cp "$WORK/src/.dagster_home/dagster.yaml" "$DAGSTER_HOME/"  # the instance settings the repository ships
 cat > check.toml <<'TOML'
 # scripts/check_wheel.sh: a small embedded world, decisions 2019-02-04 .. 2019-02-15
 lake_dir = "data_lake"
@@ -58,7 +60,7 @@ end = 2019-03-29
 decision_start = 2019-02-04
 [splits]
 train = [2019-01-01, 2019-01-31]
-validation = [2019-02-01, 2019-02-08]
+validation = [2019-02-04, 2019-02-08]
 test = [2019-02-11, 2019-03-29]
 TOML
 
