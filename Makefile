@@ -11,12 +11,13 @@ export TOKENIZERS_PARALLELISM := false
 # the demo's settings (compact splits over 2019); `make dev` shows the same lake
 DEMO_CONFIG ?= configs/demo.toml
 
-.PHONY: install demo test dev clean-lake help
+.PHONY: install demo test dev clean-lake help check-wheel
 
 help:
 	@echo "make demo   - install (first time), build the synthetic world, run every asset, print a summary"
 	@echo "make test   - install (first time), lint (ruff check) and run the test suite"
 	@echo "make dev    - Dagster UI on http://127.0.0.1:3000 over the same lake and instance"
+	@echo "make check-wheel - build the wheel, install it in a fresh venv, validate and run a short demo outside the checkout"
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -40,6 +41,9 @@ test: $(STAMP)
 
 dev: $(STAMP)
 	FINRAG_CONFIG=$${FINRAG_CONFIG:-$(DEMO_CONFIG)} $(BIN)/finrag dev --host 127.0.0.1 --port 3000
+
+check-wheel:
+	PY=$(PY) scripts/check_wheel.sh
 
 clean-lake:
 	rm -rf data_lake/* .dagster_home/history .dagster_home/storage .dagster_home/schedules .dagster_home/logs .dagster_home/event_log.db

@@ -55,7 +55,7 @@ def pipeline_prompts(lake_dir: str, n: int):
 
     from finrag_dagster.core.lake import Lake
     from finrag_dagster.core.reader.prompt import AnchorInfo, build_prompt
-    from finrag_dagster.defs.assets.variants import evidence_items
+    from finrag_dagster.core.loop_io import evidence_items
 
     lake = Lake(lake_dir)
     days = lake.materialized_dates("contexts", variant="no_memory")

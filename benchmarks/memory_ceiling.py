@@ -27,11 +27,12 @@ from benchmarks.reader_oracle import NoCache, metrics  # noqa: E402
 from finrag_dagster.core.calendar import TradingCalendar  # noqa: E402
 from finrag_dagster.core.evaluation.oracle import changed_contexts, changed_order, planted_memory, planted_table, useful_share_gain  # noqa: E402
 from finrag_dagster.core.lake import Lake  # noqa: E402
+from finrag_dagster.core.loop_io import build_env  # noqa: E402
 from finrag_dagster.core.memory.source_memory import MemoryParams, rerank  # noqa: E402
 from finrag_dagster.core.reader.backends import EMBEDDED_READERS, BackendConfig, EmbeddedBackend  # noqa: E402
 from finrag_dagster.core.reader.run import read_day  # noqa: E402
-from finrag_dagster.core.settings import load_settings  # noqa: E402
-from finrag_dagster.defs.assets.variants import build_env, split_bounds  # noqa: E402
+from finrag_dagster.core.settings import SPLIT_NAMES, load_settings  # noqa: E402
+from finrag_dagster.core.splits import split_bounds  # noqa: E402
 
 
 def main() -> None:
@@ -44,7 +45,7 @@ def main() -> None:
     s = load_settings(args.config)
     lake = Lake(s.lake_dir)
     cal = TradingCalendar.nyse()
-    a, b = dict(zip(("train", "validation", "test"), split_bounds(s, cal)))[args.split]
+    a, b = dict(zip(SPLIT_NAMES, split_bounds(s, cal)))[args.split]
     days = [d.isoformat() for d in cal.sessions_in_range(a, b) if lake.exists("anchors", date=d.isoformat())]
     labels = lake.read("labels", dates=days)
     anchors = lake.read("anchors", dates=days)

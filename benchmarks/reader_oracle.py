@@ -35,11 +35,12 @@ from finrag_dagster.core.evaluation.oracle import (  # noqa: E402
 from finrag_dagster.core.evaluation.sensitivity import stock_day_from  # noqa: E402
 from finrag_dagster.core.lake import Lake  # noqa: E402
 from finrag_dagster.core.loop import run_days, variants_of  # noqa: E402
+from finrag_dagster.core.loop_io import build_env  # noqa: E402
 from finrag_dagster.core.memory.source_memory import MemoryParams  # noqa: E402
 from finrag_dagster.core.reader.backends import EMBEDDED_READERS, BackendConfig, EmbeddedBackend  # noqa: E402
 from finrag_dagster.core.reader.embedded import EvidenceRules  # noqa: E402
-from finrag_dagster.core.settings import load_settings  # noqa: E402
-from finrag_dagster.defs.assets.variants import build_env, split_bounds  # noqa: E402
+from finrag_dagster.core.settings import HORIZON_KEYS, SPLIT_NAMES, load_settings  # noqa: E402
+from finrag_dagster.core.splits import split_bounds  # noqa: E402
 
 
 class NoCache:
@@ -70,7 +71,7 @@ def metrics(out: pl.DataFrame, ctx: pl.DataFrame, labels: pl.DataFrame) -> dict:
     ok = labels.filter(pl.col("status") == "ok").select("date", "ticker", "horizon", "y", "z")
     pred = out.select("date", "ticker", "horizon", "signal").join(ok, on=["date", "ticker", "horizon"])
     m = event_metrics(pred)
-    for h in ("1D", "3D", "5D"):
+    for h in HORIZON_KEYS:
         from finrag_dagster.core.evaluation.metrics import non_neutral_f1
 
         g = pred.filter(pl.col("horizon") == h)
@@ -96,7 +97,7 @@ def main() -> None:
     s = load_settings(args.config)
     lake = Lake(s.lake_dir)
     cal = TradingCalendar.nyse()
-    bounds = dict(zip(("train", "validation", "test"), split_bounds(s, cal)))
+    bounds = dict(zip(SPLIT_NAMES, split_bounds(s, cal)))
     a, b = bounds[args.split]
     days = [d.isoformat() for d in cal.sessions_in_range(a, b) if lake.exists("anchors", date=d.isoformat())]
     labels = lake.read("labels", dates=days)

@@ -177,20 +177,21 @@ def print_evaluation(s) -> None:
     """Table 2- and Table 4-style summaries of the test split, and where the report is."""
     import polars as pl
 
+    from .core.evaluation.report import report_path
+    from .core.evaluation.tables import METRICS, PCT, PORTFOLIO, metrics_md
     from .core.lake import Lake
-    from .defs.assets.evaluation import METRICS, PORTFOLIO, md_table, report_path
 
     lake = Lake(s.lake_dir)
     if not lake.partition_files("evaluation"):
         return
     ev = lake.read("evaluation").filter(pl.col("split") == "test")
-    for name, cols, pct in (("Table 2", METRICS, set()), ("Table 4", PORTFOLIO, {"Ann. Ret.", "Ann. Vol.", "Max DD"})):
+    for name, cols, pct in (("Table 2", METRICS, set()), ("Table 4", PORTFOLIO, PCT)):
         g = ev.filter(pl.col("table") == name)
         if g.height:
             console.print(f"[bold]{name}[/bold] (test split {s.splits.test[0]} .. {s.splits.test[1]})")
-            console.print(md_table(g, list(dict.fromkeys(g["row"].to_list())), cols, pct), markup=False, highlight=False)
+            console.print(metrics_md(g, list(dict.fromkeys(g["row"].to_list())), cols, pct), markup=False, highlight=False)
     if lake.partition_files("experience_task"):
-        from .defs.assets.experience import task_md
+        from .core.evaluation.experience import task_md
 
         res = lake.read("experience_task")
         for name, what in (("Table 1", "tsIC"), ("Table 6", "csIC")):
@@ -204,7 +205,6 @@ def print_evaluation(s) -> None:
 def print_summary(lake_dir: Path, start: dt.date, end: dt.date) -> None:
     """One line per lake table: rows and partitions in the decision window, plus a fact or two."""
     from .core.lake import Lake
-    from .core.schemas import TABLES
 
     lake = Lake(lake_dir)
     con = lake.duckdb()
@@ -217,7 +217,7 @@ def print_summary(lake_dir: Path, start: dt.date, end: dt.date) -> None:
         "anchors": "SELECT string_agg(event_type || '=' || n, ', ') FROM (SELECT event_type, count(*) n FROM anchors WHERE date BETWEEN $s AND $e GROUP BY 1 ORDER BY 1)",
         "quarantine": "SELECT string_agg(source_table || '=' || n, ', ') FROM (SELECT source_table, sum(rows) n FROM quarantine GROUP BY 1 ORDER BY 1)",
     }
-    for name, spec in TABLES.items():
+    for name, spec in lake.catalog.items():
         if not (lake.root / name).exists():
             continue
         if "date" in spec.hive:
@@ -240,16 +240,13 @@ def report(
 ):
     """Compute Tables 2-4 from the lake and write the self-contained HTML report."""
     from .core.calendar import nyse
+    from .core.evaluation.report import write_report
+    from .core.evaluation.tables import run_evaluation
     from .core.lake import Lake
-    from .defs.assets.evaluation import evaluate, write_report
 
     s = _settings(config, lake)
     lk = Lake(s.lake_dir)
-    ev, daily = evaluate(s, lk, nyse())
-    lk.write("evaluation", ev)
-    if daily.height:
-        for d in sorted(set(daily["date"].to_list())):
-            lk.write("portfolio_daily", daily.filter(daily["date"] == d).drop("date"), date=d)
+    run_evaluation(s, lk, nyse())
     path = write_report(s, lk)
     print_evaluation(s)
     console.print(f"report written to {path}")
@@ -320,18 +317,17 @@ def status(
     """Where the daily loop stands: last market day, last decision day per stage, pending horizons, sensors, quarantine."""
     import json
 
-    from .core.labels import market_of
     from .core.lake import Lake
     from .core.status import lake_status
 
     s = _settings(config, lake)
-    st = lake_status(Lake(s.lake_dir), market_of(s), s.variants.families).to_dict()
+    st = lake_status(Lake(s.lake_dir), s.market_ticker, s.variants.families).to_dict()
     st["sensors"] = instigators()
     if as_json:
         print(json.dumps(st, indent=2, default=str))
         return
     console.print(f"[bold]lake[/bold] {st['lake']}")
-    console.print(f"last market day seen (close of {market_of(s)} in prices): [bold]{st['last_market_day']}[/bold]")
+    console.print(f"last market day seen (close of {s.market_ticker} in prices): [bold]{st['last_market_day']}[/bold]")
     t = Table(title="last decision day materialised")
     t.add_column("stage")
     t.add_column("last day")

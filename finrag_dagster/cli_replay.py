@@ -74,7 +74,7 @@ def replay(
         market = s.world.market_ticker
     else:
         source_raw = source_raw.resolve()
-        market = s.sources.market_ticker if s.sources.kind == "files" else s.world.market_ticker
+        market = s.market_ticker
     from .sources.registry import news_clock
 
     clock = news_clock(s)

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import dagster as dg
 
-from .core.loop import family_assets
 from .core.settings import Settings, load_settings
+from .core.sqlmodels import load_models
 from .defs.assets.evaluation import build_evaluation_assets
 from .defs.assets.evidence import build_anchors_asset, build_cards_asset, build_evidence_asset
 from .defs.assets.experience import build_experience_task_asset, build_experience_tree_asset
 from .defs.assets.ingest import RAW_DESCRIPTIONS, build_raw_asset, build_universe_asset, build_world_asset
 from .defs.assets.labels import build_labels_asset
 from .defs.assets.retrieval import build_candidates_asset
-from .defs.assets.sql import build_sql_asset, sql_models
-from .defs.assets.variants import build_variant_assets
+from .defs.assets.sql import build_sql_asset
+from .defs.assets.variants import build_variant_assets, family_assets
 from .defs.partitions import trading_day_partitions
 from .defs.resources import FinragResource
 from .defs.sensors import build_daily_schedule, build_decisions_after_ingest_sensor, build_matured_feedback_sensor, build_new_market_data_sensor
@@ -42,7 +42,7 @@ def build_definitions(settings: Settings | None = None, resource: FinragResource
         for t in ("contexts", "reader_outputs", "feedback")
     }
     table_assets["memory_snapshot"] = [dg.AssetKey([f, "memory_snapshot"]) for f in s.variants.families if "memory_snapshot" in family_assets(f)]
-    assets += [build_sql_asset(m, dec if m.spec.decision_time else days, table_assets) for m in sql_models()]
+    assets += [build_sql_asset(m, dec if m.spec.decision_time else days, table_assets) for m in load_models()]
     assets += build_evaluation_assets(s)
     assets.append(build_experience_task_asset())
     history_keys = [k for a in assets if a.partitions_def is days for k in a.keys]

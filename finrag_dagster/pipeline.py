@@ -16,19 +16,15 @@ from dataclasses import dataclass
 import dagster as dg
 
 from .core.calendar import nyse
-from .core.loop import family_assets
 from .core.settings import Settings
 from .definitions import build_definitions
+from .defs.assets.variants import family_assets
+from .defs.partitions import RANGE_END, RANGE_START
 from .defs.resources import FinragResource
-
-RANGE_START = "dagster/asset_partition_range_start"
-RANGE_END = "dagster/asset_partition_range_end"
 
 # Stages in dependency order: (name, assets, which range they cover)
 HISTORY = "history"  # from the first price day: look-back for returns, dedup, candidate pools
 DECISIONS = "decisions"  # from the first decision day
-
-
 
 
 @dataclass(frozen=True)

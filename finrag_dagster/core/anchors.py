@@ -162,3 +162,22 @@ def anchors_for_days(
         day_news = news.filter(pl.col("date") == day).drop("date")
         out[d] = build_anchors(day_news, own, day, cal, benchmark, sectors, members_on(membership, day))
     return out
+
+
+def anchor_window(s, cal: TradingCalendar, days: list[str]) -> list[str]:
+    """The evidence days the anchors of ``days`` read: each day's dedup look-back, then the days."""
+    return lookback_days(cal, days[0], s.evidence.dup_lookback_sessions, s.calendar.start) + days
+
+
+def anchors_from_lake(s, lake, cal: TradingCalendar, days: list[str]) -> dict[str, tuple[pl.DataFrame, pl.DataFrame]]:
+    """:func:`anchors_for_days` over the lake: its universe (sectors, the market proxy), the
+    evidence clusters of :func:`anchor_window`, the news of ``days`` and, when configured
+    (``s.sources.membership``), the membership table. ``s`` is the Settings object."""
+    uni = lake.read("universe")
+    sectors = dict(zip(uni["ticker"], uni["sector"]))
+    bench = set(uni.filter(pl.col("is_benchmark"))["ticker"].to_list())
+    clusters = lake.read("evidence", dates=anchor_window(s, cal, days), columns=["passage_id", "ticker", "dup_cluster"])
+    news = lake.read("news_raw", dates=days)
+    membership = lake.read("membership") if s.sources.membership else None
+    return anchors_for_days(news, clusters, days, cal, bench, sectors, s.evidence.dup_lookback_sessions,
+                            s.calendar.start, membership)

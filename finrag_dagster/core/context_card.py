@@ -12,6 +12,7 @@ import math
 
 import polars as pl
 
+from .lake import rows_on
 from .settings import CardSettings
 
 
@@ -119,3 +120,24 @@ def build_cards(returns_day: pl.DataFrame, market: str, as_of, s: CardSettings) 
             }
         )
     return pl.DataFrame(rows, schema=CARD_SCHEMA)
+
+
+def write_cards(s, lake, cal, days: list[str]) -> tuple[dict[str, int], list[str], pl.DataFrame | None]:
+    """The cards of ``days`` from the lake's ``returns``, one partition per day, stamped ``as_of``
+    close(D). Returns (rows per day, the days without a market bar (their cards are empty), the
+    first non-empty day's cards). ``s`` is the Settings object."""
+    market = s.market_ticker
+    rets = lake.read("returns", dates=days)
+    counts, missing, first = {}, [], None
+    for d in days:
+        r = rows_on(rets, d)
+        if r.filter(pl.col("ticker") == market).height != 1:
+            missing.append(d)
+            cards = empty_cards()
+        else:
+            cards = build_cards(r, market, d, s.cards)
+        cards = cards.with_columns(pl.lit(cal.close_time(d)).dt.cast_time_unit("us").alias("as_of"))
+        _, counts[d] = lake.write("context_cards", cards, date=d)
+        if first is None and cards.height:
+            first = cards
+    return counts, missing, first

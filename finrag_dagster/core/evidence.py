@@ -9,12 +9,16 @@ App. B. Every passage keeps the document's public_time (EDGAR acceptance time fo
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
 
+from .calendar import lookback_days
 from .dedup import ClusterIndex, DupItem
 from .embeddings import embed
+from .lake import require_partitions, rows_on
+from .progress import track
 from .schemas import EVIDENCE
 from .text import clean, stable_hash, title_key, truncate_chars
 
@@ -162,3 +166,65 @@ def embedding_matrix(df: pl.DataFrame) -> np.ndarray:
     if df.height == 0:
         return np.zeros((0, 384), dtype=np.float32)
     return df["embedding"].to_numpy().astype(np.float32, copy=False)
+
+
+def pit_violations(lake, cal, table: str, days: list[str], time_col: str = "public_time") -> list[str]:
+    """Point-in-time: "D: n" for each partition D of ``table`` holding n rows outside
+    close(D-1) < time <= decision_time(D) = close(D); empty when every row belongs to its day."""
+    bad = []
+    for d in days:
+        df = lake.read(table, dates=[d], columns=[time_col])
+        if df.height == 0:
+            continue
+        i = cal.session_index(d)
+        hi = int(cal.closes_ns[i])
+        lo = int(cal.closes_ns[i - 1]) if i > 0 else -(2**62)
+        t = df[time_col].dt.epoch("ns").to_numpy()
+        n_bad = int(np.sum((t > hi) | (t <= lo)))
+        if n_bad:
+            bad.append(f"{d}: {n_bad}")
+    return bad
+
+
+@dataclass
+class EvidenceRun:
+    """What :func:`write_evidence` wrote: rows per day, passages per source family, a preview."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    by_family: dict[str, int] = field(default_factory=lambda: {"news": 0, "sec_filing": 0})
+    preview: pl.DataFrame | None = None
+
+
+def write_evidence(s, lake, cal, days: list[str], splitter: Splitter, log: Callable[[str], None] | None = None) -> EvidenceRun:
+    """The evidence of ``days`` (in order): each day's news and filing passages, clustered against
+    the passages of the look-back sessions before it (``s.evidence.dup_lookback_sessions``, read
+    back from the lake, so they must be materialised) and embedded; one partition per day.
+    ``s`` is the Settings object, ``splitter`` the filing splitter (sources/edgar.py)."""
+    es = s.evidence
+    uni = lake.read("universe")
+    sectors = dict(zip(uni["ticker"], uni["sector"]))
+    hist_days = lookback_days(cal, days[0], es.dup_lookback_sessions, s.calendar.start)
+    require_partitions(lake, "evidence", hist_days)
+    history = lake.read("evidence", dates=hist_days, columns=["passage_id", "public_time", "text", "dup_cluster"])
+    index = ClusterIndex(es.dup_threshold, es.minhash_perm)
+    index.add_history(dup_items(history, with_cluster=True))
+    news = lake.read("news_raw", dates=days)
+    filings = lake.read("filings_raw", dates=days)
+    run = EvidenceRun()
+    for d in track(days, len(days), "evidence (dedup + embedding)", log=log, every=20):
+        i = cal.session_index(d)
+        if i - es.dup_lookback_sessions - 1 >= 0:
+            index.evict_before((int(cal.closes_ns[i - es.dup_lookback_sessions - 1]) + 1, ""))
+        passages = pl.concat(
+            [
+                news_passages(rows_on(news, d), sectors, es.news_text_max_chars),
+                filing_passages(rows_on(filings, d), sectors, splitter, es.passage_max_words),
+            ]
+        )
+        ev = finish_evidence(passages, index, es.embed_batch_size, es.embed_max_seq_length)
+        _, run.counts[d] = lake.write("evidence", ev, date=d)
+        for fam, n in ev.group_by("source_family").len().rows():
+            run.by_family[fam] += n
+        if run.preview is None and ev.height:
+            run.preview = ev
+    return run

@@ -47,7 +47,7 @@ import pyarrow as pa
 from .memory.experience_induction import factor_text, masked
 from .memory.experience_tree import ExperienceTree, Factor, Leaf, ToEParams
 from .reader.embedded import tone
-from .schemas import TableSpec, register
+from .schemas import TableSpec
 
 TASK_HORIZONS = (1, 5, 10, 20)
 HKEYS = tuple(f"{h}d" for h in TASK_HORIZONS)
@@ -55,43 +55,39 @@ WINDOW = 5  # news of decision days T-4 .. T
 HALF_LIFE = {1: 1.0, 5: 2.0, 10: 3.0, 20: 5.0}  # Pipe's recency half-life in sessions, per horizon
 METHODS = ("Baseline", "Pipe", "Pipe+mem0", "Pipe+MemRL", "Pipe+ToE", "Pipe+ToE(llm)")
 
-TASK_SCORES = register(
-    TableSpec(
-        "experience_task_scores",
-        pa.schema(
-            [
-                pa.field("method", pa.string(), nullable=False),
-                pa.field("target", pa.string(), nullable=False),
-                pa.field("horizon", pa.string(), nullable=False),
-                pa.field("score", pa.float64(), nullable=False),
-                pa.field("alpha", pa.float64(), nullable=True),  # null until close(T+h) exists
-                pa.field("n_news", pa.int32(), nullable=False),
-            ]
-        ),
-        ("date",),
-        ("method", "target", "horizon"),
-        "Experience task (seed 002, sector targets): each method's score per target, day and horizon, and the realised excess return.",
-        decision_time=False,  # alpha is written once matured; the scores themselves use only news up to T
-    )
+TASK_SCORES = TableSpec(
+    "experience_task_scores",
+    pa.schema(
+        [
+            pa.field("method", pa.string(), nullable=False),
+            pa.field("target", pa.string(), nullable=False),
+            pa.field("horizon", pa.string(), nullable=False),
+            pa.field("score", pa.float64(), nullable=False),
+            pa.field("alpha", pa.float64(), nullable=True),  # null until close(T+h) exists
+            pa.field("n_news", pa.int32(), nullable=False),
+        ]
+    ),
+    ("date",),
+    ("method", "target", "horizon"),
+    "Experience task (seed 002, sector targets): each method's score per target, day and horizon, and the realised excess return.",
+    decision_time=False,  # alpha is written once matured; the scores themselves use only news up to T
 )
 
-TASK_RESULTS = register(
-    TableSpec(
-        "experience_task",
-        pa.schema(
-            [
-                pa.field("table", pa.string(), nullable=False),
-                pa.field("method", pa.string(), nullable=False),
-                pa.field("horizon", pa.string(), nullable=False),
-                pa.field("metric", pa.string(), nullable=False),
-                pa.field("value", pa.float64(), nullable=True),
-                pa.field("n", pa.int64(), nullable=False),
-            ]
-        ),
-        (),
-        ("table", "method", "horizon", "metric"),
-        "Seed 002 Tables 1, 2 and 6 on the experience task: tsIC and csIC per method and horizon.",
-    )
+TASK_RESULTS = TableSpec(
+    "experience_task",
+    pa.schema(
+        [
+            pa.field("table", pa.string(), nullable=False),
+            pa.field("method", pa.string(), nullable=False),
+            pa.field("horizon", pa.string(), nullable=False),
+            pa.field("metric", pa.string(), nullable=False),
+            pa.field("value", pa.float64(), nullable=True),
+            pa.field("n", pa.int64(), nullable=False),
+        ]
+    ),
+    (),
+    ("table", "method", "horizon", "metric"),
+    "Seed 002 Tables 1, 2 and 6 on the experience task: tsIC and csIC per method and horizon.",
 )
 
 

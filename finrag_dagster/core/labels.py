@@ -24,33 +24,31 @@ import polars as pl
 import pyarrow as pa
 
 from .calendar import TradingCalendar
-from .schemas import TableSpec, register
+from .schemas import TableSpec
 from .settings import HORIZON_NAMES, HORIZONS
 
-LABELS = register(
-    TableSpec(
-        "labels",
-        pa.schema(
-            [
-                pa.field("ticker", pa.string(), nullable=False),
-                pa.field("horizon", pa.string(), nullable=False),
-                pa.field("maturity_day", pa.date32(), nullable=False),
-                pa.field("status", pa.string(), nullable=False),  # ok | pending | insufficient_history | missing_price
-                pa.field("n_obs", pa.int32(), nullable=False),
-                pa.field("R", pa.float64(), nullable=True),
-                pa.field("Rm", pa.float64(), nullable=True),
-                pa.field("alpha", pa.float64(), nullable=True),
-                pa.field("beta", pa.float64(), nullable=True),
-                pa.field("sigma", pa.float64(), nullable=True),
-                pa.field("epsilon", pa.float64(), nullable=True),
-                pa.field("z", pa.float64(), nullable=True),
-                pa.field("y", pa.int8(), nullable=True),
-            ]
-        ),
-        ("date",),
-        ("ticker", "horizon"),
-        "Residual-return label per ticker, decision day and horizon; pending until close(D+h) exists.",
-    )
+LABELS = TableSpec(
+    "labels",
+    pa.schema(
+        [
+            pa.field("ticker", pa.string(), nullable=False),
+            pa.field("horizon", pa.string(), nullable=False),
+            pa.field("maturity_day", pa.date32(), nullable=False),
+            pa.field("status", pa.string(), nullable=False),  # ok | pending | insufficient_history | missing_price
+            pa.field("n_obs", pa.int32(), nullable=False),
+            pa.field("R", pa.float64(), nullable=True),
+            pa.field("Rm", pa.float64(), nullable=True),
+            pa.field("alpha", pa.float64(), nullable=True),
+            pa.field("beta", pa.float64(), nullable=True),
+            pa.field("sigma", pa.float64(), nullable=True),
+            pa.field("epsilon", pa.float64(), nullable=True),
+            pa.field("z", pa.float64(), nullable=True),
+            pa.field("y", pa.int8(), nullable=True),
+        ]
+    ),
+    ("date",),
+    ("ticker", "horizon"),
+    "Residual-return label per ticker, decision day and horizon; pending until close(D+h) exists.",
 )
 
 
@@ -189,11 +187,6 @@ def matured(labels: pl.DataFrame, as_of_day: dt.date) -> pl.DataFrame:
     return labels
 
 
-def market_of(s) -> str:
-    """The market proxy's ticker in the settings' source."""
-    return s.sources.market_ticker if s.sources.kind == "files" else s.world.market_ticker
-
-
 def labels_from_lake(lake, cal: TradingCalendar, s, days: list[str]) -> pl.DataFrame:
     """Seed 000 eqs 1-3 for ``days`` from the lake's prices and universe as they are now."""
     ls = s.labels
@@ -204,4 +197,4 @@ def labels_from_lake(lake, cal: TradingCalendar, s, days: list[str]) -> pl.DataF
     prices = lake.read_range("prices", lo, hi, columns=["ticker", "adj_close"])
     uni = lake.read("universe")
     tickers = uni.filter(~pl.col("is_benchmark"))["ticker"].to_list()
-    return compute_labels(prices, days, cal, market_of(s), tickers, ls.window, ls.gap, ls.min_obs, ls.z_threshold)
+    return compute_labels(prices, days, cal, s.market_ticker, tickers, ls.window, ls.gap, ls.min_obs, ls.z_threshold)

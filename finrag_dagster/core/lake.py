@@ -1,7 +1,7 @@
 """The parquet lake: hive layout, schema checked on write, atomic and byte-reproducible.
 
-Layout: ``<root>/<table>/<k1>=<v1>/.../part-0.parquet`` with the table's hive keys from
-:mod:`finrag_dagster.core.schemas`. A write goes to a temporary file in the same folder, is
+Layout: ``<root>/<table>/<k1>=<v1>/.../part-0.parquet`` with the table's hive keys from its
+spec in the lake's catalog (:mod:`finrag_dagster.core.catalog`). A write goes to a temporary file in the same folder, is
 fsynced and then ``os.replace``d over the old file, so a crash leaves the previous version of
 a partition, never a torn one. Rows are sorted by the table's sort keys and written with fixed
 writer options and no pandas metadata, so the same rows always give the same bytes.
@@ -20,7 +20,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .atomic import atomic_file
-from .schemas import TABLES, TableSpec
+from .catalog import default_catalog
+from .errors import MissingInput
+from .schemas import TableSpec
 
 PART = "part-0.parquet"
 _WRITE_OPTS = dict(compression="zstd", compression_level=3, use_dictionary=True, write_statistics=True)
@@ -79,22 +81,26 @@ def _atomic_write(table: pa.Table, path: Path, keep_same: bool = False) -> bool:
 
 
 class Lake:
-    """A folder of parquet tables. All paths are derived from the table's declared spec."""
+    """A folder of parquet tables. All paths are derived from the table's declared spec, looked
+    up in ``catalog`` (default: every table of the package, :func:`~.catalog.default_catalog`)."""
 
-    def __init__(self, root: str | os.PathLike):
+    def __init__(self, root: str | os.PathLike, catalog: Mapping[str, TableSpec] | None = None):
         self.root = Path(root).resolve()
+        self._catalog = catalog
         self.unchanged: set[Path] = set()  # partitions a keep_same write found already up to date
+
+    @property
+    def catalog(self) -> Mapping[str, TableSpec]:
+        if self._catalog is None:
+            self._catalog = default_catalog()
+        return self._catalog
 
     # ------------------------------------------------------------------ paths
     def spec(self, table: str) -> TableSpec:
-        if table not in TABLES:
-            from .schemas import load_all
-
-            load_all()
         try:
-            return TABLES[table]
+            return self.catalog[table]
         except KeyError:
-            raise KeyError(f"unknown lake table {table!r}; declared: {sorted(TABLES)}") from None
+            raise KeyError(f"unknown lake table {table!r}; declared: {sorted(self.catalog)}") from None
 
     def path(self, table: str, **keys) -> Path:
         spec = self.spec(table)
@@ -213,11 +219,8 @@ class Lake:
             for name in tables:
                 self.register_view(con, name)
             return con
-        from .schemas import load_all
-
-        load_all()
         for d in sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))) if self.root.exists() else []:
-            if d.name in TABLES:
+            if d.name in self.catalog:
                 self.register_view(con, d.name)
             else:  # e.g. a SQL model's table: hive keys read off its paths
                 first = next(iter(sorted(d.rglob(PART))), None)
@@ -245,6 +248,21 @@ class Lake:
         types = "{" + ", ".join(f"'{k}': {'DATE' if k == 'date' else 'VARCHAR'}" for k in spec.hive) + "}"
         hive = f", hive_partitioning = true, hive_types = {types}" if spec.hive else ""
         con.execute(f"CREATE OR REPLACE VIEW \"{name}\" AS SELECT * FROM read_parquet('{glob}'{hive})")
+
+
+def require_partitions(lake: Lake, table: str, days: list[str]) -> None:
+    """Every partition of ``days`` is in the lake, else :class:`MissingInput` saying which."""
+    missing = [d for d in days if not lake.exists(table, date=d)]
+    if missing:
+        raise MissingInput(
+            f"{table} partitions {missing[0]} .. {missing[-1]} ({len(missing)}) are not materialised; "
+            f"they are needed as look-back history. Materialise {table} from the start of the range first.",
+        )
+
+
+def rows_on(df: pl.DataFrame, day: str) -> pl.DataFrame:
+    """The rows of one ``date`` (as :meth:`Lake.read` adds it), without the date column."""
+    return df.filter(pl.col("date") == dt.date.fromisoformat(day)).drop("date")
 
 
 def _date_of(path: Path) -> str:

@@ -34,28 +34,26 @@ from .reader.backends import Backend
 from .reader.cache import PromptCache
 from .reader.prompt import EvidenceItem
 from .reader.run import DayStats, ReaderIncomplete, read_day
-from .schemas import TableSpec, register
-from .settings import HORIZONS
+from .schemas import TableSpec
+from .settings import HORIZON_NAMES, HORIZONS
 
-CONTEXTS = register(
-    TableSpec(
-        "contexts",
-        pa.schema(
-            [
-                pa.field("anchor_id", pa.string(), nullable=False),
-                pa.field("passage_id", pa.string(), nullable=False),
-                pa.field("source_family", pa.string(), nullable=False),
-                pa.field("relevance", pa.float64(), nullable=False),
-                pa.field("memory_adj", pa.float64(), nullable=False),
-                pa.field("final_score", pa.float64(), nullable=False),
-                pa.field("position", pa.int32(), nullable=False),
-            ]
-        ),
-        ("variant", "date"),
-        ("anchor_id", "position"),
-        "The reader's top-M context per anchor: final score r + lambda * mean_h adj (seed 000 eq. 6).",
-        decision_time=True,
-    )
+CONTEXTS = TableSpec(
+    "contexts",
+    pa.schema(
+        [
+            pa.field("anchor_id", pa.string(), nullable=False),
+            pa.field("passage_id", pa.string(), nullable=False),
+            pa.field("source_family", pa.string(), nullable=False),
+            pa.field("relevance", pa.float64(), nullable=False),
+            pa.field("memory_adj", pa.float64(), nullable=False),
+            pa.field("final_score", pa.float64(), nullable=False),
+            pa.field("position", pa.int32(), nullable=False),
+        ]
+    ),
+    ("variant", "date"),
+    ("anchor_id", "position"),
+    "The reader's top-M context per anchor: final score r + lambda * mean_h adj (seed 000 eq. 6).",
+    decision_time=True,
 )
 
 
@@ -95,12 +93,6 @@ def variants_of(family: str, lam: float, n_seeds: int) -> list[Variant]:
     if family == "source_memory_toe":  # the issue's "source_memory+toe" (asset keys allow no "+")
         return [Variant("source_memory_toe", family, lam, toe=True)]
     raise ValueError(f"unknown variant family {family!r}; choose from {VARIANT_FAMILIES}")
-
-
-def family_assets(family: str) -> tuple[str, ...]:
-    """The asset names under ``<family>/`` (the loop multi-asset's outputs, then feedback)."""
-    v = variants_of(family, 0.3, 1)[0]
-    return (("memory_snapshot",) if v.uses_memory else ()) + (("experience_tree",) if v.toe else ()) + ("contexts", "reader_outputs", "feedback")
 
 
 def memory_keys(anchors: pl.DataFrame, v: Variant) -> dict[str, str]:
@@ -172,9 +164,9 @@ class ToEEnv:
     embed_fn: Callable | None = None  # texts -> unit vectors, for the LLM's new principles
 
 
-def matured_on(prev_day: str, v: Variant, env: LoopEnv, recent: dict[str, Past], split_start: str) -> pl.DataFrame:
-    """Feedback rows whose label matured exactly on ``prev_day`` (decision days prev_day − h)."""
-    frames = []
+def _maturing_on(prev_day: str, v: Variant, env: LoopEnv, recent: dict[str, Past], split_start: str):
+    """(decision day d0, horizon h, its stored Past) for every horizon whose label matured exactly on
+    ``prev_day`` (d0 = prev_day − h sessions, inside the split, with reader outputs)."""
     for h in HORIZONS:
         i = env.cal.session_index(prev_day) - h
         if i < 0:
@@ -185,7 +177,14 @@ def matured_on(prev_day: str, v: Variant, env: LoopEnv, recent: dict[str, Past],
         past = recent.get(d0) or env.past_of(d0, v)
         if past is None or past.outputs.height == 0:
             continue
-        hk = f"{h}D"
+        yield d0, h, past
+
+
+def matured_on(prev_day: str, v: Variant, env: LoopEnv, recent: dict[str, Past], split_start: str) -> pl.DataFrame:
+    """Feedback rows whose label matured exactly on ``prev_day`` (decision days prev_day − h)."""
+    frames = []
+    for d0, h, past in _maturing_on(prev_day, v, env, recent, split_start):
+        hk = HORIZON_NAMES[h]
         labels = env.labels_of(d0)
         if v.shuffle_labels_seed is not None:
             labels = shuffle_labels(labels, v.shuffle_labels_seed)
@@ -205,18 +204,9 @@ def matured_on(prev_day: str, v: Variant, env: LoopEnv, recent: dict[str, Past],
 def toe_matured_on(prev_day: str, v: Variant, env: LoopEnv, tree: ExperienceTree, recent: dict[str, Past], split_start: str) -> pl.DataFrame:
     """Apply eq. 13 for every (anchor, horizon) whose label matured exactly on ``prev_day``."""
     frames = []
-    for h in HORIZONS:
-        i = env.cal.session_index(prev_day) - h
-        if i < 0:
-            continue
-        d0 = env.cal.sessions[i].item().isoformat()
-        if d0 < split_start:
-            continue
-        past = recent.get(d0) or env.past_of(d0, v)
-        if past is None or past.outputs.height == 0:
-            continue
+    for d0, h, past in _maturing_on(prev_day, v, env, recent, split_start):
         sel = past.selections if past.selections is not None else env.toe.past_selections(d0, v)
-        frames.append(toe_updates(tree, d0, f"{h}D", sel, past.outputs, env.labels_of(d0)))
+        frames.append(toe_updates(tree, d0, HORIZON_NAMES[h], sel, past.outputs, env.labels_of(d0)))
     return pl.concat(frames) if frames else empty_updates()
 
 

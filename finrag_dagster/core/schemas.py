@@ -1,4 +1,4 @@
-"""Every lake table's schema, declared once (SPEC §2).
+"""The schemas of the source, evidence and experience-tree tables, declared once (SPEC §2).
 
 A :class:`TableSpec` names the table, its pyarrow schema, how it is partitioned in the lake
 (its hive keys: ``("date",)`` gives ``<table>/date=YYYY-MM-DD/part-0.parquet``,
@@ -6,6 +6,10 @@ A :class:`TableSpec` names the table, its pyarrow schema, how it is partitioned 
 ``<table>/part-0.parquet``)
 and the columns that order its rows, so the same inputs always give the same bytes.
 The hive key columns (``date``, ``variant``) live in the path, never inside the file.
+
+This module only declares. The later stages declare their tables next to the code that writes
+them, and each SQL model in its header; :mod:`finrag_dagster.core.catalog` collects them all and
+hands them to the :class:`~finrag_dagster.core.lake.Lake`.
 """
 
 from __future__ import annotations
@@ -273,29 +277,9 @@ EXPERIENCE_LEAVES = TableSpec(
     decision_time=True,
 )
 
-TABLES: dict[str, TableSpec] = {
-    t.name: t for t in [UNIVERSE, MEMBERSHIP, NEWS_RAW, PRICES, FILINGS_RAW, EVIDENCE, ANCHORS, CONTEXT_CARDS, QUARANTINE, SOURCE_FLAGS, EXPERIENCE_TREE,
-                    EXPERIENCE_LEAVES]
-}
-
-
 def register(spec: TableSpec) -> TableSpec:
-    """Declare a table defined outside this module (later stages, SQL models)."""
-    if spec.name in TABLES and TABLES[spec.name] != spec:
-        raise ValueError(f"table {spec.name!r} declared twice with different specs")
-    TABLES[spec.name] = spec
+    """Mark a table declared outside this module; returns ``spec`` unchanged.
+
+    Declaring a table is enough: :mod:`finrag_dagster.core.catalog` lists every declaring module
+    and collects the specs. (``core/retrieval/candidates.py`` still wraps its spec in this.)"""
     return spec
-
-
-def load_all() -> dict[str, TableSpec]:
-    """Import every module that declares a table, so TABLES is complete."""
-    import importlib
-
-    for mod in ("retrieval.candidates", "reader.run", "reader.cache", "labels", "memory.source_memory", "memory.feedback", "memory.experience_loop", "experience_task", "loop",
-                "evaluation.tables"):
-        importlib.import_module(f"{__package__}.{mod}")
-    from .sqlmodels import SQL_DIR, load_models
-
-    if SQL_DIR.exists():
-        load_models(SQL_DIR)
-    return TABLES

@@ -15,8 +15,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-HORIZONS = (1, 3, 5)  # seed 000: 1D, 3D, 5D
-HORIZON_NAMES = {1: "1D", 3: "3D", 5: "5D"}
+HORIZONS = (1, 3, 5)  # seed 000: the label and reader horizons in trading days
+HORIZON_NAMES = {h: f"{h}D" for h in HORIZONS}  # 1 -> "1D"
+HORIZON_KEYS = tuple(HORIZON_NAMES.values())  # ("1D", "3D", "5D"): the horizon column of every table
+SPLIT_NAMES = ("train", "validation", "test")  # the evaluation splits, in order
 
 
 class _M(BaseModel):
@@ -164,7 +166,7 @@ class ExperienceSettings(_M):
     leaf_threshold: float = 0.8  # lambda: leaf cosine threshold
     q0: float = 1.0  # neutral utility; Q in [0, 2 q0]
     eta: float = 10.0  # base learning rate of eq. 13
-    horizons: tuple[str, ...] = ("1D", "3D", "5D")
+    horizons: tuple[str, ...] = HORIZON_KEYS
     induction: Literal["auto", "rule", "llm"] = "auto"
     cluster_threshold: float = 0.8  # members of a principle's cluster have cosine >= this with it
     min_support: int = 2  # clusters of fewer pre-evaluation anchors induce no principle
@@ -176,6 +178,10 @@ class SplitSettings(_M):
     train: tuple[dt.date, dt.date] = (dt.date(2019, 1, 1), dt.date(2019, 12, 31))
     validation: tuple[dt.date, dt.date] = (dt.date(2020, 1, 1), dt.date(2020, 12, 31))
     test: tuple[dt.date, dt.date] = (dt.date(2021, 1, 1), dt.date(2023, 12, 31))
+
+    def ranges(self) -> dict[str, tuple[dt.date, dt.date]]:
+        """{split name: (first day, last day)} in SPLIT_NAMES order."""
+        return {name: getattr(self, name) for name in SPLIT_NAMES}
 
 
 class SensorSettings(_M):
@@ -204,6 +210,11 @@ class Settings(_M):
     @property
     def world_dir(self) -> Path:
         return Path(self.lake_dir) / "_world"
+
+    @property
+    def market_ticker(self) -> str:
+        """The market proxy (QQQ by default): the files' ``sources.market_ticker``, or the embedded world's."""
+        return self.sources.market_ticker if self.sources.kind == "files" else self.world.market_ticker
 
     def with_overrides(self, **sections) -> "Settings":
         """A copy with some sections replaced, e.g. ``s.with_overrides(world={"seed": 3})``."""

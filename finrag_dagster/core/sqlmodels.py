@@ -1,4 +1,7 @@
-"""``dbt_like_sql/``: set-based transformations as SQL files run by DuckDB over the lake.
+"""``finrag_dagster/dbt_like_sql/``: set-based transformations as SQL files run by DuckDB over the lake.
+
+The models ship inside the package (package data, found with :mod:`importlib.resources`), so an
+installed ``finrag`` builds the same assets as a checkout.
 
 A model is one ``.sql`` file whose header comments declare it::
 
@@ -21,19 +24,23 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
-from .calendar import TradingCalendar
-from .lake import Lake
-from .schemas import TABLES, TableSpec, register
+from .schemas import TableSpec
+
+if TYPE_CHECKING:
+    from .calendar import TradingCalendar
+    from .lake import Lake
 
 BUILTINS = {"trading_sessions", "splits"}
-SQL_DIR = Path(__file__).resolve().parents[2] / "dbt_like_sql"
+SQL_DIR = Path(str(resources.files("finrag_dagster") / "dbt_like_sql"))  # the package's models
 _TYPES = {
     "VARCHAR": pa.string(), "TEXT": pa.string(), "DOUBLE": pa.float64(), "FLOAT": pa.float32(),
     "BIGINT": pa.int64(), "INTEGER": pa.int32(), "BOOLEAN": pa.bool_(), "DATE": pa.date32(),
@@ -102,13 +109,15 @@ def load_model(path: Path) -> SqlModel:
         header.get("description", ""),
         decision_time=header.get("decision_time", "false").lower() == "true",
     )
-    if name not in TABLES or TABLES[name] != spec:
-        register(spec)
     return SqlModel(name, path, text, partitioned, upstream_tables(text), spec, spec.description)
 
 
-def load_models(folder: str | Path) -> list[SqlModel]:
-    return [load_model(p) for p in sorted(Path(folder).glob("*.sql"))]
+def load_models(folder: str | Path = SQL_DIR) -> list[SqlModel]:
+    """Every ``*.sql`` model of ``folder`` (default: the package's), by file name."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"SQL models folder {folder} not found")
+    return [load_model(p) for p in sorted(folder.glob("*.sql"))]
 
 
 def sessions_frame(cal: TradingCalendar) -> pa.Table:

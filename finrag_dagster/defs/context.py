@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import dagster as dg
+
+from ..core.errors import StepError
 
 
 def days_of(context: dg.AssetExecutionContext) -> list[str]:
@@ -10,3 +14,13 @@ def days_of(context: dg.AssetExecutionContext) -> list[str]:
     if not context.has_partition_key and not context.has_partition_key_range:
         raise dg.Failure("this asset is partitioned by trading day: choose partitions to materialise")
     return sorted(context.partition_keys)
+
+
+@contextmanager
+def step_errors_as_failures():
+    """Report a core :class:`~finrag_dagster.core.errors.StepError` (a missing input, settings that
+    rule the step out) as the asset's ``dagster.Failure`` with the same message."""
+    try:
+        yield
+    except StepError as e:
+        raise dg.Failure(str(e)) from None

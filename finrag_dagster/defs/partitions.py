@@ -9,6 +9,10 @@ import pandas as pd
 
 from ..core.calendar import nyse
 
+# The run tags with which Dagster marks a single run over a range of partitions (a backfill's run)
+RANGE_START = "dagster/asset_partition_range_start"
+RANGE_END = "dagster/asset_partition_range_end"
+
 
 def trading_day_partitions(start: dt.date, end: dt.date) -> dg.TimeWindowPartitionsDefinition:
     """Partitions keyed YYYY-MM-DD for every XNYS session in [start, end]."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dagster as dg
 import polars as pl
 
+from ..core.formatting import md_table
 from ..core.lake import Lake
 
 
@@ -13,16 +14,12 @@ def preview_md(df: pl.DataFrame, n: int = 5, columns: list[str] | None = None, w
     if df.height == 0:
         return "_no rows_"
     cols = [c for c in (columns or df.columns) if c in df.columns and c != "embedding"][:8]
-    head = df.head(n).select(cols)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for row in head.iter_rows():
-        cells = []
-        for v in row:
-            s = "" if v is None else str(v)
-            s = s.replace("|", "/").replace("\n", " ")
-            cells.append(s[:width] + ("…" if len(s) > width else ""))
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+
+    def cell(v) -> str:
+        s = ("" if v is None else str(v)).replace("|", "/").replace("\n", " ")
+        return s[:width] + ("…" if len(s) > width else "")
+
+    return md_table(cols, [[cell(v) for v in row] for row in df.head(n).select(cols).iter_rows()])
 
 
 def partition_meta(counts: dict[str, int], df_preview: pl.DataFrame, lake: Lake, table: str, columns=None) -> dict:

@@ -31,10 +31,8 @@ from ..core.settings import HORIZON_NAMES, HORIZONS, Settings
 from ..core.status import last_market_day
 from ..sources.registry import source_paths
 from ..sources.replay import replay_now
+from .partitions import RANGE_END, RANGE_START
 from .resources import FinragResource
-
-RANGE_START = "dagster/asset_partition_range_start"
-RANGE_END = "dagster/asset_partition_range_end"
 
 
 def latest_market_day(lake: Lake, market: str) -> str | None:
@@ -57,10 +55,6 @@ def matured_decision_days(new_market_days: list[str], first_day: str) -> dict[st
     return dict(sorted(out.items()))
 
 
-def market_ticker(s: Settings) -> str:
-    return s.sources.market_ticker if s.sources.kind == "files" else s.world.market_ticker
-
-
 def build_matured_feedback_sensor(families: tuple[str, ...], job: dg.UnresolvedAssetJobDefinition | None = None, interval_s: int = 300) -> dg.SensorDefinition:
     targets = [dg.AssetKey("labels")] + [dg.AssetKey([f, "feedback"]) for f in families]
 
@@ -75,7 +69,7 @@ def build_matured_feedback_sensor(families: tuple[str, ...], job: dg.UnresolvedA
         s = finrag.settings()
         lake = finrag.lake()
         cal = nyse()
-        latest = latest_market_day(lake, market_ticker(s))
+        latest = latest_market_day(lake, s.market_ticker)
         if latest is None:
             return dg.SensorResult(skip_reason="no market bars in the lake yet")
         cursor = context.cursor or cal.offset(latest, -1).isoformat()

@@ -52,7 +52,7 @@ def source_paths(settings: Settings) -> SourcePaths:
             prices=(str(raw / "prices" / "*.csv"),),
             filings_index=(str(raw / "sec" / "submissions" / "*.json"), str(raw / "sec" / "sec-edgar-filings")),
             filings_text=(str(raw / "sec" / "sec-edgar-filings"),),
-            market_ticker=settings.world.market_ticker,
+            market_ticker=settings.market_ticker,
             news_clock=news_clock(settings),
             calendar_end=settings.calendar.end,
         )
@@ -64,7 +64,7 @@ def source_paths(settings: Settings) -> SourcePaths:
         prices=tuple(src.prices),
         filings_index=tuple(src.filings_index),
         filings_text=tuple(src.filings_text),
-        market_ticker=src.market_ticker,
+        market_ticker=settings.market_ticker,
         news_clock=news_clock(settings),
         calendar_end=settings.calendar.end,
     )
@@ -146,10 +146,11 @@ def rows_in_files(settings: Settings, table: str, cache: Path | None = None) -> 
 
 
 def _empty(table: str) -> LoadResult:
-    from ..core.schemas import TABLES
+    from ..core.schemas import FILINGS_RAW, NEWS_RAW, PRICES
     from .base import empty_quarantine
 
-    df = pl.from_arrow(TABLES[table].schema.empty_table()).with_columns(pl.lit(None, dtype=pl.Date).alias("date"))
+    spec = {s.name: s for s in (NEWS_RAW, PRICES, FILINGS_RAW)}[table]
+    df = pl.from_arrow(spec.schema.empty_table()).with_columns(pl.lit(None, dtype=pl.Date).alias("date"))
     return LoadResult(table, df, empty_quarantine(), 0)
 
 

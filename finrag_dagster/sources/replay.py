@@ -845,7 +845,7 @@ def files_settings_toml(landing, lake_dir, base=None, *, first_day=None, last_da
     default = Settings().model_dump()
     cur = base.model_dump()
     if market_ticker is None:
-        market_ticker = base.sources.market_ticker if base.sources.kind == "files" else base.world.market_ticker
+        market_ticker = base.market_ticker
     cal = dict(cur["calendar"])
     if first_day is not None:
         d0 = _as_date(first_day)

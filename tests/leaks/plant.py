@@ -241,15 +241,16 @@ def _pool_sees_decision_time(p: Patcher) -> None:
 
 
 def _class_weights_current_split(p: Patcher) -> None:
-    """defs.assets.variants.weights_for: pi_y from the split being evaluated, all its labels."""
+    """core.loop_io.weights_for: pi_y from the split being evaluated, all its labels."""
     import polars as pl
 
+    from finrag_dagster.core import loop_io
     from finrag_dagster.core.memory.feedback import label_frequencies
     from finrag_dagster.core.memory.source_memory import class_weights
-    from finrag_dagster.defs.assets import variants
+    from finrag_dagster.core.splits import split_bounds
 
     def weights_for(s, cal, lake, start):
-        cur = [b for b in variants.split_bounds(s, cal) if b[0] <= start <= b[1]]
+        cur = [b for b in split_bounds(s, cal) if b[0] <= start <= b[1]]
         if not cur:
             return {h: {y: 1.0 for y in (-1, 0, 1)} for h in ("1D", "3D", "5D")}, {}
         lab = lake.read_range("labels", *cur[0])
@@ -258,37 +259,37 @@ def _class_weights_current_split(p: Patcher) -> None:
             return {h: {y: 1.0 for y in (-1, 0, 1)} for h in ("1D", "3D", "5D")}, {}
         return class_weights(freq), freq
 
-    p.replace(variants, "weights_for", weights_for)
+    p.replace(loop_io, "weights_for", weights_for)
 
 
 def _class_weights_unmatured(p: Patcher) -> None:
-    """defs.assets.variants.weights_for: the previous split's labels, including those that mature
+    """core.loop_io.weights_for: the previous split's labels, including those that mature
     on or after the split start (the maturity cut dropped)."""
-    from finrag_dagster.defs.assets import variants
+    from finrag_dagster.core import loop_io
 
-    rewrite(p, variants, "weights_for", [('lab = lab.filter(pl.col("maturity_day") < dt.date.fromisoformat(start))', "lab = lab")])
+    rewrite(p, loop_io, "weights_for", [('lab = lab.filter(pl.col("maturity_day") < dt.date.fromisoformat(start))', "lab = lab")])
 
 
 def _table6_labels_matured_in_test(p: Patcher) -> None:
-    from finrag_dagster.defs.assets import evaluation
+    from finrag_dagster.core.evaluation import sensitivity
 
-    rewrite(p, evaluation, "build_evaluation_assets",
+    rewrite(p, sensitivity, "table6",
             [('labels = labels.filter(pl.col("maturity_day") < test_start)', "labels = labels")])
 
 
 def _table6_on_test_split(p: Patcher) -> None:
-    from finrag_dagster.defs.assets import evaluation
+    from finrag_dagster.core.evaluation import sensitivity
 
-    rewrite(p, evaluation, "build_evaluation_assets",
-            [('days = split_days(s2, cal, lake, "validation")', 'days = split_days(s2, cal, lake, "test") or split_days(s2, cal, lake, "validation")')])
+    rewrite(p, sensitivity, "table6",
+            [('days = split_days(s, cal, lake, "validation")', 'days = split_days(s, cal, lake, "test") or split_days(s, cal, lake, "validation")')])
 
 
 def _table6_cut_at_first_materialised_test_day(p: Patcher) -> None:
-    from finrag_dagster.defs.assets import evaluation
+    from finrag_dagster.core.evaluation import sensitivity
 
-    rewrite(p, evaluation, "build_evaluation_assets",
+    rewrite(p, sensitivity, "table6",
             [("test_start = test_sessions[0] if test_sessions else cal.offset(days[-1], 1)",
-              'test_start = dt.date.fromisoformat((split_days(s2, cal, lake, "test") or [cal.offset(days[-1], 1).isoformat()])[0])')])
+              'test_start = dt.date.fromisoformat((split_days(s, cal, lake, "test") or [cal.offset(days[-1], 1).isoformat()])[0])')])
 
 
 def _label_window_to_d19(p: Patcher) -> None:
@@ -337,7 +338,7 @@ def _dedup_reverse_time(p: Patcher) -> None:
 
 
 def _returns_read_next_close(p: Patcher) -> None:
-    """dbt_like_sql/returns.sql: ret_1d against the NEXT session's close (the card on D sees close(D+1))."""
+    """finrag_dagster/dbt_like_sql/returns.sql: ret_1d against the NEXT session's close (the card on D sees close(D+1))."""
     from finrag_dagster.core import sqlmodels
 
     orig = sqlmodels.load_model
@@ -365,11 +366,11 @@ def _search_as_of_inclusive(p: Patcher) -> None:
 
 
 def _tree_induced_on_validation(p: Patcher) -> None:
-    from finrag_dagster.defs.assets import experience
+    from finrag_dagster.core import splits
 
     # induced at the end of the validation split, from train + validation anchors
     for fn in ("induction_day", "train_days_before"):
-        rewrite(p, experience, fn, [("a, b = s.splits.train", "a, b = s.splits.train[0], s.splits.validation[1]")])
+        rewrite(p, splits, fn, [("a, b = s.splits.train", "a, b = s.splits.train[0], s.splits.validation[1]")])
 
 
 def _tree_content_after_d(p: Patcher) -> None:
@@ -483,27 +484,27 @@ LEAKS: dict[str, Leak] = {
     "class_weights_from_current_split": Leak(
         _class_weights_current_split,
         [U + "test_pit_weights.py::test_class_weights_come_from_the_previous_split_matured_before_the_start"],
-        "defs/assets/variants.py weights_for: pi_y from the labels of the split being evaluated instead of the previous split",
+        "core/loop_io.py weights_for: pi_y from the labels of the split being evaluated instead of the previous split",
     ),
     "class_weights_include_unmatured_labels": Leak(
         _class_weights_unmatured,
         [U + "test_pit_weights.py::test_class_weights_come_from_the_previous_split_matured_before_the_start"],
-        "defs/assets/variants.py weights_for: the previous split's labels that mature on/after the split start are counted",
+        "core/loop_io.py weights_for: the previous split's labels that mature on/after the split start are counted",
     ),
     "table6_scored_with_labels_matured_in_test": Leak(
         _table6_labels_matured_in_test,
         [U + "test_pit_sensitivity.py::test_table6_scores_validation_days_with_labels_matured_before_the_test_split"],
-        "defs/assets/evaluation.py sensitivity: Table 6 scored with validation labels that only mature inside the test split",
+        "core/evaluation/sensitivity.py table6: Table 6 scored with validation labels that only mature inside the test split",
     ),
     "table6_selected_on_test_split": Leak(
         _table6_on_test_split,
         [U + "test_pit_sensitivity.py::test_table6_scores_validation_days_with_labels_matured_before_the_test_split"],
-        "defs/assets/evaluation.py sensitivity: Table 6 (the lambda/delta selection) run and scored on the test split's days",
+        "core/evaluation/sensitivity.py table6: Table 6 (the lambda/delta selection) run and scored on the test split's days",
     ),
     "table6_cut_at_first_materialised_test_day": Leak(
         _table6_cut_at_first_materialised_test_day,
         [U + "test_pit_sensitivity.py::test_table6_cut_is_the_test_split_start_even_before_its_first_anchors_exist"],
-        "defs/assets/evaluation.py sensitivity: labels cut at the first test day whose anchors exist, not the split's first session",
+        "core/evaluation/sensitivity.py table6: labels cut at the first test day whose anchors exist, not the split's first session",
     ),
     "label_window_reaches_d_minus_19": Leak(
         _label_window_to_d19,
@@ -538,7 +539,7 @@ LEAKS: dict[str, Leak] = {
     "returns_model_reads_next_close": Leak(
         _returns_read_next_close,
         [U + "test_sqlmodels.py::test_returns_model_is_backward_looking_and_skips_gaps"],
-        "dbt_like_sql/returns.sql: ret_1d of day D (the context card's 'prior 1D') uses close(D+1)",
+        "finrag_dagster/dbt_like_sql/returns.sql: ret_1d of day D (the context card's 'prior 1D') uses close(D+1)",
     ),
     "search_as_of_includes_later_hour": Leak(
         _search_as_of_inclusive,
@@ -579,7 +580,7 @@ LEAKS: dict[str, Leak] = {
     "experience_tree_induced_through_validation": Leak(
         _tree_induced_on_validation,
         [U + "test_pit_experience.py::test_tree_is_induced_on_the_last_train_session_from_train_days_only"],
-        "defs/assets/experience.py induction_day/train_days_before: the prior tree is induced at the end of the validation split from train and validation anchors",
+        "core/splits.py induction_day/train_days_before: the prior tree is induced at the end of the validation split from train and validation anchors",
     ),
     "fiscal_calendar_from_a_later_filing": Leak(
         _fiscal_calendar_later_10k,

@@ -16,7 +16,7 @@ import dagster as dg
 import pytest
 
 from finrag_dagster.core.lake import Lake, file_digest
-from finrag_dagster.core.loop import family_assets
+from finrag_dagster.defs.assets.variants import family_assets
 from finrag_dagster.pipeline import run_range
 
 DAYS = [dt.date(2019, 2, 27), dt.date(2019, 2, 28), dt.date(2019, 3, 1)]

@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 from polars.testing import assert_frame_equal
 
 from finrag_dagster.core.calendar import nyse
-from finrag_dagster.defs.assets.variants import labels_reader
+from finrag_dagster.core.loop_io import labels_reader
 
 from .world import END
 

@@ -112,7 +112,7 @@ def test_evaluation_tables_and_report(small_lake):
     sens = lake.read("sensitivity")
     assert sens.filter(pl.col("row") == "selected").height == 2
     assert len(set(sens["row"])) == 11  # 5 lambdas + 5 deltas + the selection
-    from finrag_dagster.defs.assets.evaluation import report_path
+    from finrag_dagster.core.evaluation.report import report_path
 
     html = report_path(settings).read_text()
     assert "Table 2. Event-level prediction quality" in html and "Table 6." in html and html.count("data:image/png;base64,") >= 2
@@ -141,7 +141,9 @@ def test_experience_task_scores_every_sector_with_matured_alphas_only(small_lake
 def test_experience_tree_is_induced_from_the_train_split_and_carried(small_lake):
     from finrag_dagster.core.lake import file_digest
     from finrag_dagster.core.memory.experience_store import read_tree
-    from finrag_dagster.defs.assets.experience import TREE_ID, induction_day, toe_params
+    from finrag_dagster.core.memory.experience_prior import TREE_ID
+    from finrag_dagster.core.memory.experience_tree import ToEParams
+    from finrag_dagster.core.splits import induction_day
 
     lake, settings, results = small_lake
     days = [d.isoformat() for d in cal.sessions_in_range(DECISION_START, END)]
@@ -150,8 +152,8 @@ def test_experience_tree_is_induced_from_the_train_split_and_carried(small_lake)
     # no updates yet (part 3): every snapshot is the induced tree, byte for byte, and its content is written once
     assert len({file_digest(lake.path("experience_tree", tree_id=TREE_ID, date=d)) for d in days}) == 1
     assert lake.materialized_dates("experience_leaves", tree_id=TREE_ID) == days[:1]
-    tree = read_tree(lake, TREE_ID, days[0], toe_params(settings))
-    assert read_tree(lake, TREE_ID, days[-1], toe_params(settings)).to_markdown() == tree.to_markdown()
+    tree = read_tree(lake, TREE_ID, days[0], ToEParams.from_settings(settings))
+    assert read_tree(lake, TREE_ID, days[-1], ToEParams.from_settings(settings)).to_markdown() == tree.to_markdown()
     assert len(tree.factors) == 8 and tree.leaves() and all(x.q == {"1D": 1.0, "3D": 1.0, "5D": 1.0} for x in tree.leaves())
     metas = [ev.event_specific_data.materialization.metadata for r in results for ev in r.get_asset_materialization_events()
              if ev.event_specific_data.materialization.asset_key == dg.AssetKey("experience_tree")]
@@ -202,11 +204,12 @@ def test_files_mode_definitions_resolve_every_job(tmp_path):
 
 def test_toe_variants_learn_only_from_matured_labels(small_lake):
     from finrag_dagster.core.memory.experience_store import read_tree
-    from finrag_dagster.defs.assets.experience import TREE_ID, toe_params
+    from finrag_dagster.core.memory.experience_prior import TREE_ID
+    from finrag_dagster.core.memory.experience_tree import ToEParams
 
     lake, settings, _ = small_lake
     days = [d.isoformat() for d in cal.sessions_in_range(DECISION_START, END)]
-    params = toe_params(settings)
+    params = ToEParams.from_settings(settings)
     prior = read_tree(lake, TREE_ID, days[0], params)
     applied = 0
     for v in ("toe", "source_memory_toe"):
@@ -262,19 +265,20 @@ def test_test_split_runs_with_the_setting_selected_on_validation(small_lake):
 def test_loop_refuses_the_test_split_without_a_selection(small_lake, tmp_path):
     import pytest
 
+    from finrag_dagster.core.errors import MissingInput
     from finrag_dagster.core.lake import Lake
+    from finrag_dagster.core.loop_io import test_split_params
     from finrag_dagster.core.memory.source_memory import MemoryParams
-    from finrag_dagster.defs.assets.variants import test_split_params
 
     lake, settings, _ = small_lake
     empty = Lake(tmp_path / "lake")
     (tmp_path / "lake").mkdir()
     days = [d.isoformat() for d in cal.sessions_in_range(DECISION_START, END)]
-    with pytest.raises(dg.Failure, match="sensitivity"):
-        test_split_params(settings, empty, cal, MemoryParams(), None, days)
-    f, note = test_split_params(settings.with_overrides(memory={"test_params": "settings"}), empty, cal, MemoryParams(lam=0.3), None, days)
+    with pytest.raises(MissingInput, match="sensitivity"):
+        test_split_params(settings, empty, cal, MemoryParams(), days)
+    f, note = test_split_params(settings.with_overrides(memory={"test_params": "settings"}), empty, cal, MemoryParams(lam=0.3), days)
     assert f(days[-1]).lam == 0.3 and "memory.test_params = settings" in note
-    f, _ = test_split_params(settings, lake, cal, MemoryParams(lam=0.3, delta=0.2), None, days)
+    f, _ = test_split_params(settings, lake, cal, MemoryParams(lam=0.3, delta=0.2), days)
     assert f(days[0]).lam == 0.3  # validation keeps settings.memory
 
 

@@ -24,7 +24,7 @@ import pytest
 
 from finrag_dagster.core.calendar import nyse
 from finrag_dagster.core.lake import Lake, file_digest
-from finrag_dagster.core.schemas import TABLES
+from finrag_dagster.core.catalog import default_catalog
 from finrag_dagster.pipeline import stages
 
 from .world import END, copy_raw, files_settings, materialize
@@ -109,7 +109,7 @@ def mutate_filings(sec: Path, rng: random.Random) -> int:
 def decision_files(lake: Lake) -> dict[str, str]:
     """Digest of every decision-time partition file dated <= D."""
     out = {}
-    for name, spec in TABLES.items():
+    for name, spec in default_catalog().items():
         if not spec.decision_time or "date" not in spec.hive:
             continue
         for f in lake.partition_files(name):
@@ -134,7 +134,7 @@ def test_time_travel(world_raw, small_lake, tmp_path):
 
     a, b = decision_files(lake_a), decision_files(lake_b)
     tables = {k.split("/")[0] for k in a}
-    expected = {n for n, s in TABLES.items() if s.decision_time and "date" in s.hive and (lake_a.root / n).exists()}
+    expected = {n for n, s in default_catalog().items() if s.decision_time and "date" in s.hive and (lake_a.root / n).exists()}
     assert tables == expected and {"evidence", "anchors", "context_cards", "experience_tree", "experience_leaves"} <= tables
     assert a.keys() == b.keys()
     differing = sorted(k for k in a if a[k] != b[k])

@@ -34,7 +34,7 @@ from finrag_dagster.core.memory.experience_llm import (
 from finrag_dagster.core.memory.experience_store import known_before, read_rows, write_rows
 from finrag_dagster.core.memory.experience_tree import ExperienceTree, Factor, Leaf, from_table, render_markdown, rows_schema, to_table
 from finrag_dagster.core.reader.backends import Backend, BackendConfig, EmbeddedBackend, Generation
-from finrag_dagster.core.schemas import TABLES
+from finrag_dagster.core.schemas import EXPERIENCE_LEAVES
 from finrag_dagster.core.settings import Settings
 
 
@@ -162,7 +162,7 @@ def test_table_round_trip_is_exact(tmp_path):
     days = ["2019-04-30", "2019-05-01", "2019-05-02"]
     assert len({file_digest(lake.path("experience_tree", tree_id="prior", date=d)) for d in days}) == 1
     assert (n1, n2, n3) == (9, 0, 0) and lake.materialized_dates("experience_leaves", tree_id="prior") == days[:1]
-    assert TABLES["experience_leaves"].schema.equals(pq.read_schema(lake.path("experience_leaves", tree_id="prior", date=days[0])).remove_metadata())
+    assert EXPERIENCE_LEAVES.schema.equals(pq.read_schema(lake.path("experience_leaves", tree_id="prior", date=days[0])).remove_metadata())
     assert to_table(again).equals(t) and read_rows(lake, "prior", days[2]).equals(t)
     # the next expansion after a reload keeps numbering where it was
     assert again.expand(again.factors[3], "x", unit([1, 0, 0])).leaf_id == "L00003"
@@ -280,7 +280,7 @@ def test_llm_rewrite_induction_with_fallback():
 
 
 def test_induction_day_is_the_train_split_end():
-    from finrag_dagster.defs.assets.experience import induction_day, train_days_before
+    from finrag_dagster.core.splits import induction_day, train_days_before
 
     s = Settings(splits={"train": (dt.date(2019, 1, 1), dt.date(2019, 4, 30)), "validation": (dt.date(2019, 5, 1), dt.date(2019, 8, 31)),
                          "test": (dt.date(2019, 9, 1), dt.date(2019, 12, 31))})

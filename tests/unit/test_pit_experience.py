@@ -21,7 +21,7 @@ from finrag_dagster.core.lake import Lake
 from finrag_dagster.core.memory.experience_store import content_versions, known_before, read_tree, write_rows
 from finrag_dagster.core.memory.experience_tree import ExperienceTree, Factor, ToEParams, join_table, to_table
 from finrag_dagster.core.settings import Settings
-from finrag_dagster.defs.assets.experience import induction_day, train_days_before
+from finrag_dagster.core.splits import induction_day, train_days_before
 
 cal = nyse()
 SPLITS = {"train": (dt.date(2019, 1, 1), dt.date(2019, 1, 31)), "validation": (dt.date(2019, 2, 1), dt.date(2019, 2, 28)),

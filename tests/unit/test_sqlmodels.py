@@ -1,7 +1,6 @@
-"""dbt_like_sql: upstream tables come from the SQL; models write declared, partitioned tables."""
+"""The SQL models (finrag_dagster/dbt_like_sql): upstream tables come from the SQL; models write declared, partitioned tables."""
 
 import datetime as dt
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -9,9 +8,7 @@ import pytest
 
 from finrag_dagster.core.calendar import nyse
 from finrag_dagster.core.lake import Lake
-from finrag_dagster.core.sqlmodels import SqlModelError, load_model, run_model, upstream_tables
-
-SQL_DIR = Path(__file__).resolve().parents[2] / "dbt_like_sql"
+from finrag_dagster.core.sqlmodels import SQL_DIR, SqlModelError, load_model, run_model, upstream_tables
 
 
 def test_upstream_tables_come_from_the_parse_tree():

@@ -15,7 +15,7 @@ import polars as pl
 from scipy.stats import spearmanr
 from sklearn.metrics import f1_score
 
-HORIZONS = ("1D", "3D", "5D")
+from ..settings import HORIZON_KEYS
 
 
 def non_neutral_f1(y_true, y_pred) -> float:
@@ -30,7 +30,7 @@ def event_metrics(pred: pl.DataFrame) -> dict:
     """``pred``: horizon, signal, y (one row per anchor and horizon with a usable label)."""
     out = {}
     nn, mf = [], []
-    for h in HORIZONS:
+    for h in HORIZON_KEYS:
         g = pred.filter(pl.col("horizon") == h)
         if g.height == 0:
             out[f"{h} Macro-F1"] = math.nan
@@ -48,7 +48,7 @@ def event_metrics(pred: pl.DataFrame) -> dict:
 def rank_ic(stock_day: pl.DataFrame, min_names: int = 3) -> float:
     """``stock_day``: date, ticker, horizon, signal, z. Mean over horizons of the mean daily Spearman."""
     per_h = []
-    for h in HORIZONS:
+    for h in HORIZON_KEYS:
         g = stock_day.filter(pl.col("horizon") == h).sort("date", "ticker")
         ics = []
         for (_,), d in g.group_by(["date"], maintain_order=True):  # fixed order: the mean is the same to the bit every run

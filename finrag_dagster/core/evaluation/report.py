@@ -1,21 +1,29 @@
 """The HTML report: seed 000's tables, Figure 2, the memory heatmap, label mix and citation validity.
 
 Self-contained (plots are inline PNGs), rendered from a jinja2 template. Every table says which
-split and lake it came from.
+split and lake it came from. :func:`write_report` gathers the tables and figures from the lake
+and writes ``reports/finrag_report.html`` beside the lake (:func:`report_path`).
 """
 
 from __future__ import annotations
 
 import base64
 import io
-import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 from jinja2 import Environment, select_autoescape
 
+from ..formatting import fmt
 from ..lake import Lake
+from ..settings import HORIZON_KEYS
+from .experience import task_tables, tree_tables
+from .tables import LONG_SCHEMA, METRICS, PCT, PORTFOLIO, VARIANT_LABEL, table2_rows, table_cells
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>finrag report</title>
@@ -43,12 +51,6 @@ th{background:#f3f3f3} img{max-width:100%} .note{color:#555;font-size:.88rem}
 {% endfor %}
 </body></html>
 """
-
-
-def fmt(v, pct: bool = False) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "–"
-    return f"{100 * v:.1f}%" if pct else f"{v:.3f}"
 
 
 def _png(fig) -> str:
@@ -121,7 +123,7 @@ def label_mix_figure(t1: pl.DataFrame) -> str | None:
     fig, ax = plt.subplots(figsize=(8, 3.2))
     x = np.arange(t1.height)
     width = 0.27
-    for k, h in enumerate(("1d", "3d", "5d")):
+    for k, h in enumerate(h.lower() for h in HORIZON_KEYS):
         bottom = np.zeros(t1.height)
         for lab, color in (("pos", "#2a9d8f"), ("zero", "#bbbbbb"), ("neg", "#e76f51")):
             v = t1[f"{lab}_{h}"].fill_null(0).to_numpy()
@@ -186,3 +188,57 @@ def valid_citation_by_month(lake: Lake, variants: list[str]) -> pl.DataFrame:
             .group_by("month").agg(pl.col("ok").mean().alias("valid_citation_rate")).with_columns(pl.lit(v).alias("variant"))
         )
     return pl.concat(frames) if frames else pl.DataFrame()
+
+
+def report_path(s: Settings) -> Path:
+    """Where the report is written: ``reports/finrag_report.html`` beside the lake folder."""
+    return s.lake_dir.parent / "reports" / "finrag_report.html"
+
+
+def _table(df: pl.DataFrame, title: str, rows: list[str], cols: list[str], pct=frozenset(), note: str = "") -> dict:
+    return {"title": title, "columns": ["", *cols], "rows": table_cells(df, rows, cols, pct), "note": note}
+
+
+def write_report(s: Settings, lake: Lake) -> Path:
+    """Tables 1-4 and 6, the experience task's and trees' tables, the figures: the HTML report."""
+    ev = lake.read("evaluation") if lake.partition_files("evaluation") else pl.DataFrame(schema={k: v for k, v in LONG_SCHEMA.items() if k != "n"})
+    sens = lake.read("sensitivity") if lake.partition_files("sensitivity") else ev.head(0)
+    t1 = lake.read("table1_audit") if (lake.root / "table1_audit").exists() else pl.DataFrame()
+    test = ev.filter(pl.col("split") == "test")
+    tables = []
+    if t1.height:
+        tables.append({"title": "Table 1. Benchmark audit and split usage",
+                       "columns": ["split", "days", "#anchors", "anchors/day", "active ticker-days", "SEC cov.", *[f"{h} +1/0/-1" for h in HORIZON_KEYS]],
+                       "rows": [[r["split"], f"{r['first_day']}..{r['last_day']}", r["anchors"], fmt(r["anchors_per_day"]), r["active_ticker_days"], fmt(r["sec_coverage"], True),
+                                 *["/".join(fmt(r[f"{k}_{h.lower()}"], True) for k in ("pos", "zero", "neg")) for h in HORIZON_KEYS]] for r in t1.sort("split_order").iter_rows(named=True)],
+                       "note": "SEC cov. = share of anchors whose candidate pool holds at least one SEC passage; label mix over the anchors' ticker-days."})
+    tables.append(_table(test.filter(pl.col("table") == "Table 2"), "Table 2. Event-level prediction quality (test split)", table2_rows(test), METRICS))
+    t3rows = [VARIANT_LABEL[f] for f in ("no_memory", "source_memory", "top5_all_source", "shuffled_labels", "shuffled_event_types")]
+    tables.append(_table(test.filter(pl.col("table") == "Table 3"), "Table 3. Source-memory validity checks (test split, mean ± std over shuffles)", t3rows, ["Non-neutral F1", "Macro-F1", "Rank IC"]))
+    t4rows = sorted(set(test.filter(pl.col("table") == "Table 4")["row"].to_list()))
+    tables.append(_table(test.filter(pl.col("table") == "Table 4"), "Table 4. Portfolio diagnostic from 3D stock-day signals (test split, net of 10 bps turnover cost)", t4rows, PORTFOLIO, PCT))
+    srows = [r for r in dict.fromkeys(sens["row"].to_list()) if r != "selected"] if sens.height else []
+    sel = sens.filter(pl.col("row") == "selected")
+    note = ""
+    if sel.height:
+        lam = sel.filter(pl.col("metric") == "lambda")["value"][0]
+        dl = sel.filter(pl.col("metric") == "delta")["value"][0]
+        used = ("the test split above ran with it (memory.test_params = selected)" if s.memory.test_params == "selected"
+                else f"the test split above ran with lambda={s.memory.lam}, delta={s.memory.delta} (memory.test_params = settings)")
+        note = f"selected on validation (labels matured before the test split): lambda={lam:.2f}, delta={dl:.2f}; {used}."
+    tables.append(_table(sens, "Table 6. Validation sensitivity to source-memory strength", srows, ["Non-neutral F1", "Macro-F1", "Rank IC", "Sharpe"], note=note))
+    tables += task_tables(lake)
+    tables += tree_tables(s, lake)
+    daily = lake.read("portfolio_daily") if lake.partition_files("portfolio_daily") else pl.DataFrame()
+    snap = lake.read("memory_snapshot", variant="source_memory") if lake.partition_files("memory_snapshot", variant="source_memory") else pl.DataFrame()
+    figures = [
+        {"title": "Figure 2. Cumulative net returns, test split", "png": cumulative_figure(daily, "test") if daily.height else None},
+        {"title": "Source-memory utilities over time (source_memory variant)", "png": memory_heatmap(snap), "note": "û per cell at the end of each week; resets at each split start."},
+        {"title": "Label mix per split", "png": label_mix_figure(t1) if t1.height else None},
+        {"title": "Valid-citation rate per month",
+         "png": citation_figure(valid_citation_by_month(
+             lake, sorted({p.parent.parent.name.split('=', 1)[1] for p in lake.partition_files('reader_outputs')})))},
+    ]
+    notes = [universe_note(s.sources.membership) if s.sources.kind == "files"
+             else "Universe: the embedded world's companies, each listed over the whole calendar."]
+    return render(lake, report_path(s), s.splits.ranges(), tables, figures, notes)

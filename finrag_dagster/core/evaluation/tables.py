@@ -1,57 +1,65 @@
-"""seed 000 Tables 2, 3, 4 and 6 from the lake (SPEC §7)."""
+"""seed 000 Tables 2, 3, 4 and 6 from the lake (SPEC §7).
+
+:func:`evaluate` computes Tables 2-4 on the validation and test splits in long form (one row per
+table, split, row and metric); :func:`run_evaluation` writes them with the daily portfolio books,
+which is what the ``evaluation`` asset and ``finrag report`` do; :func:`metrics_md` shows them.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import math
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from ..lake import Lake
-from ..schemas import TableSpec, register
+from ..formatting import fmt, md_table
+from ..loop import variants_of
+from ..schemas import TableSpec
+from ..settings import SPLIT_NAMES
+from ..splits import split_days
 from .metrics import event_metrics, rank_ic
-from .portfolio import buy_and_hold, equal_weight_targets, run_book, sleeves, strategy_targets
+from .portfolio import buy_and_hold, equal_weight_targets, run_book, sleeves, strategy_targets, summary
 
-EVALUATION = register(
-    TableSpec(
-        "evaluation",
-        pa.schema([
-            pa.field("table", pa.string(), nullable=False),
-            pa.field("split", pa.string(), nullable=False),
-            pa.field("row", pa.string(), nullable=False),
-            pa.field("metric", pa.string(), nullable=False),
-            pa.field("value", pa.float64(), nullable=True),
-            pa.field("std", pa.float64(), nullable=True),
-            pa.field("n", pa.int64(), nullable=False),
-        ]),
-        (),
-        ("table", "split", "row", "metric"),
-        "seed 000 Tables 2/3/4/6 in long form (mean and, over shuffles, std).",
-    )
+if TYPE_CHECKING:
+    from ..calendar import TradingCalendar
+    from ..lake import Lake
+    from ..settings import Settings
+
+EVALUATION = TableSpec(
+    "evaluation",
+    pa.schema([
+        pa.field("table", pa.string(), nullable=False),
+        pa.field("split", pa.string(), nullable=False),
+        pa.field("row", pa.string(), nullable=False),
+        pa.field("metric", pa.string(), nullable=False),
+        pa.field("value", pa.float64(), nullable=True),
+        pa.field("std", pa.float64(), nullable=True),
+        pa.field("n", pa.int64(), nullable=False),
+    ]),
+    (),
+    ("table", "split", "row", "metric"),
+    "seed 000 Tables 2/3/4/6 in long form (mean and, over shuffles, std).",
 )
-SENSITIVITY = register(
-    TableSpec("sensitivity", EVALUATION.schema, (), ("table", "split", "row", "metric"),
-              "seed 000 Table 6: memory strength (lambda, delta) on the validation split.")
-)
-PORTFOLIO_DAILY = register(
-    TableSpec(
-        "portfolio_daily",
-        pa.schema([
-            pa.field("strategy", pa.string(), nullable=False),
-            pa.field("split", pa.string(), nullable=False),
-            pa.field("gross", pa.float64(), nullable=False),
-            pa.field("turnover", pa.float64(), nullable=False),
-            pa.field("net", pa.float64(), nullable=False),
-            pa.field("n_names", pa.int64(), nullable=False),
-            pa.field("cum_net", pa.float64(), nullable=False),
-        ]),
-        ("date",),
-        ("strategy", "split"),
-        "Daily gross/net return and turnover of the 3D portfolio per variant and the benchmarks.",
-    )
+SENSITIVITY = TableSpec("sensitivity", EVALUATION.schema, (), ("table", "split", "row", "metric"),
+                        "seed 000 Table 6: memory strength (lambda, delta) on the validation split.")
+PORTFOLIO_DAILY = TableSpec(
+    "portfolio_daily",
+    pa.schema([
+        pa.field("strategy", pa.string(), nullable=False),
+        pa.field("split", pa.string(), nullable=False),
+        pa.field("gross", pa.float64(), nullable=False),
+        pa.field("turnover", pa.float64(), nullable=False),
+        pa.field("net", pa.float64(), nullable=False),
+        pa.field("n_names", pa.int64(), nullable=False),
+        pa.field("cum_net", pa.float64(), nullable=False),
+    ]),
+    ("date",),
+    ("strategy", "split"),
+    "Daily gross/net return and turnover of the 3D portfolio per variant and the benchmarks.",
 )
 
 VARIANT_LABEL = {
@@ -64,6 +72,10 @@ VARIANT_LABEL = {
     "source_memory_toe": "Frozen + Source Memory + ToE",
 }
 MAIN_VARIANTS = ("no_memory", "source_memory", "toe", "source_memory_toe")  # Table 2 and Table 4 rows
+METRICS = ["Non-neutral F1", "Macro-F1", "1D Macro-F1", "3D Macro-F1", "5D Macro-F1", "Rank IC"]  # Table 2's columns
+PORTFOLIO = ["Ann. Ret.", "Ann. Vol.", "Sharpe", "Max DD", "Turnover"]  # Table 4's columns
+PCT = frozenset({"Ann. Ret.", "Ann. Vol.", "Max DD"})  # shown as percentages
+LONG_SCHEMA = {"table": pl.Utf8, "split": pl.Utf8, "row": pl.Utf8, "metric": pl.Utf8, "value": pl.Float64, "std": pl.Float64, "n": pl.Int64}
 
 
 def predictions(lake: Lake, variant: str, days: list[str]) -> pl.DataFrame:
@@ -88,7 +100,7 @@ def variant_metrics(lake: Lake, variant: str, days: list[str]) -> dict:
     return m
 
 
-def _rows(table: str, split: str, row: str, vals: dict, n: int, stds: dict | None = None) -> list[dict]:
+def long_rows(table: str, split: str, row: str, vals: dict, n: int, stds: dict | None = None) -> list[dict]:
     return [
         {"table": table, "split": split, "row": row, "metric": k, "value": None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v),
          "std": (stds or {}).get(k), "n": int(n)}
@@ -126,3 +138,73 @@ def portfolio_books(lake: Lake, variants: list[str], days: list[str], market: st
     books["QQQ buy-and-hold" if market == "QQQ" else f"{market} buy-and-hold"] = buy_and_hold(rets, dd, market)
     books["Equal-weight universe"] = run_book(equal_weight_targets(rets, dd, [u for u in universe if u != market]), rets, dd, cost)
     return books
+
+
+# ------------------------------------------------------------------ Tables 2-4 of the lake
+def evaluate(s: Settings, lake: Lake, cal: TradingCalendar) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(Tables 2-4 in long form, the daily books) on the validation and test splits' materialised days."""
+    rows, daily = [], []
+    uni = lake.read("universe")
+    market = s.market_ticker
+    for split in SPLIT_NAMES[1:]:  # validation and test; train only feeds the class weights
+        days = split_days(s, cal, lake, split)
+        if not days:
+            continue
+        fams = [f for f in s.variants.families if lake.exists("reader_outputs", variant=variants_of(f, 0.3, s.variants.shuffle_seeds)[0].name, date=days[-1])]
+        for f in fams:
+            names = [v.name for v in variants_of(f, s.memory.lam, s.variants.shuffle_seeds)]
+            mean, std, n = family_metrics(lake, f, names, days)
+            label = VARIANT_LABEL.get(f, f)
+            if f in MAIN_VARIANTS:
+                rows += long_rows("Table 2", split, label, mean, n)
+            if f in MAIN_VARIANTS[2:]:
+                continue  # Table 3 is the source memory's validity checks
+            rows += long_rows("Table 3", split, label, {k: mean[k] for k in ("Non-neutral F1", "Macro-F1", "Rank IC")}, n,
+                              {k: std[k] for k in ("Non-neutral F1", "Macro-F1", "Rank IC")} if len(names) > 1 else None)
+        strat = [f for f in MAIN_VARIANTS if f in fams]
+        books = portfolio_books(lake, strat, days, market, uni["ticker"].to_list())
+        for name, b in books.items():
+            label = VARIANT_LABEL.get(name, name)
+            rows += long_rows("Table 4", split, label, summary(b), b.height)
+            daily.append(b.with_columns(pl.lit(label).alias("strategy"), pl.lit(split).alias("split"),
+                                        (pl.col("net") + 1).cum_prod().sub(1).alias("cum_net")))
+    ev = pl.DataFrame(rows, schema=LONG_SCHEMA)
+    pdaily = pl.concat(daily) if daily else pl.DataFrame()
+    return ev, pdaily
+
+
+def run_evaluation(s: Settings, lake: Lake, cal: TradingCalendar) -> pl.DataFrame:
+    """:func:`evaluate`, written: the ``evaluation`` table and the ``portfolio_daily`` books by day."""
+    ev, daily = evaluate(s, lake, cal)
+    lake.write("evaluation", ev)
+    for d in sorted(set(daily["date"].to_list())) if daily.height else []:
+        lake.write("portfolio_daily", daily.filter(pl.col("date") == d).drop("date"), date=d)
+    return ev
+
+
+def table2_rows(ev: pl.DataFrame) -> list[str]:
+    """Table 2's rows in order: the main variants that were evaluated."""
+    have = set(ev.filter(pl.col("table") == "Table 2")["row"].to_list())
+    return [VARIANT_LABEL[f] for f in MAIN_VARIANTS if VARIANT_LABEL[f] in have] or [VARIANT_LABEL["no_memory"], VARIANT_LABEL["source_memory"]]
+
+
+def table_cells(df: pl.DataFrame, rows: list[str], cols: list[str], pct=frozenset()) -> list[list[str]]:
+    """[row label, formatted value (± std over seeds) per metric] from a long-form table."""
+    out = []
+    for r in rows:
+        g = df.filter(pl.col("row") == r)
+        line = [r]
+        for c in cols:
+            x = g.filter(pl.col("metric") == c)
+            if x.height == 0:
+                line.append("–")
+                continue
+            v, sd = x["value"][0], x["std"][0]
+            line.append(fmt(v, c in pct) + (f" ± {fmt(sd, c in pct)}" if sd is not None and not math.isnan(sd) else ""))
+        out.append(line)
+    return out
+
+
+def metrics_md(df: pl.DataFrame, rows: list[str], cols: list[str], pct=frozenset()) -> str:
+    """A long-form table's ``rows`` × ``cols`` as markdown."""
+    return md_table(["", *cols], table_cells(df, rows, cols, pct))

@@ -32,56 +32,52 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from ..schemas import TableSpec, register
+from ..schemas import TableSpec
 from .experience_induction import factor_text, masked
 from .experience_tree import ExperienceTree
 
-PRINCIPLE_SELECTIONS = register(
-    TableSpec(
-        "principle_selections",
-        pa.schema(
-            [
-                pa.field("anchor_id", pa.string(), nullable=False),
-                pa.field("state", pa.string(), nullable=False),  # the anchor's masked skeleton (eq. 3)
-                pa.field("leaf_id", pa.string(), nullable=True),  # null: no principle
-                pa.field("factor", pa.string(), nullable=True),
-                pa.field("rho", pa.float64(), nullable=False),
-                pa.field("score", pa.float64(), nullable=False),  # S = rho * mean_h Q_h (0 for a new leaf)
-                pa.field("q", pa.list_(pa.float64()), nullable=True),  # Q per horizon when selected
-                pa.field("outcome", pa.string(), nullable=False),  # reused | expanded | no_factor | factor_full
-                pa.field("judge", pa.string(), nullable=False),  # rule | llm | llm_fallback (the LLM answer was invalid)
-                pa.field("judge_error", pa.string(), nullable=True),  # why the LLM answer was not used
-            ]
-        ),
-        ("variant", "date"),
-        ("anchor_id",),
-        "The experience-tree path each anchor of decision day D used (seed 002 eqs 6-11) and whether the judge expanded.",
-        decision_time=True,
-    )
+PRINCIPLE_SELECTIONS = TableSpec(
+    "principle_selections",
+    pa.schema(
+        [
+            pa.field("anchor_id", pa.string(), nullable=False),
+            pa.field("state", pa.string(), nullable=False),  # the anchor's masked skeleton (eq. 3)
+            pa.field("leaf_id", pa.string(), nullable=True),  # null: no principle
+            pa.field("factor", pa.string(), nullable=True),
+            pa.field("rho", pa.float64(), nullable=False),
+            pa.field("score", pa.float64(), nullable=False),  # S = rho * mean_h Q_h (0 for a new leaf)
+            pa.field("q", pa.list_(pa.float64()), nullable=True),  # Q per horizon when selected
+            pa.field("outcome", pa.string(), nullable=False),  # reused | expanded | no_factor | factor_full
+            pa.field("judge", pa.string(), nullable=False),  # rule | llm | llm_fallback (the LLM answer was invalid)
+            pa.field("judge_error", pa.string(), nullable=True),  # why the LLM answer was not used
+        ]
+    ),
+    ("variant", "date"),
+    ("anchor_id",),
+    "The experience-tree path each anchor of decision day D used (seed 002 eqs 6-11) and whether the judge expanded.",
+    decision_time=True,
 )
 
-PRINCIPLE_UPDATES = register(
-    TableSpec(
-        "principle_updates",
-        pa.schema(
-            [
-                pa.field("anchor_id", pa.string(), nullable=False),
-                pa.field("decision_day", pa.date32(), nullable=False),
-                pa.field("horizon", pa.string(), nullable=False),
-                pa.field("leaf_id", pa.string(), nullable=False),
-                pa.field("signal", pa.int8(), nullable=False),
-                pa.field("epsilon", pa.float64(), nullable=True),  # residual return over the horizon
-                pa.field("reward", pa.float64(), nullable=True),  # sign(signal) * epsilon
-                pa.field("q_before", pa.float64(), nullable=False),
-                pa.field("q_after", pa.float64(), nullable=False),
-                pa.field("outcome", pa.string(), nullable=False),  # applied | neutral_signal | label_unavailable
-            ]
-        ),
-        ("variant", "date"),
-        ("decision_day", "anchor_id", "horizon"),
-        "Eq. 13 updates that entered the tree used on D (labels matured on D-1), with their reward.",
-        decision_time=True,
-    )
+PRINCIPLE_UPDATES = TableSpec(
+    "principle_updates",
+    pa.schema(
+        [
+            pa.field("anchor_id", pa.string(), nullable=False),
+            pa.field("decision_day", pa.date32(), nullable=False),
+            pa.field("horizon", pa.string(), nullable=False),
+            pa.field("leaf_id", pa.string(), nullable=False),
+            pa.field("signal", pa.int8(), nullable=False),
+            pa.field("epsilon", pa.float64(), nullable=True),  # residual return over the horizon
+            pa.field("reward", pa.float64(), nullable=True),  # sign(signal) * epsilon
+            pa.field("q_before", pa.float64(), nullable=False),
+            pa.field("q_after", pa.float64(), nullable=False),
+            pa.field("outcome", pa.string(), nullable=False),  # applied | neutral_signal | label_unavailable
+        ]
+    ),
+    ("variant", "date"),
+    ("decision_day", "anchor_id", "horizon"),
+    "Eq. 13 updates that entered the tree used on D (labels matured on D-1), with their reward.",
+    decision_time=True,
 )
 
 SELECTION_SCHEMA = pl.from_arrow(PRINCIPLE_SELECTIONS.schema.empty_table()).schema

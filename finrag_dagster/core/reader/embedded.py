@@ -39,8 +39,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ..settings import HORIZON_KEYS
 from .prompt import EvidenceItem
-from .schema import HORIZON_KEYS
 
 MODEL_VERSION = "finrag-embedded-lm-rules"
 

@@ -11,7 +11,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from .schema import HORIZON_KEYS
+from ..settings import HORIZON_KEYS
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$", re.I)
 

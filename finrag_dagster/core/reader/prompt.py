@@ -11,6 +11,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
+from ..settings import HORIZON_KEYS
 from .schema import output_schema
 
 SYSTEM = (
@@ -105,7 +106,7 @@ def build_prompt(anchor: AnchorInfo, evidence: list[EvidenceItem], card_text: st
     ev_text = "\n".join(blocks) if blocks else "(no evidence retrieved)"
     schema_hint = {
         "event_type": "one of: Earnings & Guidance | Legal & Regulatory | Capital & Transactions | Management & Operations | Other/Mixed",
-        "signals": {h: {"signal": "-1 | 0 | 1", "ids": ["evidence ids from the list below"], "reason": "short reason"} for h in ("1D", "3D", "5D")},
+        "signals": {h: {"signal": "-1 | 0 | 1", "ids": ["evidence ids from the list below"], "reason": "short reason"} for h in HORIZON_KEYS},
         "main_uncertainty": "short text",
     }
     parts = [

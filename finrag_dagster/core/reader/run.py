@@ -7,44 +7,42 @@ from dataclasses import dataclass, field
 import polars as pl
 import pyarrow as pa
 
-from ..schemas import TableSpec, register
+from ..schemas import TableSpec
+from ..settings import HORIZON_KEYS
 from .backends import Backend, Request, redact_secrets
 from .cache import PromptCache
 from .embedded import ReaderInput
 from .parse import parse_output
 from .prompt import AnchorInfo, EvidenceItem, build_prompt
-from .schema import HORIZON_KEYS
 
-READER_OUTPUTS = register(
-    TableSpec(
-        "reader_outputs",
-        pa.schema(
-            [
-                pa.field("anchor_id", pa.string(), nullable=False),
-                pa.field("ticker", pa.string(), nullable=False),
-                pa.field("event_type", pa.string(), nullable=False),
-                pa.field("horizon", pa.string(), nullable=False),
-                pa.field("signal", pa.int8(), nullable=False),
-                pa.field("cited_ids", pa.list_(pa.string()), nullable=False),
-                pa.field("valid_ids", pa.list_(pa.string()), nullable=False),
-                pa.field("valid_passages", pa.list_(pa.string()), nullable=False),
-                pa.field("cited_families", pa.list_(pa.string()), nullable=False),
-                pa.field("reason", pa.string(), nullable=False),
-                pa.field("valid_json", pa.bool_(), nullable=False),
-                pa.field("horizon_ok", pa.bool_(), nullable=False),
-                pa.field("raw_json", pa.string(), nullable=False),
-                pa.field("prompt_hash", pa.string(), nullable=False),
-                pa.field("backend", pa.string(), nullable=False),
-                pa.field("model", pa.string(), nullable=False),
-                pa.field("prompt_tokens", pa.int64(), nullable=False),
-                pa.field("output_tokens", pa.int64(), nullable=False),
-            ]
-        ),
-        ("variant", "date"),
-        ("anchor_id", "horizon"),
-        "Reader signals per anchor and horizon with cited evidence (raw answer kept).",
-        decision_time=True,
-    )
+READER_OUTPUTS = TableSpec(
+    "reader_outputs",
+    pa.schema(
+        [
+            pa.field("anchor_id", pa.string(), nullable=False),
+            pa.field("ticker", pa.string(), nullable=False),
+            pa.field("event_type", pa.string(), nullable=False),
+            pa.field("horizon", pa.string(), nullable=False),
+            pa.field("signal", pa.int8(), nullable=False),
+            pa.field("cited_ids", pa.list_(pa.string()), nullable=False),
+            pa.field("valid_ids", pa.list_(pa.string()), nullable=False),
+            pa.field("valid_passages", pa.list_(pa.string()), nullable=False),
+            pa.field("cited_families", pa.list_(pa.string()), nullable=False),
+            pa.field("reason", pa.string(), nullable=False),
+            pa.field("valid_json", pa.bool_(), nullable=False),
+            pa.field("horizon_ok", pa.bool_(), nullable=False),
+            pa.field("raw_json", pa.string(), nullable=False),
+            pa.field("prompt_hash", pa.string(), nullable=False),
+            pa.field("backend", pa.string(), nullable=False),
+            pa.field("model", pa.string(), nullable=False),
+            pa.field("prompt_tokens", pa.int64(), nullable=False),
+            pa.field("output_tokens", pa.int64(), nullable=False),
+        ]
+    ),
+    ("variant", "date"),
+    ("anchor_id", "horizon"),
+    "Reader signals per anchor and horizon with cited evidence (raw answer kept).",
+    decision_time=True,
 )
 
 

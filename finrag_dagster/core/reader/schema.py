@@ -8,8 +8,8 @@ decoding cannot emit an ID that was not retrieved, whatever the evidence text sa
 from __future__ import annotations
 
 from ..events import EVENT_TYPES
+from ..settings import HORIZON_KEYS
 
-HORIZON_KEYS = ("1D", "3D", "5D")
 MAX_REASON = 300
 MAX_UNCERTAINTY = 300
 

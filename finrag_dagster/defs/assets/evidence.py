@@ -1,51 +1,29 @@
 """Evidence passages, event anchors and market-context cards, one partition per decision day."""
 
 
-import datetime as dt
-
 import dagster as dg
-import numpy as np
 import polars as pl
 
-from ...core.anchors import anchors_for_days
-from ...core.calendar import TradingCalendar, lookback_days
-from ...core.context_card import build_cards, empty_cards
-from ...core.dedup import ClusterIndex
-from ...core.evidence import dup_items, filing_passages, finish_evidence, news_passages
+from ...core import lake as core_lake
+from ...core.anchors import anchors_from_lake
+from ...core.calendar import TradingCalendar
+from ...core.context_card import write_cards
+from ...core.evidence import pit_violations, write_evidence
 from ...core.lake import Lake
-from ...core.progress import track
-from ..context import days_of
+from ..context import days_of, step_errors_as_failures
 from ..reporting import check_schema, partition_meta
 from ..resources import FinragResource
 
 
 def require_partitions(lake: Lake, table: str, days: list[str]) -> None:
-    missing = [d for d in days if not lake.exists(table, date=d)]
-    if missing:
-        raise dg.Failure(
-            f"{table} partitions {missing[0]} .. {missing[-1]} ({len(missing)}) are not materialised; "
-            f"they are needed as look-back history. Materialise {table} from the start of the range first.",
-        )
-
-
-def _split(df: pl.DataFrame, day: str) -> pl.DataFrame:
-    return df.filter(pl.col("date") == dt.date.fromisoformat(day)).drop("date")
+    """:func:`finrag_dagster.core.lake.require_partitions`, failing the asset when a partition is missing."""
+    with step_errors_as_failures():
+        core_lake.require_partitions(lake, table, days)
 
 
 def pit_check(lake: Lake, cal: TradingCalendar, table: str, days: list[str], time_col: str = "public_time") -> dg.AssetCheckResult:
     """Point-in-time: partition D holds only rows with close(D-1) < time <= decision_time(D)."""
-    bad = []
-    for d in days:
-        df = lake.read(table, dates=[d], columns=[time_col])
-        if df.height == 0:
-            continue
-        i = cal.session_index(d)
-        hi = int(cal.closes_ns[i])
-        lo = int(cal.closes_ns[i - 1]) if i > 0 else -(2**62)
-        t = df[time_col].dt.epoch("ns").to_numpy()
-        n_bad = int(np.sum((t > hi) | (t <= lo)))
-        if n_bad:
-            bad.append(f"{d}: {n_bad}")
+    bad = pit_violations(lake, cal, table, days, time_col)
     return dg.AssetCheckResult(
         check_name="point_in_time",
         passed=not bad,
@@ -74,38 +52,11 @@ def build_evidence_asset(partitions_def) -> dg.AssetsDefinition:
     def evidence(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
         from ...sources.edgar import split_filing_passages
 
-        s = finrag.settings()
-        es = s.evidence
         lake, cal = finrag.lake(), finrag.calendar()
         days = days_of(context)
-        uni = lake.read("universe")
-        sectors = dict(zip(uni["ticker"], uni["sector"]))
-        hist_days = lookback_days(cal, days[0], es.dup_lookback_sessions, s.calendar.start)
-        require_partitions(lake, "evidence", hist_days)
-        history = lake.read("evidence", dates=hist_days, columns=["passage_id", "public_time", "text", "dup_cluster"])
-        index = ClusterIndex(es.dup_threshold, es.minhash_perm)
-        index.add_history(dup_items(history, with_cluster=True))
-        news = lake.read("news_raw", dates=days)
-        filings = lake.read("filings_raw", dates=days)
-        counts: dict[str, int] = {}
-        fam_counts = {"news": 0, "sec_filing": 0}
-        preview = None
-        for d in track(days, len(days), "evidence (dedup + embedding)", log=context.log.info, every=20):
-            i = cal.session_index(d)
-            if i - es.dup_lookback_sessions - 1 >= 0:
-                index.evict_before((int(cal.closes_ns[i - es.dup_lookback_sessions - 1]) + 1, ""))
-            passages = pl.concat(
-                [
-                    news_passages(_split(news, d), sectors, es.news_text_max_chars),
-                    filing_passages(_split(filings, d), sectors, split_filing_passages, es.passage_max_words),
-                ]
-            )
-            ev = finish_evidence(passages, index, es.embed_batch_size, es.embed_max_seq_length)
-            _, counts[d] = lake.write("evidence", ev, date=d)
-            for fam, n in ev.group_by("source_family").len().rows():
-                fam_counts[fam] += n
-            if preview is None and ev.height:
-                preview = ev
+        with step_errors_as_failures():
+            run = write_evidence(finrag.settings(), lake, cal, days, split_filing_passages, log=context.log.info)
+        counts, fam_counts, preview = run.counts, run.by_family, run.preview
         meta = partition_meta(counts, preview if preview is not None else pl.DataFrame(), lake, "evidence",
                               columns=["passage_id", "source_family", "ticker", "public_time", "item", "title", "dup_cluster"])
         meta["passages_by_family"] = dg.MetadataValue.json(fam_counts)
@@ -136,17 +87,9 @@ def build_anchors_asset(partitions_def) -> dg.AssetsDefinition:
         s = finrag.settings()
         lake, cal = finrag.lake(), finrag.calendar()
         days = days_of(context)
-        uni = lake.read("universe")
-        sectors = dict(zip(uni["ticker"], uni["sector"]))
-        bench = set(uni.filter(pl.col("is_benchmark"))["ticker"].to_list())
-        window = lookback_days(cal, days[0], s.evidence.dup_lookback_sessions, s.calendar.start) + days
-        clusters = lake.read("evidence", dates=window, columns=["passage_id", "ticker", "dup_cluster"])
-        news = lake.read("news_raw", dates=days)
-        membership = lake.read("membership") if s.sources.membership else None
         counts, n_dropped, types = {}, 0, {}
         parts = []
-        built = anchors_for_days(news, clusters, days, cal, bench, sectors, s.evidence.dup_lookback_sessions,
-                                 s.calendar.start, membership)
+        built = anchors_from_lake(s, lake, cal, days)
         for d in days:
             a, dropped = built[d]
             _, counts[d] = lake.write("anchors", a, date=d)
@@ -186,20 +129,7 @@ def build_cards_asset(partitions_def) -> dg.AssetsDefinition:
         s = finrag.settings()
         lake, cal = finrag.lake(), finrag.calendar()
         days = days_of(context)
-        market = s.sources.market_ticker if s.sources.kind == "files" else s.world.market_ticker
-        rets = lake.read("returns", dates=days)
-        counts, missing, first = {}, [], None
-        for d in days:
-            r = _split(rets, d)
-            if r.filter(pl.col("ticker") == market).height != 1:
-                missing.append(d)
-                cards = empty_cards()
-            else:
-                cards = build_cards(r, market, d, s.cards)
-            cards = cards.with_columns(pl.lit(cal.close_time(d)).dt.cast_time_unit("us").alias("as_of"))
-            _, counts[d] = lake.write("context_cards", cards, date=d)
-            if first is None and cards.height:
-                first = cards
+        counts, missing, first = write_cards(s, lake, cal, days)
         meta = partition_meta(counts, first if first is not None else pl.DataFrame(), lake, "context_cards",
                               columns=["ticker", "ret_1d", "ret_5d", "ret_20d", "momentum_state", "risk_state", "market_trend"])
         if first is not None:

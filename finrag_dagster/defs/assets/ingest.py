@@ -8,7 +8,6 @@ import time
 import dagster as dg
 import polars as pl
 
-from ...core.schemas import TABLES
 from ...sources.base import FLAG_COLUMNS, quarantined_rows
 from ...sources.registry import load_membership_frame, load_table, load_universe_frame, rows_in_files, stage_news_table
 from ..context import days_of
@@ -198,7 +197,3 @@ RAW_DESCRIPTIONS = {
     "news_raw": "News rows (FNSPID columns) by decision day: first close at or after public_time; date-only rows count as published after that day's close.",
     "filings_raw": "EDGAR 8-K/10-Q/10-K filings by acceptance time (never the filing date), with text when available.",
 }
-
-
-def raw_tables() -> list[str]:
-    return [t for t in RAW_DESCRIPTIONS if t in TABLES]

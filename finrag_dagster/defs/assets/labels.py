@@ -4,12 +4,10 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
-from ...core.labels import labels_from_lake, market_of
+from ...core.labels import labels_from_lake
 from ..context import days_of
 from ..reporting import check_schema, partition_meta
 from ..resources import FinragResource
-
-__all__ = ["build_labels_asset", "market_of"]
 
 
 def build_labels_asset(partitions_def) -> dg.AssetsDefinition:

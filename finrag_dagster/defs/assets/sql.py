@@ -1,21 +1,14 @@
-"""One Dagster asset per ``dbt_like_sql/*.sql`` model; upstream assets come from the SQL."""
+"""One Dagster asset per ``finrag_dagster/dbt_like_sql/*.sql`` model; upstream assets come from the SQL."""
 
 
 import datetime as dt
-from pathlib import Path
 
 import dagster as dg
 
-from ...core.sqlmodels import SQL_DIR, SqlModel, load_models, run_model
+from ...core.sqlmodels import SqlModel, run_model
 from ..context import days_of
 from ..reporting import check_schema, partition_meta
 from ..resources import FinragResource
-
-
-def sql_models(folder: Path = SQL_DIR) -> list[SqlModel]:
-    if not folder.exists():
-        raise FileNotFoundError(f"SQL models folder {folder} not found")
-    return load_models(folder)
 
 
 def build_sql_asset(model: SqlModel, partitions_def, table_assets: dict[str, list[dg.AssetKey]] | None = None) -> dg.AssetsDefinition:
@@ -40,8 +33,7 @@ def build_sql_asset(model: SqlModel, partitions_def, table_assets: dict[str, lis
     def _sql(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
         lake, cal = finrag.lake(), finrag.calendar()
         days = days_of(context) if daily else None
-        st = finrag.settings().splits
-        splits = [("train", *st.train), ("validation", *st.validation), ("test", *st.test)]
+        splits = [(name, a, b) for name, (a, b) in finrag.settings().splits.ranges().items()]
         counts = run_model(model, lake, cal, [dt.date.fromisoformat(d) for d in days] if days else None, splits)
         if daily:
             sample = lake.read(model.name, dates=days[-1:])

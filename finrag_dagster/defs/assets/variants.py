@@ -10,36 +10,26 @@ on feedback from D-2 and earlier, so the three must be stepped day by day togeth
 inspect on its own; we chose this over a variant partition dimension because Dagster records
 every asset-partition (~15-40 ms each) and a second dimension would multiply that bookkeeping by
 the number of variants and seeds, and over a column-only variant because the UI then hides it.
-"""
 
-import datetime as dt
-from functools import lru_cache
+The assets only adapt: the day-by-day step is core/loop.py, its inputs from the lake and the
+writes of a family's results are core/loop_io.py.
+"""
 
 import dagster as dg
 import numpy as np
 import polars as pl
-import pyarrow as pa
 
-from ...core.calendar import TradingCalendar
-from ...core.labels import labels_from_lake
-from ...core.lake import Lake, conform
-from ...core.loop import DayData, LoopEnv, Past, ToEEnv, Variant, memory_keys, run_days, variants_of
-from ...core.memory.experience_loop import anchor_states
-from ...core.memory.experience_store import known_before, read_tree, write_rows
-from ...core.memory.experience_tree import ExperienceTree, from_table, render_markdown
-from ...core.memory.feedback import build_feedback, label_frequencies, shuffle_labels
-from ...core.memory.source_memory import MemoryParams, SourceMemory, class_weights
+from ...core.loop import variants_of
+from ...core.loop_io import FamilyIncomplete, family_feedback, run_family
+from ...core.memory.experience_tree import ToEParams, from_table, render_markdown
+from ...core.memory.source_memory import MemoryParams
 from ...core.progress import Progress
 from ...core.reader.backends import BackendConfig, make_backend
-from ...core.reader.cache import PromptCache
-from ...core.reader.prompt import EvidenceItem
-from ...core.reader.run import DayStats, ReaderIncomplete
+from ...core.reader.run import DayStats
 from ...core.settings import Settings
-from ..context import days_of
+from ..context import days_of, step_errors_as_failures
 from ..reporting import preview_md
 from ..resources import FinragResource
-from .experience import toe_params
-from .labels import market_of
 
 
 class ReaderConfig(dg.Config):
@@ -52,248 +42,22 @@ class ReaderConfig(dg.Config):
     delta: float = -1.0
     kappa: float = -1.0
 
+    def backend_config(self, s: Settings) -> BackendConfig:
+        return BackendConfig.from_settings(s, backend=self.backend, model=self.model, base_url=self.base_url)
 
-def backend_config(s: Settings, cfg: ReaderConfig | None = None) -> BackendConfig:
-    r = s.reader
-    return BackendConfig(
-        backend=(cfg.backend if cfg and cfg.backend else r.backend),
-        embedded=r.embedded,
-        model=(cfg.model if cfg and cfg.model else r.model),
-        base_url=(cfg.base_url if cfg and cfg.base_url else r.base_url),
-        api_key_env=r.api_key_env, response_format=r.response_format, concurrency=r.concurrency, timeout_s=r.timeout_s,
-        retries=r.retries, backoff_base_s=r.backoff_base_s, backoff_max_s=r.backoff_max_s,
-        max_tokens=r.max_tokens, n_ctx=r.n_ctx, tensor_parallel_size=r.tensor_parallel_size,
-        gpu_memory_utilization=r.gpu_memory_utilization, max_model_len=r.max_model_len,
-    )
+    def memory_params(self, s: Settings) -> MemoryParams:
+        return MemoryParams.from_settings(s, kappa=self.kappa, delta=self.delta, lam=self.lam)
+
+    @property
+    def memory_overridden(self) -> bool:
+        """λ or δ given as run config: it wins over Table 6's selection on the test split."""
+        return self.lam >= 0 or self.delta >= 0
 
 
-def memory_params(s: Settings, cfg: ReaderConfig | None = None) -> MemoryParams:
-    m = s.memory
-    pick = lambda v, d: d if v is None or v < 0 else v  # noqa: E731
-    return MemoryParams(kappa=pick(cfg.kappa if cfg else None, m.kappa), delta=pick(cfg.delta if cfg else None, m.delta), lam=pick(cfg.lam if cfg else None, m.lam))
-
-
-def test_split_params(s: Settings, lake: Lake, cal: TradingCalendar, base: MemoryParams, cfg: ReaderConfig | None, days: list[str]):
-    """(params for a decision day, a line saying what the test split uses).
-
-    With ``memory.test_params = "selected"`` the test split runs with Table 6's selection (the
-    ``sensitivity`` table: chosen on the validation split from labels matured before the test split
-    starts, so it is known on the test split's first day); run-config λ/δ overrides win over it.
-    A range with test-split days and no selection in the lake is an error, not a silent default."""
-    bounds = split_bounds(s, cal)
-    test = next(((a, b) for (a, b), name in zip(bounds, ("train", "validation", "test")) if name == "test"), None) if len(bounds) == 3 else None
-    if test is None:
-        return (lambda d: base), "no test split in the calendar"
-    overridden = cfg is not None and (cfg.lam >= 0 or cfg.delta >= 0)
-    if s.memory.test_params != "selected" or overridden:
-        why = "run config" if overridden else "settings.memory (memory.test_params = settings)"
-        return (lambda d: base), f"test split: lambda={base.lam}, delta={base.delta} from {why}"
-    if not any(test[0] <= d <= test[1] for d in days):
-        return (lambda d: base), "no test-split day in this range"
-    sel = lake.read("sensitivity").filter(pl.col("row") == "selected") if lake.partition_files("sensitivity") else pl.DataFrame()
-    if sel.height < 2:
-        raise dg.Failure(
-            "memory.test_params = 'selected' but the Table 6 selection (asset `sensitivity`) is not in the lake; "
-            "materialise `sensitivity` first (it needs only the validation split) or set memory.test_params = 'settings'"
-        )
-    vals = dict(zip(sel["metric"].to_list(), sel["value"].to_list()))
-    chosen = MemoryParams(kappa=base.kappa, delta=float(vals["delta"]), lam=float(vals["lambda"]))
-    return (lambda d: chosen if d >= test[0] else base), f"test split: lambda={chosen.lam}, delta={chosen.delta} selected on validation (Table 6)"
-
-
-# ------------------------------------------------------------------ splits and class weights
-def split_bounds(s: Settings, cal: TradingCalendar) -> list[tuple[str, str]]:
-    """(first session, last session) of train / validation / test, in order."""
-    out = []
-    for a, b in (s.splits.train, s.splits.validation, s.splits.test):
-        days = cal.sessions_in_range(a, b)
-        if days:
-            out.append((days[0].isoformat(), days[-1].isoformat()))
-    return out
-
-
-def split_start_of(s: Settings, cal: TradingCalendar, day: str) -> str:
-    """The day the memory resets for a decision on ``day`` (prequential protocol)."""
-    for a, b in split_bounds(s, cal):
-        if a <= day <= b:
-            return a
-    first = cal.sessions_in_range(s.calendar.decision_start, s.calendar.end)
-    return first[0].isoformat() if first and first[0].isoformat() <= day else day
-
-
-def weights_for(s: Settings, cal: TradingCalendar, lake: Lake, start: str) -> tuple[dict, dict]:
-    """w_y = 1/(3 pi_y) with pi from the previous split's labels that matured before ``start``
-    (for the test split: the validation split). Uniform when there is no previous split."""
-    bounds = split_bounds(s, cal)
-    prev = [b for b in bounds if b[1] < start]
-    if not prev:
-        return {h: {y: 1.0 for y in (-1, 0, 1)} for h in ("1D", "3D", "5D")}, {}
-    a, b = prev[-1]
-    lab = lake.read_range("labels", a, b)
-    lab = lab.filter(pl.col("maturity_day") < dt.date.fromisoformat(start))
-    freq = label_frequencies(lab)
-    if not freq:
-        return {h: {y: 1.0 for y in (-1, 0, 1)} for h in ("1D", "3D", "5D")}, {}
-    return class_weights(freq), freq
-
-
-# ------------------------------------------------------------------ reading inputs
-def evidence_items(lake: Lake, passage_ids: list[str]) -> dict[str, EvidenceItem]:
-    if not passage_ids:
-        return {}
-    con = lake.duckdb(tables=["evidence"])
-    con.register("wanted", pa.table({"passage_id": pa.array(sorted(set(passage_ids)))}))
-    rows = con.execute(
-        "SELECT e.passage_id, source_family, title, text, public_time, form_type, item FROM evidence e "
-        "JOIN wanted w USING (passage_id)"
-    ).fetchall()
-    con.close()
-    return {r[0]: EvidenceItem(r[0], r[1], r[2], r[3], r[4].isoformat(), r[5], r[6]) for r in rows}
-
-
-def _by_day(df: pl.DataFrame) -> dict[str, pl.DataFrame]:
-    return {d.isoformat(): g.drop("date") for (d,), g in df.group_by(["date"])} if df.height else {}
-
-
-def _drop_hive(df: pl.DataFrame) -> pl.DataFrame:
-    return df.drop([c for c in ("date", "variant") if c in df.columns])
-
-
-def labels_reader(lake: Lake, cal: TradingCalendar, s: Settings):
-    """Decision day -> its labels as the loop needs them: the lake's partition, or, when it is not
-    there yet or was written before some horizon matured (the daily loop: the matured_feedback
-    sensor re-materialises it, but not necessarily before the next decision run; a backfill may run
-    the loop before `labels`), recomputed from the prices now in the lake with the same function, so
-    the memory never misses feedback that has matured. Only horizons matured by the day before the
-    decision are used, so prices after the decision time change nothing the loop reads."""
-
-    @lru_cache(maxsize=64)
-    def labels_of(d: str) -> pl.DataFrame:
-        lab = lake.read("labels", dates=[d]) if lake.exists("labels", date=d) else None
-        if lab is None or (lab.height and (lab["status"] == "pending").any()):
-            fresh = pl.from_arrow(conform(lake.spec("labels"), labels_from_lake(lake, cal, s, [d]).drop("date")))
-            return fresh.with_columns(pl.lit(dt.date.fromisoformat(d)).alias("date"))  # as Lake.read adds it
-        return lab
-
-    return labels_of
-
-
-def build_env(s: Settings, lake: Lake, cal: TradingCalendar, days: list[str], backend, params: MemoryParams, decoding: dict,
-              toe_needed: bool = False) -> LoopEnv:
-    anchors = _by_day(lake.read("anchors", dates=days))
-    cands = _by_day(lake.read("candidates", dates=days))
-    cards = _by_day(lake.read("context_cards", dates=days))
-    uni = lake.read("universe")
-    companies = dict(zip(uni["ticker"], uni["company"]))
-    pids = []
-    for c in cands.values():
-        pids += c["passage_id"].to_list()
-    # contexts of the days before the range are re-read from the lake when feedback needs them
-    evidence = evidence_items(lake, pids)
-    empty_a = pl.from_arrow(lake.spec("anchors").schema.empty_table())
-    empty_c = pl.from_arrow(lake.spec("candidates").schema.empty_table())
-
-    def day_data(d: str) -> DayData:
-        cd = cards.get(d)
-        card_map = {t: (txt, risk) for t, txt, risk in zip(cd["ticker"], cd["card_text"], cd["risk_state"])} if cd is not None else {}
-        return DayData(anchors.get(d, empty_a), cands.get(d, empty_c), card_map)
-
-    labels_of = labels_reader(lake, cal, s)
-
-    def past_of(d: str, v: Variant) -> Past | None:
-        if not lake.exists("reader_outputs", variant=v.name, date=d):
-            raise dg.Failure(f"{v.name}: reader outputs of {d} are needed for feedback but not materialised; run the loop from the split start")
-        out = _drop_hive(lake.read("reader_outputs", dates=[d], variant=v.name))
-        ctx = _drop_hive(lake.read("contexts", dates=[d], variant=v.name))
-        a = lake.read("anchors", dates=[d])
-        return Past(out, ctx, memory_keys(a, v))
-
-    weights_cache: dict[str, dict] = {}
-
-    def weights(start: str) -> dict:
-        if start not in weights_cache:
-            weights_cache[start] = weights_for(s, cal, lake, start)[0]
-        return weights_cache[start]
-
-    toe = toe_env(s, lake, cal, anchors, backend) if toe_needed else None
-    return LoopEnv(
-        toe=toe,
-        cal=cal,
-        day_data=day_data,
-        split_start=lambda d: split_start_of(s, cal, d),
-        class_weights=weights,
-        labels_of=labels_of,
-        past_of=past_of,
-        evidence=evidence,
-        companies=companies,
-        backend=backend,
-        cache_of=lambda d: PromptCache(lake, d),
-        decoding=decoding,
-        m=s.retrieval.m,
-        params=params,
-    )
-
-
-def toe_env(s: Settings, lake: Lake, cal: TradingCalendar, anchors_by_day: dict[str, pl.DataFrame], backend=None) -> ToEEnv:
-    """The toe variants' inputs: the prior tree (experience_tree, tree_id ``prior``) on a day, the
-    anchors' masked skeletons and their MiniLM vectors (cached per day, shared by the variants);
-    with an LLM reader backend, the LLM judge/expander (answers cached with the reader's)."""
-    from ...core.embeddings import embed
-    from ...core.reader.schema import HORIZON_KEYS
-    from .experience import TREE_ID, company_names, toe_params
-
-    params = toe_params(s)
-    if tuple(params.horizons) != tuple(HORIZON_KEYS):
-        raise dg.Failure(f"the toe variants need settings.experience.horizons = {HORIZON_KEYS} (the reader's), not {params.horizons}")
-    names = company_names(lake)
-    ev = s.evidence
-
-    def prior(d: str) -> ExperienceTree:
-        if not lake.exists("experience_tree", tree_id=TREE_ID, date=d):
-            raise dg.Failure(f"experience_tree (tree_id {TREE_ID}) for {d} is not materialised; the toe variants start from it")
-        return read_tree(lake, TREE_ID, d, params)
-
-    @lru_cache(maxsize=8)
-    def states(d: str):
-        a = anchors_by_day.get(d)
-        ids, f_texts, skels = anchor_states(a, names) if a is not None else ([], [], [])
-        vecs = embed(skels, ev.embed_batch_size, ev.embed_max_seq_length) if skels else np.zeros((0, 384), np.float32)
-        return ids, f_texts, skels, vecs
-
-    def past_selections(d: str, v: Variant) -> pl.DataFrame:
-        if not lake.exists("principle_selections", variant=v.name, date=d):
-            raise dg.Failure(f"{v.name}: principle_selections of {d} are needed for the tree's updates but not materialised; run the loop from the split start")
-        return _drop_hive(lake.read("principle_selections", dates=[d], variant=v.name))
-
-    judge = None
-    if backend is not None and getattr(backend, "name", "embedded") != "embedded":
-        from ...core.memory.experience_llm import llm_judge
-
-        judge = llm_judge(backend)
-    return ToEEnv(prior=prior, states=states, past_selections=past_selections, expansion_cap=s.experience.expansion_cap,
-                  judge=judge, embed_fn=lambda texts: embed(texts, ev.embed_batch_size, ev.embed_max_seq_length))
-
-
-def initial_tree(lake: Lake, cal: TradingCalendar, s: Settings, v: Variant, first: str) -> ExperienceTree | None:
-    """A toe variant's tree of the day before ``first`` (None at a split start: it resets to the prior)."""
-    from .experience import toe_params
-
-    if not v.toe or first == split_start_of(s, cal, first):
-        return None
-    prev = cal.offset(first, -1).isoformat()
-    if not lake.exists("experience_tree", tree_id=v.name, date=prev):
-        raise dg.Failure(f"{v.name}: experience_tree (tree_id {v.name}) for {prev} is missing; materialise from the split start {split_start_of(s, cal, first)}")
-    return read_tree(lake, v.name, prev, toe_params(s))
-
-
-def initial_memory(lake: Lake, cal: TradingCalendar, s: Settings, v: Variant, first: str, params: MemoryParams) -> SourceMemory | None:
-    """The snapshot of the day before ``first`` (None at a split start: the memory resets)."""
-    if not v.uses_memory or first == split_start_of(s, cal, first):
-        return None
-    prev = cal.offset(first, -1).isoformat()
-    if not lake.exists("memory_snapshot", variant=v.name, date=prev):
-        raise dg.Failure(f"{v.name}: memory_snapshot for {prev} is missing; materialise from the split start {split_start_of(s, cal, first)}")
-    return SourceMemory.from_frame(_drop_hive(lake.read("memory_snapshot", dates=[prev], variant=v.name)), params)
+def family_assets(family: str) -> tuple[str, ...]:
+    """The asset names under ``<family>/`` (the loop multi-asset's outputs, then feedback)."""
+    v = variants_of(family, 0.3, 1)[0]
+    return (("memory_snapshot",) if v.uses_memory else ()) + (("experience_tree",) if v.toe else ()) + ("contexts", "reader_outputs", "feedback")
 
 
 def reader_metadata(st: DayStats) -> dict:
@@ -368,88 +132,46 @@ def build_variant_assets(family: str, partitions_def, settings: Settings) -> lis
         s = finrag.settings()
         lake, cal = finrag.lake(), finrag.calendar()
         days = days_of(context)
-        params = memory_params(s, config)
-        bcfg = backend_config(s, config)
+        params = config.memory_params(s)
+        bcfg = config.backend_config(s)
         backend = make_backend(bcfg)
-        env = build_env(s, lake, cal, days, backend, params, bcfg.decoding(), toe_needed=uses_toe)
-        if uses_memory:
-            env.params_of, test_note = test_split_params(s, lake, cal, params, config, days)
-        else:
-            test_note = "no source memory in this family"
-        total = DayStats()
-        written = {"memory_snapshot": 0, "contexts": 0, "reader_outputs": 0, "experience_tree": 0, "experience_leaves": 0, "principle_selections": 0,
-                   "principle_updates": 0}
-        toe_outcomes: dict[str, int] = {}
-        last_tree = None
-        previews = {}
-        applied = 0
         prog = Progress(len(days) * len(vs), f"{family} loop", log=context.log.info, every=20, unit="variant-days")
-        for v in vs:
-            v = Variant(v.name, v.family, params.lam if v.uses_memory else 0.0, v.credit, v.shuffle_labels_seed, v.shuffle_types_seed, v.toe)
-            mem = initial_memory(lake, cal, s, v, days[0], env.params_of(days[0]) if env.params_of else params)
-            tree0 = initial_tree(lake, cal, s, v, days[0])
-            try:
-                results = run_days(days, v, env, mem, tree0, on_day=lambda _d: prog.update())
-            except ReaderIncomplete as e:  # answers so far are in reader_cache; this variant's days are not written
-                failed = dict(list(e.stats.failed_anchors.items())[:20])
-                raise dg.Failure(description=f"{v.name}: {e}", metadata={"backend": backend.name, **reader_metadata(e.stats),
-                                                                         "failed_anchors": dg.MetadataValue.json(failed)}) from None
-            known = known_before(lake, v.name, days[0]) if v.toe else None
-            for res in results:
-                if res.tree is not None:
-                    known, n_content = write_rows(lake, v.name, res.day, res.tree, known)
-                    written["experience_leaves"] += n_content
-                    lake.write("principle_selections", res.selections, variant=v.name, date=res.day)
-                    lake.write("principle_updates", res.toe_updates, variant=v.name, date=res.day)
-                    written["experience_tree"] += res.tree.num_rows
-                    written["principle_selections"] += res.selections.height
-                    written["principle_updates"] += res.toe_updates.height
-                    for o, k in res.selections.group_by("outcome").len().rows():
-                        toe_outcomes[o] = toe_outcomes.get(o, 0) + k
-                    for o, k in res.toe_updates.group_by("outcome").len().rows():
-                        toe_outcomes[f"update_{o}"] = toe_outcomes.get(f"update_{o}", 0) + k
-                    last_tree = (v.name, res.day, res.tree)
-                if res.snapshot is not None:
-                    lake.write("memory_snapshot", res.snapshot, variant=v.name, date=res.day)
-                    written["memory_snapshot"] += res.snapshot.height
-                lake.write("contexts", res.contexts, variant=v.name, date=res.day)
-                lake.write("reader_outputs", res.outputs, variant=v.name, date=res.day)
-                written["contexts"] += res.contexts.height
-                written["reader_outputs"] += res.outputs.height
-                applied += int(res.feedback_applied["applied"].sum()) if res.feedback_applied.height else 0
-                total.merge(res.stats)
-                if res.outputs.height and "reader_outputs" not in previews:
-                    previews["reader_outputs"] = res.outputs
-                    previews["contexts"] = res.contexts
-                if res.snapshot is not None:
-                    previews["memory_snapshot"] = res.snapshot
+        try:
+            with step_errors_as_failures():
+                run = run_family(s, lake, cal, vs, days, params, backend, bcfg.decoding(), config.memory_overridden,
+                                 on_day=lambda _d: prog.update())
+        except FamilyIncomplete as e:
+            failed = dict(list(e.error.stats.failed_anchors.items())[:20])
+            raise dg.Failure(description=str(e), metadata={"backend": backend.name, **reader_metadata(e.error.stats),
+                                                           "failed_anchors": dg.MetadataValue.json(failed)}) from None
         prog.close()
         names = [v.name for v in vs]
+        written, previews = run.written, run.previews
         if uses_memory:
             snap = previews.get("memory_snapshot", pl.DataFrame())
             md = snap.filter(pl.col("n") > 0).sort("n", descending=True).head(12) if snap.height else snap
             yield dg.MaterializeResult(
                 asset_key=key("memory_snapshot"),
-                metadata={"rows": written["memory_snapshot"], "variants": ", ".join(names), "feedback_rows_applied": applied,
+                metadata={"rows": written["memory_snapshot"], "variants": ", ".join(names), "feedback_rows_applied": run.feedback_applied,
                           "last_snapshot": dg.MetadataValue.md(preview_md(md, n=12, columns=["source_family", "event_type", "horizon", "a", "b", "u_hat", "adjustment"]))},
             )
         if uses_toe:
             meta = {"rows": written["experience_tree"], "content_rows": written["experience_leaves"], "variants": ", ".join(names),
                     "selections": written["principle_selections"],
-                    "updates": written["principle_updates"], "outcomes": dg.MetadataValue.json(toe_outcomes)}
-            if last_tree is not None:
-                vn, day, table = last_tree
-                meta["tree"] = dg.MetadataValue.md(render_markdown(from_table(table, toe_params(s)), f"experience tree `{vn}` on {day}", max_leaves=12))
+                    "updates": written["principle_updates"], "outcomes": dg.MetadataValue.json(run.toe_outcomes)}
+            if run.last_tree is not None:
+                vn, day, table = run.last_tree
+                meta["tree"] = dg.MetadataValue.md(render_markdown(from_table(table, ToEParams.from_settings(s)), f"experience tree `{vn}` on {day}", max_leaves=12))
             yield dg.MaterializeResult(asset_key=key("experience_tree"), metadata=meta)
         yield dg.MaterializeResult(
             asset_key=key("contexts"),
             metadata={"rows": written["contexts"], "variants": ", ".join(names), "lambda": params.lam, "delta": params.delta, "kappa": params.kappa,
-                      "test_split_params": test_note,
+                      "test_split_params": run.test_note,
                       "preview": dg.MetadataValue.md(preview_md(previews.get("contexts", pl.DataFrame())))},
         )
         yield dg.MaterializeResult(
             asset_key=key("reader_outputs"),
-            metadata={"rows": written["reader_outputs"], "backend": backend.name, "model": backend.model, **reader_metadata(total),
+            metadata={"rows": written["reader_outputs"], "backend": backend.name, "model": backend.model, **reader_metadata(run.stats),
                       "preview": dg.MetadataValue.md(preview_md(previews.get("reader_outputs", pl.DataFrame()), columns=["anchor_id", "horizon", "signal", "valid_ids", "reason"]))},
         )
 
@@ -466,33 +188,10 @@ def build_variant_assets(family: str, partitions_def, settings: Settings) -> lis
         ),
     )
     def feedback(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
-        s = finrag.settings()
-        lake, cal = finrag.lake(), finrag.calendar()
-        days = days_of(context)
-        market = market_of(s)
-        last = lake.read_range("prices", days[0], s.calendar.end, columns=["ticker"]).filter(pl.col("ticker") == market)["date"].max()
-        as_of = last if last is not None else dt.date.fromisoformat(days[0]) - dt.timedelta(days=1)
-        n = 0
-        outcomes: dict[str, int] = {}
-        correct = []
-        for v in vs:
-            for d in days:
-                out = _drop_hive(lake.read("reader_outputs", dates=[d], variant=v.name))
-                ctx = _drop_hive(lake.read("contexts", dates=[d], variant=v.name))
-                lab = lake.read("labels", dates=[d])
-                if v.shuffle_labels_seed is not None:
-                    lab = shuffle_labels(lab, v.shuffle_labels_seed)
-                a = lake.read("anchors", dates=[d])
-                w, _ = weights_for(s, cal, lake, split_start_of(s, cal, d))
-                fb = build_feedback(out, lab, ctx, as_of, w, memory_keys(a, v), v.credit) if v.uses_memory else build_feedback(out, lab, ctx, as_of, w, memory_keys(a, v), "cited")
-                lake.write("feedback", fb, variant=v.name, date=d)
-                n += fb.height
-                for o, k in fb.group_by("outcome").len().rows():
-                    outcomes[o] = outcomes.get(o, 0) + k
-                correct += fb.filter(pl.col("correct").is_not_null())["correct"].to_list()
+        fb = family_feedback(finrag.settings(), finrag.lake(), finrag.calendar(), vs, days_of(context))
         return dg.MaterializeResult(
-            metadata={"rows": n, "matured_as_of": str(as_of), "outcomes": dg.MetadataValue.json(outcomes),
-                      "accuracy_matured": round(float(np.mean(correct)), 4) if correct else 0.0}
+            metadata={"rows": fb.rows, "matured_as_of": str(fb.as_of), "outcomes": dg.MetadataValue.json(fb.outcomes),
+                      "accuracy_matured": round(float(np.mean(fb.correct)), 4) if fb.correct else 0.0}
         )
 
     return [loop, feedback]

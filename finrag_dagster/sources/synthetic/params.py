@@ -20,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...core.events import CAPITAL, EARNINGS, LEGAL, MANAGEMENT, OTHER
+from ...core.settings import HORIZONS
 
 EVENT_TYPES = (EARNINGS, LEGAL, CAPITAL, MANAGEMENT, OTHER)
-HORIZONS = (1, 3, 5)
 FAMILIES = ("news", "sec_filing")
 
 

@@ -1,0 +1,63 @@
+"""The evaluation splits (train / validation / test) on the trading calendar.
+
+The prequential protocol (seed 000 §4.1): the memories reset at each split start, a split's class
+weights come from the previous split's matured labels, and the prior experience tree is induced on
+the last train session from train-split anchors only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .settings import SPLIT_NAMES
+
+if TYPE_CHECKING:
+    from .calendar import TradingCalendar
+    from .lake import Lake
+    from .settings import Settings
+
+
+def split_bounds(s: Settings, cal: TradingCalendar) -> list[tuple[str, str]]:
+    """(first session, last session) of train / validation / test, in order (splits without a
+    session left out)."""
+    out = []
+    for a, b in s.splits.ranges().values():
+        days = cal.sessions_in_range(a, b)
+        if days:
+            out.append((days[0].isoformat(), days[-1].isoformat()))
+    return out
+
+
+def bounds_of_test_split(s: Settings, cal: TradingCalendar) -> tuple[str, str] | None:
+    """(first, last session) of the test split, when all three splits have sessions."""
+    bounds = split_bounds(s, cal)
+    return dict(zip(SPLIT_NAMES, bounds))["test"] if len(bounds) == len(SPLIT_NAMES) else None
+
+
+def split_start_of(s: Settings, cal: TradingCalendar, day: str) -> str:
+    """The day the memory resets for a decision on ``day`` (prequential protocol)."""
+    for a, b in split_bounds(s, cal):
+        if a <= day <= b:
+            return a
+    first = cal.sessions_in_range(s.calendar.decision_start, s.calendar.end)
+    return first[0].isoformat() if first and first[0].isoformat() <= day else day
+
+
+def split_days(s: Settings, cal: TradingCalendar, lake: Lake, name: str) -> list[str]:
+    """Materialised decision days of a split (those whose anchors are in the lake)."""
+    b = s.splits.ranges()[name]
+    have = set(lake.materialized_dates("anchors"))
+    return [d.isoformat() for d in cal.sessions_in_range(*b) if d.isoformat() in have]
+
+
+def induction_day(s: Settings, cal: TradingCalendar) -> str | None:
+    """The day the tree is induced: the last session of the train split (inside the calendar)."""
+    a, b = s.splits.train
+    days = cal.sessions_in_range(max(a, s.calendar.start), min(b, s.calendar.end))
+    return days[-1].isoformat() if days else None
+
+
+def train_days_before(s: Settings, cal: TradingCalendar, day: str) -> list[str]:
+    """Sessions of the train split (inside the calendar) strictly before ``day``."""
+    a, b = s.splits.train
+    return [d.isoformat() for d in cal.sessions_in_range(max(a, s.calendar.start), min(b, s.calendar.end)) if d.isoformat() < day]

@@ -1,0 +1,49 @@
+"""The layering the README promises: imports go one way, and core is plain Python.
+
+``core`` imports neither Dagster nor ``defs``/``sources``/``pipeline``/``cli``; ``sources`` imports
+no Dagster layer; the ``finrag`` command reaches the Dagster layer only through ``pipeline`` (which
+runs the stages) and ``definitions``. Checked on the source text (every import, function-level
+ones too), so a late import cannot slip past.
+"""
+
+import ast
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parents[2] / "finrag_dagster"
+
+
+def imports_of(path: Path) -> set[str]:
+    """Absolute module names imported by ``path`` (relative imports resolved)."""
+    mod = ".".join(path.relative_to(PKG.parent).with_suffix("").parts)
+    pkg = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg.split(".")[: len(pkg.split(".")) - (node.level - 1)]
+                out.add(".".join(base + ([node.module] if node.module else [])))
+            else:
+                out.add(node.module or "")
+    return out
+
+
+def offenders(folder: str, banned: tuple[str, ...]) -> list[str]:
+    return sorted(f"{p.relative_to(PKG.parent)} imports {m}" for p in (PKG / folder).rglob("*.py") for m in imports_of(p)
+                  if any(m == b or m.startswith(b + ".") for b in banned))
+
+
+def test_core_is_plain_python_below_every_other_layer():
+    banned = ("dagster", "dagster_webserver", "finrag_dagster.defs", "finrag_dagster.sources", "finrag_dagster.pipeline",
+              "finrag_dagster.definitions", "finrag_dagster.cli")
+    assert offenders("core", banned) == []
+
+
+def test_sources_do_not_import_the_dagster_layer():
+    assert offenders("sources", ("dagster", "finrag_dagster.defs", "finrag_dagster.pipeline", "finrag_dagster.definitions")) == []
+
+
+def test_the_command_line_uses_core_not_the_assets():
+    cli = [p for p in PKG.glob("cli*.py")]
+    assert cli and [f"{p.name} imports {m}" for p in cli for m in imports_of(p) if m.startswith("finrag_dagster.defs")] == []
