@@ -140,8 +140,8 @@ def test_experience_task_scores_every_sector_with_matured_alphas_only(small_lake
 
 def test_experience_tree_is_induced_from_the_train_split_and_carried(small_lake):
     from finrag_dagster.core.lake import file_digest
-    from finrag_dagster.core.memory.experience_store import read_tree
     from finrag_dagster.core.memory.experience_prior import TREE_ID
+    from finrag_dagster.core.memory.experience_store import read_tree
     from finrag_dagster.core.memory.experience_tree import ToEParams
     from finrag_dagster.core.splits import induction_day
 
@@ -203,8 +203,8 @@ def test_files_mode_definitions_resolve_every_job(tmp_path):
 
 
 def test_toe_variants_learn_only_from_matured_labels(small_lake):
-    from finrag_dagster.core.memory.experience_store import read_tree
     from finrag_dagster.core.memory.experience_prior import TREE_ID
+    from finrag_dagster.core.memory.experience_store import read_tree
     from finrag_dagster.core.memory.experience_tree import ToEParams
 
     lake, settings, _ = small_lake

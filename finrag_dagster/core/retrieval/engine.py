@@ -13,7 +13,7 @@ from ..lake import Lake
 from .fiscal import REPORTING_DAYS, calendars
 from .names import NameIndex
 from .query import ParsedQuery, parse_query
-from .search import SearchConfig, SearchIndex, SearchResult, run_search, structured_sql
+from .search import SearchConfig, SearchIndex, SearchResult, company_only, run_search, structured_sql
 
 
 def _as_of_ns(as_of: str | dt.datetime | pd.Timestamp | None) -> int:
@@ -70,8 +70,11 @@ class SearchEngine:
         built = structured_sql(q, depth)
         if built is None:
             return []
-        if self._con is None:
-            self._con = self.lake.duckdb(tables=["evidence"])
+        if self._con is None:  # the same SQL over the visible evidence already in memory (no file scans per query)
+            import duckdb
+
+            self._con = duckdb.connect()
+            self._con.register("evidence", self.index.df.drop("embedding").to_arrow())
         sql, params = built
         params = {**params, "as_of": pd.Timestamp(self.as_of_ns, tz="UTC").to_pydatetime()}
         return [r[0] for r in self._con.execute(sql, params).fetchall()]
@@ -80,7 +83,8 @@ class SearchEngine:
         cfg = cfg or SearchConfig(k=k, budget_tokens=budget)
         q = self.parse(text)
         q_emb = embed([text])[0]
-        ids = self.structured_ids(q, cfg.list_depth) if mode == "full" else []
+        depth = cfg.list_depth * 20 if company_only(q) else cfg.list_depth  # re-ranked by keyword below
+        ids = self.structured_ids(q, depth) if mode == "full" else []
         return run_search(self.index, q, q_emb, ids, cfg, mode)
 
 

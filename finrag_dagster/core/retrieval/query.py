@@ -36,9 +36,10 @@ QUANT_METRICS = {"gross margin", "operating margin", "net margin", "margin", "re
                  "operating income", "free cash flow", "r&d", "capex"}
 FORMS = {"10-k": "10-K", "10k": "10-K", "annual report": "10-K", "10-q": "10-Q", "10q": "10-Q",
          "quarterly report": "10-Q", "8-k": "8-K", "8k": "8-K", "press release": "8-K"}
+_MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"]
 _ORD = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4}
 _COMPARE = re.compile(r"\b(compare|comparison|versus|vs\.?|across|which (company|companies|of)|highest|lowest|best|worst|rank|top \d+ competitors?)\b", re.I)
-_QUANT = re.compile(r"\b(how much|how many|highest|lowest|growth|grew|increase|decrease|compare|margin|ratio|percent|%)\b", re.I)
+_QUANT = re.compile(r"\b(how much|how many|highest|lowest|growth|grew|increase|decrease|margin|ratio|percent|%)\b", re.I)
 _RISK = re.compile(r"\b(risk|risks|risk factors|uncertaint(y|ies)|threat|exposure)\b", re.I)
 _SAY = re.compile(r"\b(say|said|says|comment|commentary|mention|mentioned|talk about|discuss)\b", re.I)
 
@@ -86,6 +87,8 @@ def parse_periods(text: str, as_of: dt.date) -> tuple[list[str], dt.date | None,
         y = int(m.group(2))
         periods.append(f"Q{m.group(1)} {y + 2000 if y < 100 else y}")
     t = re.sub(r"\bq([1-4])\s*(?:fy)?\s*'?(\d{4}|\d{2})\b", " ", t)  # "Q3 FY2023" is a quarter, not also the year
+    t = re.sub(r"\b(first|second|third|fourth|1st|2nd|3rd|4th)-quarter\b", r"\1 quarter", t)  # "fourth-quarter 2020"
+    t = re.sub(r"\bfiscal (first|second|third|fourth|1st|2nd|3rd|4th) quarter (\d{4})\b", r"\1 quarter fiscal \2", t)
     for m in re.finditer(r"\b(first|second|third|fourth|1st|2nd|3rd|4th) quarter(?: of)?(?: fiscal(?: year)?)? (\d{4})\b", t):
         periods.append(f"Q{_ORD[m.group(1)]} {m.group(2)}")
     t = re.sub(r"\b(first|second|third|fourth|1st|2nd|3rd|4th) quarter(?: of)?(?: fiscal(?: year)?)? \d{4}\b", " ", t)
@@ -104,7 +107,13 @@ def parse_periods(text: str, as_of: dt.date) -> tuple[list[str], dt.date | None,
     m = re.search(r"\bsince (\d{4}-\d{2}-\d{2})\b", t)
     if m:
         date_from = dt.date.fromisoformat(m.group(1))
-    m = re.search(r"\b(?:in|during) (\d{4})\b", t)
+    m = re.search(r"\b(?:in|during) (january|february|march|april|may|june|july|august|september|october|november|december),? (\d{4})\b", t)
+    if m and not periods:  # "in July 2021": that month
+        mo = _MONTHS.index(m.group(1)) + 1
+        y = int(m.group(2))
+        date_from = dt.date(y, mo, 1)
+        date_to = dt.date(y + (mo == 12), mo % 12 + 1, 1) - dt.timedelta(days=1)
+    m = None if date_from else re.search(r"\b(?:in|during) (\d{4})\b", t)
     if m and not periods:
         y = int(m.group(1))
         date_from, date_to = dt.date(y, 1, 1), dt.date(y, 12, 31)
@@ -123,6 +132,7 @@ def quarters_without_year(text: str) -> list[int]:
     fiscal quarter of each named company."""
     t = text.lower()
     out: list[int] = []
+    t = re.sub(r"\b(first|second|third|fourth|1st|2nd|3rd|4th)-quarter\b", r"\1 quarter", t)
     for m in re.finditer(r"\b(first|second|third|fourth|1st|2nd|3rd|4th) (?:fiscal )?quarter\b(?!\s+(?:of\s+)?(?:fiscal\s+(?:year\s+)?)?'?\d{2,4})", t):
         out.append(_ORD[m.group(1)])
     for m in re.finditer(r"\bq([1-4])\b(?!\s*(?:fy)?\s*'?\d{2,4})", t):

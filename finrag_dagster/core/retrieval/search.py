@@ -113,13 +113,16 @@ class SearchIndex:
         self.emb = ev["embedding"].to_numpy().astype(np.float32) if ev.height else np.zeros((0, 384), np.float32)
         self.pid = ev["passage_id"].to_list()
         self.row = {p: i for i, p in enumerate(self.pid)}
+        self._W = None
 
     def keyword(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """(rows, scores) of the passages containing a query term, by BM25, best first."""
         q = self.tm.vocab.lookup(bm25_tokens(text))
         if not q or not self.pid:
             return np.zeros(0, np.int64), np.zeros(0)
-        W = self.stats.weights(np.arange(len(self.pid)))
+        if self._W is None:  # the saturated term weights do not depend on the query: once per index
+            self._W = self.stats.weights(np.arange(len(self.pid)))
+        W = self._W
         s = np.asarray((W @ query_matrix([q], W.shape[1], self.stats.idf()).T).todense()).ravel()
         hit = np.asarray(W[:, sorted(set(q))].getnnz(axis=1)).ravel() > 0
         order = np.lexsort((-np.arange(len(s)), -s))
@@ -196,6 +199,22 @@ def _diversify(order: list[int], tickers: list[str], score: dict[int, float], wa
         rest.insert(0, demote)
     top.sort(key=lambda i: (-score[i], -i))
     return top + rest
+
+
+def company_only(q: ParsedQuery) -> bool:
+    """A query whose only structured filter is its companies: their passages, newest first, say
+    nothing about relevance, so the structured list orders them by keyword score instead."""
+    return bool(q.tickers) and not (q.periods or q.form_types or q.date_from or q.date_to or q.latest)
+
+
+def structured_list(index: SearchIndex, q: ParsedQuery, structured_ids: list[str], kw_rows: np.ndarray, depth: int) -> list[str]:
+    """The structured list: the SQL's passages (newest first); for a company-only query, the
+    company's passages by keyword score (those without a query term after, newest first)."""
+    ids = [p for p in structured_ids if p in index.row]
+    if company_only(q):
+        rank = {int(r): k for k, r in enumerate(kw_rows)}
+        ids.sort(key=lambda p: rank.get(index.row[p], len(rank)))  # stable: newest first among the unmatched
+    return ids[:depth]
 
 
 def _ns_of(day: dt.date) -> int:
@@ -304,7 +323,7 @@ def run_search(
         lists = {
             "semantic": [index.pid[i] for i in se_rows[:depth]],
             "keyword": [index.pid[i] for i in kw_rows[:depth]],
-            "structured": [p for p in structured_ids if p in index.row][:depth],
+            "structured": structured_list(index, q, structured_ids, kw_rows, depth),
         }
         fused = rrf(lists, list_weights(q.names_ticker_or_metric), k=cfg.rrf_k)
         fam = df["source_family"].to_list()
