@@ -144,3 +144,28 @@ def test_structured_sql_runs_on_duckdb_over_the_lake(tmp_path):
     got = [r[0] for r in con.execute(sql, {**params, "as_of": dt.datetime(2022, 3, 1, tzinfo=dt.timezone.utc)}).fetchall()]
     assert got == ["a"]
     assert structured_sql(parse_query("hello world", ALIASES, AS_OF), 10) is None
+
+
+def test_periods_written_the_ways_analysts_write_them():
+    assert parse_query("Intel fourth-quarter 2020 earnings", ALIASES, AS_OF).periods == ["Q4 2020"]
+    assert parse_query("fiscal first-quarter 2024 outlook", ALIASES, AS_OF).periods == ["Q1 2024"]
+    q = parse_query("NVDA news in July 2021", ALIASES, AS_OF)
+    assert (q.date_from, q.date_to) == (dt.date(2021, 7, 1), dt.date(2021, 7, 31))
+    assert parse_query("Intel's Q4 results", ALIASES, AS_OF).quarters_without_year == [4]
+    assert not parse_query("Compare the activist campaigns at Intel and Apple", ALIASES, AS_OF).is_quantitative
+
+
+def test_a_company_only_query_ranks_the_company_s_passages_by_keyword_not_age():
+    rows = [("old", "NVDA", "news", "2021-01-04", None, "nvidia antitrust lawsuit filed by regulators")]
+    rows += [(f"new{i}", "NVDA", "news", f"2021-06-{i + 10:02d}", None, f"nvidia product launch {i}") for i in range(5)]
+    ev = _evidence(rows)
+    idx = SearchIndex(ev, _ns("2021-12-31"))
+    q = parse_query("NVIDIA antitrust lawsuit", ALIASES, dt.date(2021, 12, 31))
+    newest_first = [f"new{i}" for i in reversed(range(5))] + ["old"]  # what the SQL returns for the company
+    from finrag_dagster.core.retrieval.search import company_only, structured_list
+
+    assert company_only(q)
+    kw_rows, _ = idx.keyword(q.text)
+    assert structured_list(idx, q, newest_first, kw_rows, 10)[0] == "old"
+    dated = parse_query("NVIDIA antitrust lawsuit in 2021", ALIASES, dt.date(2021, 12, 31))
+    assert not company_only(dated) and structured_list(idx, dated, newest_first, kw_rows, 10)[0] == "new4"
