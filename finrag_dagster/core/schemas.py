@@ -276,10 +276,3 @@ EXPERIENCE_LEAVES = TableSpec(
     "support, embedding); the tree of D reads the latest version dated <= D of each position of its state.",
     decision_time=True,
 )
-
-def register(spec: TableSpec) -> TableSpec:
-    """Mark a table declared outside this module; returns ``spec`` unchanged.
-
-    Declaring a table is enough: :mod:`finrag_dagster.core.catalog` lists every declaring module
-    and collects the specs. (``core/retrieval/candidates.py`` still wraps its spec in this.)"""
-    return spec

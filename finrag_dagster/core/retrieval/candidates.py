@@ -12,31 +12,29 @@ import pyarrow as pa
 
 from ..calendar import TradingCalendar
 from ..progress import track
-from ..schemas import TableSpec, register
+from ..schemas import TableSpec
 from .lexical import PrefixStats
 from .pool import CANDIDATE_SCHEMA, PoolConfig, Store, one_blas_thread, start_day_candidates
 
-CANDIDATES = register(
-    TableSpec(
-        "candidates",
-        pa.schema(
-            [
-                pa.field("anchor_id", pa.string(), nullable=False),
-                pa.field("passage_id", pa.string(), nullable=False),
-                pa.field("rank", pa.int32(), nullable=False),
-                pa.field("bm25", pa.float64(), nullable=False),
-                pa.field("dense", pa.float64(), nullable=False),
-                pa.field("relevance", pa.float64(), nullable=False),
-                pa.field("is_peer", pa.bool_(), nullable=False),
-                pa.field("source_family", pa.string(), nullable=False),
-                pa.field("ticker", pa.string(), nullable=False),
-            ]
-        ),
-        ("date",),
-        ("anchor_id", "rank"),
-        "Point-in-time candidate pool (at most M0 = 20) per anchor with BM25, dense and static relevance r.",
-        decision_time=True,
-    )
+CANDIDATES = TableSpec(
+    "candidates",
+    pa.schema(
+        [
+            pa.field("anchor_id", pa.string(), nullable=False),
+            pa.field("passage_id", pa.string(), nullable=False),
+            pa.field("rank", pa.int32(), nullable=False),
+            pa.field("bm25", pa.float64(), nullable=False),
+            pa.field("dense", pa.float64(), nullable=False),
+            pa.field("relevance", pa.float64(), nullable=False),
+            pa.field("is_peer", pa.bool_(), nullable=False),
+            pa.field("source_family", pa.string(), nullable=False),
+            pa.field("ticker", pa.string(), nullable=False),
+        ]
+    ),
+    ("date",),
+    ("anchor_id", "rank"),
+    "Point-in-time candidate pool (at most M0 = 20) per anchor with BM25, dense and static relevance r.",
+    decision_time=True,
 )
 
 
