@@ -8,7 +8,7 @@ sets every cell to them (û = planted probability, η ≈ 1), reranks each ancho
 eq. 6 (the pipeline's own ``rerank``), and compares with the static top 5 (λ = 0): anchors whose
 context changes (set, and set or order), the event type's useful family's share of context slots
 per year, and, for each embedded reader, Table 2's metrics read on both context sets. Run at the
-SPEC's (λ, δ) = (0.30, 0.20) and at the largest corner of seed 000 Table 6's grid (0.50, 0.30).
+default (λ, δ) = (0.30, 0.20) (docs/method.md §4) and at the largest corner of seed 000 Table 6's grid (0.50, 0.30).
 Nothing is written to the lake.
 """
 

@@ -1,10 +1,10 @@
-"""Trading-day time: the NYSE calendar and the decision-day rule of SPEC §1.
+"""Trading-day time: the NYSE calendar and the decision-day rule of docs/method.md §1.
 
 Every timestamp in the lake is UTC. Market logic uses America/New_York and the XNYS
 calendar from ``exchange_calendars`` (holidays, early closes and DST come from there,
 not from a hand-written list).
 
-Decision rule (SPEC §1, seed 000 §3.3 / App. A.2): the decision day D of an item published at
+Decision rule (docs/method.md §1, seed 000 §3.3 / App. A.2): the decision day D of an item published at
 ``public_time`` is the trading day whose close is the first close at or after ``public_time``;
 ``decision_time`` is close(D). Items that only carry a calendar date (most FNSPID rows:
 ``YYYY-MM-DD 00:00:00+00:00``) are treated as published after that day's close: their
@@ -102,7 +102,7 @@ class TradingCalendar:
 
     # ----------------------------------------------------------------- decision rule
     def decision_day(self, public_time: pd.Timestamp | dt.datetime | str) -> dt.date:
-        """SPEC §1: the trading day whose close is the first close at or after public_time."""
+        """docs/method.md §1: the trading day whose close is the first close at or after public_time."""
         ts = pd.Timestamp(public_time)
         if ts.tzinfo is None:
             raise CalendarError(f"naive timestamp {public_time!r}: store times as UTC")

@@ -1,4 +1,4 @@
-"""Residual-impact labels (seed 000 §3.4 eqs 1-3, App. A.2; SPEC §5).
+"""Residual-impact labels (seed 000 §3.4 eqs 1-3, App. A.2; docs/method.md §5).
 
 For ticker i, decision day D (session index k) and horizon h: an OLS with intercept of
 overlapping h-day stock returns on h-day QQQ returns, close(t)→close(t+h) with t and t+h inside

@@ -1,6 +1,6 @@
 """The market-feedback loop of one memory variant, stepped one decision day at a time.
 
-For decision day D (seed 000 §3.5, §4.1; SPEC §4):
+For decision day D (seed 000 §3.5, §4.1; docs/method.md §4):
 
 1. memory(D) = memory(D−1) + the feedback whose label matured on D−1 (decision days D−1−h), or
    an empty memory when D starts the evaluated split (prequential reset);

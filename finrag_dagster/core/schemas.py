@@ -1,4 +1,4 @@
-"""The schemas of the source, evidence and experience-tree tables, declared once (SPEC §2).
+"""The schemas of the source, evidence and experience-tree tables, declared once (docs/method.md §2).
 
 A :class:`TableSpec` names the table, its pyarrow schema, how it is partitioned in the lake
 (its hive keys: ``("date",)`` gives ``<table>/date=YYYY-MM-DD/part-0.parquet``,
@@ -30,7 +30,7 @@ class TableSpec:
     hive: tuple[str, ...]  # path keys in order, e.g. ("date",), ("variant", "date"), ()
     sort_by: tuple[str, ...]
     description: str = ""
-    decision_time: bool = False  # covered by the time-travel test (SPEC §1)
+    decision_time: bool = False  # covered by the time-travel test (docs/method.md §1)
     extra: dict = field(default_factory=dict)
 
 

@@ -1,4 +1,4 @@
-"""One settings object with every default of the papers and of SPEC.md.
+"""One settings object with every default of the papers and of docs/method.md.
 
 Values come from the defaults below, then from a TOML file named by ``FINRAG_CONFIG`` (or
 passed explicitly), then from environment overrides (``FINRAG_LAKE``). Dagster surfaces the
@@ -126,7 +126,7 @@ class LabelSettings(_M):
 
 
 class ReaderSettings(_M):
-    """The frozen reader (SPEC §6). ``embedded`` needs nothing; the others see docs/gpu.md."""
+    """The frozen reader (docs/method.md §6). ``embedded`` needs nothing; the others see docs/gpu.md."""
 
     backend: Literal["embedded", "llama_cpp", "openai", "vllm"] = "embedded"
     embedded: Literal["evidence", "anchor_tone"] = "anchor_tone"  # which embedded reader (docs/reader.md)
@@ -154,7 +154,7 @@ class VariantSettings(_M):
 
 
 class ExperienceSettings(_M):
-    """Tree-of-Experience (seed 002 §4.2, App. 8.5; SPEC §9) and its induction (eqs 3-5).
+    """Tree-of-Experience (seed 002 §4.2, App. 8.5; docs/method.md §9) and its induction (eqs 3-5).
 
     ``induction``: ``rule`` (headline skeletons clustered by embedding, see
     core/memory/experience_induction.py), ``llm`` (the reader backend rewrites each item into a

@@ -80,7 +80,7 @@ NEVER = np.iinfo(np.int64).max
 
 @dataclass(frozen=True)
 class NewsClock:
-    """Whose time of day is trusted (SPEC §1: a source's clock is trusted only where it is known
+    """Whose time of day is trusted (docs/method.md §1: a source's clock is trusted only where it is known
     to be right).
 
     ``dates_only`` (the default) reads every stamp as a date, except rows whose ``Publisher`` is
@@ -297,7 +297,7 @@ def minute_stats(frame: pl.DataFrame, clock: NewsClock) -> pl.DataFrame:
 
 def news_public_ns(frame: pl.DataFrame, clock: NewsClock = NewsClock(), minute: pl.DataFrame | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Public time (int64 UTC ns; :data:`NEVER` where unparseable) and precision ("date",
-    "minute", "second") of each row of :func:`normalize_news`'s frame (SPEC §1: a timestamp
+    "minute", "second") of each row of :func:`normalize_news`'s frame (docs/method.md §1: a timestamp
     stands for the end of its precision; only trusted clocks give a time of day).
 
     ``minute``: :func:`minute_stats` of the whole file(s) when ``frame`` is only a batch of them

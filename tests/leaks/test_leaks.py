@@ -1,4 +1,4 @@
-"""Mutation test of the point-in-time guard (SPEC §1): every planted leak must make a test fail.
+"""Mutation test of the point-in-time guard (docs/method.md §1): every planted leak must make a test fail.
 
 For each leak of :data:`tests.leaks.plant.LEAKS`, its catcher tests run in a fresh pytest
 subprocess with ``-p tests.leaks.plugin`` and ``FINRAG_PLANTED_LEAK=<leak>``: they must fail

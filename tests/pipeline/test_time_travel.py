@@ -1,4 +1,4 @@
-"""The test of record (SPEC §1): changing or deleting any input stamped after decision_time(D)
+"""The test of record (docs/method.md §1): changing or deleting any input stamped after decision_time(D)
 changes no byte of any decision-time table partition <= D.
 
 Two lakes are built from the same small world: A from the original raw files, B from a copy in

@@ -1,4 +1,4 @@
-"""SPEC §1 decision-day rule: one test per case the issue lists."""
+"""docs/method.md §1 decision-day rule: one test per case of that rule."""
 
 import datetime as dt
 

@@ -28,7 +28,7 @@ def make_prices(start="2018-01-02", end="2020-06-30", seed=0, drop=()):
 
 
 def reference(prices, ticker, day, h, window=252, gap=20):
-    """Straight from SPEC §5 with a per-window statsmodels.OLS."""
+    """Straight from docs/method.md §5 with a per-window statsmodels.OLS."""
     k = cal.session_index(day)
     win_days = [cal.sessions[i].item() for i in range(k - 271, k - 19)]
     assert len(win_days) == window

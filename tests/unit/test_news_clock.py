@@ -1,4 +1,4 @@
-"""Each source's true clock (SPEC §1): a stamp stands for the end of its precision, FNSPID's time of
+"""Each source's true clock (docs/method.md §1): a stamp stands for the end of its precision, FNSPID's time of
 day is not trusted unless the user trusts it, a local-midnight stamp is a date. Real rows from the
 sample in ``tests/data/news_clock`` (see its PROVENANCE.md)."""
 

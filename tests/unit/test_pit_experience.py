@@ -1,4 +1,4 @@
-"""The experience tree sees nothing after its day (SPEC §1 and §9, seed 002 §4).
+"""The experience tree sees nothing after its day (docs/method.md §1 and §9, seed 002 §4).
 
 The prior tree is induced from pre-evaluation data only: its induction day is the last session of
 the train split inside the calendar, and the anchors it is induced from are train-split sessions

@@ -1,4 +1,4 @@
-"""build_feedback's maturity cut-off (SPEC §1: feedback whose maturity day is <= the cut-off only).
+"""build_feedback's maturity cut-off (docs/method.md §1: feedback whose maturity day is <= the cut-off only).
 
 A label that is already computed ("ok") but matures after the cut-off — the calendar's next
 day, the next session, or later — must give no feedback row; one maturing on the cut-off does.

@@ -1,5 +1,5 @@
 """A residual label of (D, h) matures on the session of close(D+h) and is pending until that close
-exists (SPEC §1, §5): its maturity day is what the feedback loop's D−1 rule reads."""
+exists (docs/method.md §1, §5): its maturity day is what the feedback loop's D−1 rule reads."""
 
 import datetime as dt
 

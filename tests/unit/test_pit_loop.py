@@ -1,4 +1,4 @@
-"""Point-in-time of the feedback loop (SPEC §1, §4; seed 000 §3.5, seed 002 eq. 13), counted by hand.
+"""Point-in-time of the feedback loop (docs/method.md §1, §4; seed 000 §3.5, seed 002 eq. 13), counted by hand.
 
 A small world stepped through the real ``core.loop``: every decision day has two anchors, every
 label of (D, h) matures on D+h and every prediction is right, citing one passage. The memory of

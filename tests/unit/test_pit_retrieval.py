@@ -1,4 +1,4 @@
-"""Point-in-time of the candidate pools (SPEC §3): static relevance is normalised within the pool,
+"""Point-in-time of the candidate pools (docs/method.md §3): static relevance is normalised within the pool,
 and passages public at or after the decision time change nothing a decision reads.
 
 Checked by hand on a small store whose future holds extreme passages: an exact copy of the

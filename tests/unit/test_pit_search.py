@@ -1,4 +1,4 @@
-"""Query retrieval obeys ``as_of`` to the microsecond (SPEC §8: everything obeys an as_of time).
+"""Query retrieval obeys ``as_of`` to the microsecond (docs/method.md §8: everything obeys an as_of time).
 
 Passages one microsecond before, exactly at, and half an hour after ``as_of``: only the first is
 in the index, its BM25 statistics and every search mode's hits; a bare-date ``as_of`` means the

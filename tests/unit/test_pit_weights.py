@@ -1,5 +1,5 @@
 """Class weights w_y = 1/(3 π_y) come from the previous split's labels that matured before the
-evaluated split starts (SPEC §4: π_y = validation-split frequency for the test split), counted by hand.
+evaluated split starts (docs/method.md §4: π_y = validation-split frequency for the test split), counted by hand.
 
 The lake holds labels of three splits with different label mixes: the train split, the validation
 split (its last decisions' 3D/5D labels mature inside the test split and are all +1) and the

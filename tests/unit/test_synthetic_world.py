@@ -167,7 +167,7 @@ def test_adjusted_closes_compound_the_true_total_return(world, truth):
 
 
 def test_labels_of_spec_5_mostly_match_planted_directions(world, truth):
-    """Residual z (SPEC §5) recomputed from the raw price files agrees with dir_1 for most events."""
+    """Residual z (docs/method.md §5) recomputed from the raw price files agrees with dir_1 for most events."""
     px = {Path(p).stem.upper(): pl.read_csv(p) for p in glob.glob(str(world / "raw" / "prices" / "*.csv"))}
     dates = px["QQQ"]["Date"].to_list()
     pos = {d: i for i, d in enumerate(dates)}

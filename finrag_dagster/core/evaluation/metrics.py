@@ -1,4 +1,4 @@
-"""Event-level metrics (seed 000 §4.2, Table 2; SPEC §7).
+"""Event-level metrics (seed 000 §4.2, Table 2; docs/method.md §7).
 
 * Non-neutral F1: mean of the F1 scores of the +1 and −1 classes.
 * Macro-F1: mean F1 over the three classes, per horizon; overall = mean over 1D/3D/5D.

@@ -1,4 +1,4 @@
-"""The fixed portfolio diagnostic (seed 000 §4.4, eqs 7-9; SPEC §7).
+"""The fixed portfolio diagnostic (seed 000 §4.4, eqs 7-9; docs/method.md §7).
 
 On each decision day t the sleeve v_t holds the names with a positive 3D stock-day signal, best
 first (ties: higher mean static relevance, then ticker), up to K = 10 at 1/K each, the rest in

@@ -1,4 +1,4 @@
-"""seed 000 Tables 2, 3, 4 and 6 from the lake (SPEC §7).
+"""seed 000 Tables 2, 3, 4 and 6 from the lake (docs/method.md §7).
 
 :func:`evaluate` computes Tables 2-4 on the validation and test splits in long form (one row per
 table, split, row and metric); :func:`run_evaluation` writes them with the daily portfolio books,

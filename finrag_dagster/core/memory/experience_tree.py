@@ -1,4 +1,4 @@
-"""Tree-of-Experience (seed 002 §4.2, App. 8.5; SPEC §9): the structured experience memory.
+"""Tree-of-Experience (seed 002 §4.2, App. 8.5; docs/method.md §9): the structured experience memory.
 
 A depth-2 tree: layer 1 = analytical factors (matched by keywords), layer 2 = analytical
 principles under a factor (matched by embedding cosine). Each root-to-leaf path P holds a utility

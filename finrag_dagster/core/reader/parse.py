@@ -1,4 +1,4 @@
-"""Parse a reader's raw text into per-horizon signals (SPEC §6).
+"""Parse a reader's raw text into per-horizon signals (docs/method.md §6).
 
 Invalid JSON, a missing horizon or an out-of-range value → that horizon is 0 with no valid
 citation; hallucinated (not retrieved) or duplicate IDs are dropped; the raw text is kept by the

@@ -1,4 +1,4 @@
-"""Point-in-time candidate pools (seed 000 §3.3, App. A.3; SPEC §3).
+"""Point-in-time candidate pools (seed 000 §3.3, App. A.3; docs/method.md §3).
 
 For every anchor of decision day D:
 

@@ -3,7 +3,7 @@
 Quarterly earnings follow each company's fiscal calendar; the other events arrive as a
 renewal process (minimum spacing :data:`params.MIN_EVENT_SPACING` sessions between decision
 days of one ticker, so the D+1..D+5 windows never overlap). Every event's decision day D is
-the XNYS decision day of its first public document (SPEC §1); abnormal returns are added on
+the XNYS decision day of its first public document (docs/method.md §1); abnormal returns are added on
 D+1..D+5 only.
 """
 
