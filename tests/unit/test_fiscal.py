@@ -49,7 +49,23 @@ def test_a_fiscal_quarter_lands_on_its_filing_and_news_window():
     assert q.period_windows == [(["MRVL"], dt.date(2022, 7, 31), dt.date(2022, 12, 28))]  # the 10-Q's own dates + 60 days
     assert "fiscal year ends in month 1" in q.notes[0] and "2022-07-31 .. 2022-10-29" in q.notes[0]
     sql, params = structured_sql(q, 50)
-    assert "fiscal_period IN ($p0)" in sql and "source_family = 'news'" in sql and params["w0t0"] == "MRVL"
+    assert "fiscal_period IN ($p0)" in sql and params["p0"] == "Q3 2023"
+    # the company's news in the window gets the period boost in the rerank; news outside it does not
+    import numpy as np
+
+    from finrag_dagster.core.retrieval.search import SearchConfig, SearchIndex, run_search
+
+    emb = np.eye(3, 384, dtype=np.float32)
+    ev = pl.DataFrame(
+        {"passage_id": ["in", "out", "f"], "ticker": ["MRVL"] * 3, "source_family": ["news", "news", "sec_filing"],
+         "public_time": [_t("2022-12-01"), _t("2022-05-02"), _t("2022-12-02")], "form_type": [None, None, "10-Q"],
+         "item": [None] * 3, "fiscal_period": [None, None, "Q3 2023"], "title": ["a", "b", "c"],
+         "text": ["marvell data center revenue"] * 3, "url": ["u1", "u2", "u3"], "embedding": pl.Series(emb, dtype=pl.Array(pl.Float32, 384))},
+        schema_overrides={"public_time": pl.Datetime("us", "UTC"), "form_type": pl.Utf8, "item": pl.Utf8, "fiscal_period": pl.Utf8},
+    )
+    res = run_search(SearchIndex(ev, int(_t("2022-12-31").timestamp()) * 10**9), q, emb[0], ["f"], SearchConfig(k=3), "full")
+    comp = {h.passage_id: h.components for h in res.hits}
+    assert comp["in"].get("period_window") == 1.0 and "period_window" not in comp["out"] and comp["f"].get("period_match") == 1.0
 
 
 def test_a_quarter_without_a_year_is_the_latest_one_ended_before_as_of():

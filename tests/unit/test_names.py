@@ -27,6 +27,7 @@ UNIVERSE = [
     ("TGT", ("Target Corporation", "TARGET CORP"), 27419),
     ("TXN", ("Texas Instruments", "TEXAS INSTRUMENTS INC"), 97476),
     ("AAL", ("American Airlines Group", "American Airlines Group Inc."), 6201),
+    ("COST", ("Costco", "COSTCO WHOLESALE CORP /NEW"), 909832),
     ("AEP", ("American Electric Power", "AMERICAN ELECTRIC POWER CO INC"), 4904),
 ]
 
@@ -60,6 +61,8 @@ def names() -> NameIndex:
         ("american electric power rate case", ["AEP"]),
         ("Texas Instruments analog demand", ["TXN"]),
         ("NVDA and AAPL", ["AAPL"]),  # NVDA is not in this universe
+        ("COST gross margin Q3 2019", ["COST"]),  # an upper-case symbol that is a word, but not a function word
+        ("Costco membership fees", ["COST"]),
     ],
 )
 def test_names_as_people_say_them(names, text, want):
@@ -83,6 +86,7 @@ def test_names_as_people_say_them(names, text, want):
         "american consumers and texas weather",
         "meta-analysis of earnings surprises",
         "dollar strength and oil",
+        "cost of revenue and FAST growth",
     ],
 )
 def test_ordinary_words_are_not_tickers(names, text):

@@ -3,8 +3,8 @@ other names, without turning ordinary words into tickers.
 
 Rules (each tested in tests/unit/test_names.py, with a list of traps):
 
-* **Symbols** match as an upper-case word (``NVDA``, ``$NVDA``). A symbol that is also an ordinary
-  English word or a single letter (``A``, ``ON``, ``ALL``, ``NOW``, ``IT``) needs a marker: ``$ON``,
+* **Symbols** match as an upper-case word (``NVDA``, ``$NVDA``, ``COST``). A symbol that is also an
+  English function word or a single letter (``A``, ``ON``, ``ALL``, ``NOW``, ``IT``) needs a marker: ``$ON``,
   ``(ON)``, ``NASDAQ: ON`` or ``ticker ON``. Its company name still works ("ON Semiconductor").
 * **Names** from the universe file (full names and their forms without legal suffixes) match
   case-insensitively as whole words, possessives included ("Marvell Technology's").
@@ -123,7 +123,7 @@ class NameIndex:
         """(position, company index) of every company named in ``text``."""
         found: list[tuple[int, int]] = []
         for t, ci in self.symbols.items():
-            ordinary = len(t) == 1 or t.lower() in ORDINARY
+            ordinary = len(t) == 1 or t.lower() in ENGLISH_STOP_WORDS  # COST, FAST, TEAM upper-case are tickers
             pat = rf"{_MARKER}{re.escape(t)}(?![\w])" if ordinary else rf"(?<![\w]){re.escape(t)}(?![\w])"
             flags = re.IGNORECASE if ordinary else 0  # markers in any case; the symbol itself upper-case
             for m in re.finditer(pat, text, flags):

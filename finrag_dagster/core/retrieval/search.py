@@ -147,18 +147,10 @@ def structured_sql(q: ParsedQuery, depth: int) -> tuple[str, dict] | None:
         where.append("form_type IN (" + ", ".join(f"$f{i}" for i in range(len(q.form_types))) + ")")
         params.update({f"f{i}": f for i, f in enumerate(q.form_types)})
     if q.periods:
-        clause = "fiscal_period IN (" + ", ".join(f"$p{i}" for i in range(len(q.periods))) + ")"
+        where.append("fiscal_period IN (" + ", ".join(f"$p{i}" for i in range(len(q.periods))) + ")")
         params.update({f"p{i}": p for i, p in enumerate(q.periods)})
-        news = []
-        for j, (ts, lo, hi) in enumerate(q.period_windows):  # a company's news in its period's window
-            names = ", ".join(f"$w{j}t{i}" for i in range(len(ts)))
-            news.append(f"(ticker IN ({names}) AND public_time >= $w{j}lo AND public_time < $w{j}hi)")
-            params.update({f"w{j}t{i}": t for i, t in enumerate(ts)})
-            params[f"w{j}lo"] = dt.datetime.combine(lo, dt.time(), tzinfo=dt.timezone.utc)
-            params[f"w{j}hi"] = dt.datetime.combine(hi + dt.timedelta(days=1), dt.time(), tzinfo=dt.timezone.utc)
-        if news:
-            clause = f"({clause} OR (source_family = 'news' AND ({' OR '.join(news)})))"
-        where.append(clause)
+        # a company's news in its period's window is boosted in the rerank, not added here: as a
+        # list of its own it crowds the filings that state the period's numbers out of the fusion
     if q.date_from:
         where.append("public_time >= $date_from")
         params["date_from"] = dt.datetime.combine(q.date_from, dt.time(), tzinfo=dt.timezone.utc)
