@@ -21,12 +21,16 @@ thirds of the decision days), as in configs/demo.toml.
 ``--config FILE`` runs one settings file as it stands (its world, calendar, splits and families),
 for example seed 000's five-year workload::
 
-    .venv/bin/python benchmarks/scale.py --config configs/paper_scale.toml --progress runs/paper_scale.jsonl
+    .venv/bin/python benchmarks/scale.py --config configs/paper_scale.toml --dir runs --progress runs/paper_scale.jsonl
 
-It prints each stage as it ends (and appends it to ``--progress`` as a JSON line, so a run stopped
-part way keeps what it measured), with the process's CPU seconds beside the wall time (a stage that
-shared the machine shows more wall than CPU), and the loop's cost per decision day by quarter,
-from the progress lines the loop assets write to the run log every 20 days.
+It runs as a backfill by calendar year would: the sources once, then for each year of decisions the
+history, the previous year's last labels again (their horizons mature in this year's prices), the
+decisions, the Table 6 selection once the validation split is decided, and the loop; the evaluation
+last. Each phase is appended to ``--progress`` as a JSON line as it ends, with wall time, the
+process's CPU seconds (a phase that shared the machine shows more wall than CPU), peak RSS and, for
+the loop, its cost per decision day by quarter (from the progress lines the loop assets write to the
+run log every 20 days). The same command resumes a stopped run at the first phase not in the file;
+``--stop-file`` stops it cleanly between phases.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from finrag_dagster.core.calendar import nyse  # noqa: E402
-from finrag_dagster.core.settings import Settings, load_settings  # noqa: E402
+from finrag_dagster.core.settings import HORIZONS, Settings, load_settings  # noqa: E402
 from finrag_dagster.definitions import build_definitions  # noqa: E402
 from finrag_dagster.defs.resources import FinragResource  # noqa: E402
 from finrag_dagster.pipeline import RANGE_END, RANGE_START, run_range, stages  # noqa: E402
@@ -192,7 +196,7 @@ def quarter_costs(rows: list[dict]) -> dict[str, float]:
     return dict(sorted(per_q.items()))
 
 
-def measure(settings: Settings, progress: Path | None = None) -> dict:
+def measure(settings: Settings) -> dict:
     """Run every stage; wall, CPU, peak RSS and the asset steps' own times per stage."""
     marks: list[tuple[str, float, float]] = []
     peaks: dict[str, int] = {}
@@ -204,9 +208,6 @@ def measure(settings: Settings, progress: Path | None = None) -> dict:
         line = {"stage": name, "wall_s": round(now - start, 1), "cpu_s": round(cpu - c0, 1), "peak_mib": peaks[name],
                 "at": dt.datetime.now().isoformat(timespec="seconds"), "since_start_s": round(now - t0, 1)}
         print("STAGE " + json.dumps(line), flush=True)
-        if progress is not None:
-            with open(progress, "a") as fh:
-                fh.write(json.dumps(line) + "\n")
 
     def on_stage(st, names):
         if marks:
@@ -248,6 +249,116 @@ def measure(settings: Settings, progress: Path | None = None) -> dict:
             for t in ("news_raw", "evidence", "anchors", "candidates", "labels")}
     return {"wall": wall, "cpu": cpu, "peak_mib": peaks, "steps": steps, "twin": twin, "total": t_end - t0,
             "rows": rows, "lake_bytes": lake_bytes(Path(settings.lake_dir)), "loop_quarters": quarter_costs(day_costs)}
+
+
+# ---------------------------------------------------------------------------- one settings file, year by year
+def _done(progress: Path) -> dict[tuple[str, str], dict]:
+    """The phases a progress file records as finished, keyed by (chunk, stage)."""
+    out = {}
+    if progress.exists():
+        for ln in progress.read_text().splitlines():
+            if ln.strip():
+                r = json.loads(ln)
+                if "chunk" in r:
+                    out[(r["chunk"], r["stage"])] = r
+    return out
+
+
+def chunk_plan(settings: Settings) -> list[tuple[str, list[str], dict]]:
+    """(chunk, stage names, run_range arguments) in order: sources once; then per calendar year of
+    decisions: history, the previous year's last labels again (their horizons matured in this year's
+    prices, as the matured_feedback sensor does day by day), decisions, selection once the validation
+    split is decided, loop; evaluation last."""
+    cal = nyse()
+    dec = cal.sessions_in_range(settings.calendar.decision_start, settings.calendar.end)
+    years = sorted({d.year for d in dec})
+    st = {s.name: list(s.assets) for s in stages(settings)}
+    plan: list[tuple[str, list[str], dict]] = [("all", ["sources"], {"only": st["sources"]})]
+    val_end = settings.splits.validation[1]
+    selected = False
+    prev: list[dt.date] = []
+    for i, y in enumerate(years):
+        days = [d for d in dec if d.year == y]
+        rng = {"end": days[-1], "decision_start": days[0]}
+        plan.append((str(y), ["history"], {**rng, "history_start": settings.calendar.start if i == 0 else days[0],
+                                           "only": st["history"]}))
+        if prev:
+            tail = prev[-(max(HORIZONS) + 1):]
+            plan.append((str(y), ["labels_matured"], {"end": tail[-1], "decision_start": tail[0], "only": ["labels"]}))
+        plan.append((str(y), ["decisions"], {**rng, "only": st["decisions"]}))
+        if not selected and days[-1] >= val_end:
+            plan.append((str(y), ["selection"], {**rng, "only": st["selection"]}))
+            selected = True
+        plan.append((str(y), ["loop"], {**rng, "only": st["loop"]}))
+        prev = days
+    plan.append(("all", ["evaluation"], {"only": st["evaluation"]}))
+    return plan
+
+
+def measure_chunked(settings: Settings, progress: Path, stop_file: Path | None = None, twin: bool = True) -> dict | None:
+    """Run a settings file phase by phase (:func:`chunk_plan`), appending each finished phase to
+    ``progress``; a phase already there is skipped, so a stopped run resumes where it stopped.
+    Returns the summary once every phase (and the twin) is recorded, else None."""
+    cal = nyse()
+    for chunk, (stage,), kw in chunk_plan(settings):
+        if (chunk, stage) in _done(progress):
+            continue
+        if stop_file is not None and stop_file.exists():
+            print(f"stop file {stop_file} found: stopping before {chunk} {stage}", flush=True)
+            return None
+        reset_peak()
+        t0, c0 = time.perf_counter(), _cpu()
+        with dg.instance_for_test() as inst:
+            results = run_range(settings, instance=inst, **kw)
+            wall, cpu = time.perf_counter() - t0, _cpu() - c0
+            line = {"chunk": chunk, "stage": stage, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
+                    "peak_mib": _status("VmHWM"), "at": dt.datetime.now().isoformat(timespec="seconds")}
+            if stage == "loop":
+                days = [d.isoformat() for d in cal.sessions_in_range(kw["decision_start"], kw["end"])]
+                rows = [r for res in results for r in loop_day_costs(inst, res.run_id, days)]
+                line["loop_quarters"] = quarter_costs(rows)
+        print("STAGE " + json.dumps(line), flush=True)
+        with open(progress, "a") as fh:
+            fh.write(json.dumps(line) + "\n")
+    done = _done(progress)
+    if twin and ("all", "twin") not in done:
+        if stop_file is not None and stop_file.exists():
+            return None
+        with dg.instance_for_test() as inst:
+            tw = run_twin(settings, inst)
+        line = {"chunk": "all", "stage": "twin", "wall_s": round(sum(tw.values()), 1), "stages": tw,
+                "at": dt.datetime.now().isoformat(timespec="seconds")}
+        with open(progress, "a") as fh:
+            fh.write(json.dumps(line) + "\n")
+        done = _done(progress)
+    return summarise(settings, done)
+
+
+def summarise(settings: Settings, done: dict[tuple[str, str], dict]) -> dict:
+    """Per stage: wall and CPU summed over the years, the highest peak RSS; the loop's seconds per
+    decision day by quarter; rows and lake bytes of the finished lake."""
+    import pyarrow.parquet as pq
+
+    from finrag_dagster.core.lake import Lake
+
+    wall: dict[str, float] = {}
+    cpu: dict[str, float] = {}
+    peak: dict[str, int] = {}
+    quarters: dict[str, float] = {}
+    for (_c, stage), r in done.items():
+        if stage == "twin":
+            continue
+        name = "decisions" if stage == "labels_matured" else stage
+        wall[name] = wall.get(name, 0.0) + r["wall_s"]
+        cpu[name] = cpu.get(name, 0.0) + r["cpu_s"]
+        peak[name] = max(peak.get(name, 0), r["peak_mib"])
+        quarters.update(r.get("loop_quarters", {}))
+    twin = done.get(("all", "twin"), {}).get("stages", {})
+    lake = Lake(settings.lake_dir)
+    rows = {t: sum(pq.ParquetFile(f).metadata.num_rows for f in lake.partition_files(t))
+            for t in ("news_raw", "evidence", "anchors", "candidates", "labels")}
+    return {"wall": wall, "cpu": cpu, "peak_mib": peak, "twin": twin, "total": sum(wall.values()),
+            "rows": rows, "lake_bytes": lake_bytes(Path(settings.lake_dir)), "loop_quarters": dict(sorted(quarters.items()))}
 
 
 def partition_growth(root: Path, n: int = 60) -> list[dict]:
@@ -303,7 +414,11 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="write the measurements as JSON here")
     ap.add_argument("--dir", default=None, help="where the lakes go (default: a temporary folder)")
     ap.add_argument("--config", default=None, help="run this settings file as one size (its own splits and families)")
-    ap.add_argument("--progress", default=None, help="with --config: append each finished stage here as a JSON line")
+    ap.add_argument("--progress", default=None,
+                    help="with --config: append each finished phase here as a JSON line; phases already there are skipped "
+                         "(default: progress.jsonl beside the lake)")
+    ap.add_argument("--stop-file", default=None, help="with --config: stop cleanly before the next phase once this file exists")
+    ap.add_argument("--no-twin", action="store_true", help="with --config: skip the empty-bodied twin (Dagster's share)")
     ap.add_argument("--growth", default=None, metavar="LAKE",
                     help="only report, for an existing lake, how each table's daily partition size changes from its first to its last 60 days")
     ap.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
@@ -326,15 +441,24 @@ def main() -> None:
         n_days = len(nyse().sessions_in_range(s.calendar.decision_start, s.calendar.end))
         print(f"{args.config}: {s.world.n_tickers} tickers, {n_days} decision days, families {', '.join(s.variants.families)}; "
               f"lake {s.lake_dir}", flush=True)
-        m = measure(s, Path(args.progress) if args.progress else None)
+        progress = Path(args.progress or Path(s.lake_dir).parent / "progress.jsonl")
+        m = measure_chunked(s, progress, Path(args.stop_file) if args.stop_file else None, twin=not args.no_twin)
+        if m is None:
+            print(f"stopped; run the same command again to resume (finished phases are in {progress})")
+            return
         m.update(config=args.config, days=n_days, tickers=s.world.n_tickers)
         lake_mb = sum(v for k, v in m["lake_bytes"].items() if not k.startswith("_")) / 1e6
-        print(f"total {m['total']:.0f} s; peak RSS {max(m['peak_mib'].values())} MiB; lake {lake_mb:.0f} MB "
+        print(f"total {m['total']:.0f} s (sum of the phases); peak RSS {max(m['peak_mib'].values())} MiB; lake {lake_mb:.0f} MB "
               f"({lake_mb / n_days:.2f} MB per decision day)")
         for n in m["wall"]:
+            tw = m["twin"].get(n)
             print(f"  {n:12s} wall {m['wall'][n]:9.1f} s  cpu {m['cpu'][n]:9.1f} s  peak {m['peak_mib'][n]:6d} MiB  "
-                  f"dagster twin {m['twin'].get(n, 0.0):7.1f} s ({m['twin'].get(n, 0.0) / max(m['wall'][n], 1e-9):.0%})")
-        print("loop s per decision day by quarter: " + ", ".join(f"{q} {v:.2f}" for q, v in m["loop_quarters"].items()))
+                  + (f"dagster twin {tw:7.1f} s ({tw / max(m['wall'][n], 1e-9):.0%})" if tw is not None else ""))
+        q = m["loop_quarters"]
+        print("loop s per decision day by quarter: " + ", ".join(f"{k} {v:.2f}" for k, v in q.items()))
+        if q:
+            first, last = next(iter(q)), list(q)[-1]
+            print(f"loop cost per day, {last} / {first}: {q[last] / q[first]:.2f}")
         print("rows: " + ", ".join(f"{k} {v}" for k, v in m["rows"].items()))
         if args.out:
             Path(args.out).write_text(json.dumps(m, indent=1, default=str))
