@@ -24,7 +24,8 @@ for example seed 000's five-year workload::
     .venv/bin/python benchmarks/scale.py --config configs/paper_scale.toml --dir runs --progress runs/paper_scale.jsonl
 
 It runs as a backfill by calendar year would: the sources once, then for each year of decisions the
-history, the previous year's last labels again (their horizons mature in this year's prices), the
+history, the previous year's last labels and feedback again (their horizons mature in this year's
+prices: what the matured_feedback sensor requests), the
 decisions, the Table 6 selection once the validation split is decided, and the loop; the evaluation
 last. Each phase is appended to ``--progress`` as a JSON line as it ends, with wall time, the
 process's CPU seconds (a phase that shared the machine shows more wall than CPU), peak RSS and, for
@@ -266,8 +267,8 @@ def _done(progress: Path) -> dict[tuple[str, str], dict]:
 
 def chunk_plan(settings: Settings) -> list[tuple[str, list[str], dict]]:
     """(chunk, stage names, run_range arguments) in order: sources once; then per calendar year of
-    decisions: history, the previous year's last labels again (their horizons matured in this year's
-    prices, as the matured_feedback sensor does day by day), decisions, selection once the validation
+    decisions: history, the previous year's last labels and feedback again (their horizons matured in
+    this year's prices: what the matured_feedback sensor requests day by day), decisions, selection once the validation
     split is decided, loop; evaluation last."""
     cal = nyse()
     dec = cal.sessions_in_range(settings.calendar.decision_start, settings.calendar.end)
@@ -275,6 +276,7 @@ def chunk_plan(settings: Settings) -> list[tuple[str, list[str], dict]]:
     st = {s.name: list(s.assets) for s in stages(settings)}
     plan: list[tuple[str, list[str], dict]] = [("all", ["sources"], {"only": st["sources"]})]
     val_end = settings.splits.validation[1]
+    matured = ["labels"] + [a for a in st["loop"] if a.endswith("/feedback")]  # what the matured_feedback sensor requests
     selected = False
     prev: list[dt.date] = []
     for i, y in enumerate(years):
@@ -284,7 +286,7 @@ def chunk_plan(settings: Settings) -> list[tuple[str, list[str], dict]]:
                                            "only": st["history"]}))
         if prev:
             tail = prev[-(max(HORIZONS) + 1):]
-            plan.append((str(y), ["labels_matured"], {"end": tail[-1], "decision_start": tail[0], "only": ["labels"]}))
+            plan.append((str(y), ["labels_matured"], {"end": tail[-1], "decision_start": tail[0], "only": matured}))
         plan.append((str(y), ["decisions"], {**rng, "only": st["decisions"]}))
         if not selected and days[-1] >= val_end:
             plan.append((str(y), ["selection"], {**rng, "only": st["selection"]}))
