@@ -41,7 +41,7 @@ import pandas as pd
 import polars as pl
 
 from ..core.calendar import date_only_public_ns
-from ..core.schemas import NEWS_RAW
+from ..core.storage.schemas import NEWS_RAW
 from ..core.text import sentences
 from .base import (
     FLAG_COLUMNS,

@@ -41,8 +41,8 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 
-from ..core.atomic import atomic_file
 from ..core.calendar import nyse
+from ..core.storage.atomic import atomic_file
 from . import fnspid
 from .base import FLAG_COLUMNS, LoadResult, SourceError, empty_flags, empty_quarantine
 

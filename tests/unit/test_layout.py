@@ -47,3 +47,11 @@ def test_sources_do_not_import_the_dagster_layer():
 def test_the_command_line_uses_core_not_the_assets():
     cli = [p for p in PKG.glob("cli*.py")]
     assert cli and [f"{p.name} imports {m}" for p in cli for m in imports_of(p) if m.startswith("finrag_dagster.defs")] == []
+
+
+def test_benchmarks_do_not_import_the_assets_except_the_scale_benchmark():
+    """benchmarks/scale.py measures the Dagster layer by design; the others time core (or run stages via pipeline)."""
+    bench = PKG.parent / "benchmarks"
+    found = sorted(f"{p.name} imports {m}" for p in bench.glob("*.py") if p.name != "scale.py" for m in imports_of(p)
+                   if m.startswith(("finrag_dagster.defs", "finrag_dagster.definitions")))
+    assert list(bench.glob("*.py")) and found == []
