@@ -91,7 +91,7 @@ def load_table(settings: Settings, table: str, universe: pl.DataFrame) -> LoadRe
     sp = source_paths(settings)
     tickers = set(universe["ticker"].to_list())
     if table == "news_raw":
-        from .fnspid import load_news
+        from .news_stage import load_news
 
         if not sp.news:
             return _empty(table)

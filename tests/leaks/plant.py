@@ -404,9 +404,9 @@ def _minute_stamp_at_start(p: Patcher) -> None:
 
 
 def _fnspid_clock_trusted(p: Patcher) -> None:
-    from finrag_dagster.sources import fnspid, registry
+    from finrag_dagster.sources import news_stage, registry
 
-    rewrite(p, fnspid, "load_news", [("clock = clock or NewsClock(dates_only=dates_only)", "clock = clock or NewsClock(dates_only=False)")])
+    rewrite(p, news_stage, "load_news", [("clock = clock or fnspid.NewsClock(dates_only=dates_only)", "clock = clock or fnspid.NewsClock(dates_only=False)")])
     rewrite(p, registry, "news_clock", [('else src.kind != "synthetic"', "else False")])
 
 
