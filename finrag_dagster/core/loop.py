@@ -5,7 +5,7 @@ For decision day D (seed 000 §3.5, §4.1; docs/method.md §4):
 1. memory(D) = memory(D−1) + the feedback whose label matured on D−1 (decision days D−1−h), or
    an empty memory when D starts the evaluated split (prequential reset);
 2. contexts(D) = top-M of each anchor's candidate pool by r + λ·mean_h adj;
-3. toe variants (:mod:`.memory.experience_loop`): tree(D) = tree(D−1) + the eq. 13 updates of
+3. toe variants (:mod:`.experience.loop`): tree(D) = tree(D−1) + the eq. 13 updates of
    labels matured on D−1 (the induced prior tree at a split start), one principle selected per
    anchor and put into its prompt;
 4. reader_outputs(D) from the frozen reader (prompt cache first).
