@@ -26,8 +26,8 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from finrag_dagster.core.lake import _WRITE_OPTS, Lake  # noqa: E402
-from finrag_dagster.core.memory.experience_store import CONTENT, STATE, read_rows  # noqa: E402
+from finrag_dagster.core.storage.lake import _WRITE_OPTS, Lake  # noqa: E402
+from finrag_dagster.core.experience.store import CONTENT, STATE, read_rows  # noqa: E402
 
 ONLY = ["universe", "prices", "news_raw", "filings_raw", "returns", "evidence", "anchors", "context_cards", "candidates", "labels",
         "experience_tree", "toe/experience_tree", "toe/contexts", "toe/reader_outputs", "source_memory_toe/memory_snapshot",

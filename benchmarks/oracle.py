@@ -26,7 +26,7 @@ from finrag_dagster.core.evaluation.oracle import (  # noqa: E402
     changed_contexts, family_ordering, memory_terms, pairwise_concordance, planted_table, trend, useful_family, useful_share_by_period,
     useful_share_gain,
 )
-from finrag_dagster.core.lake import Lake  # noqa: E402
+from finrag_dagster.core.storage.lake import Lake  # noqa: E402
 from finrag_dagster.core.settings import load_settings  # noqa: E402
 
 

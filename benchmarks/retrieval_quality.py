@@ -20,7 +20,9 @@ Every query is run "as of" a date, on the evidence public before it.
     .venv/bin/python benchmarks/retrieval_quality.py --real [--lake .benchmarks/real_lake] [--sample ../shared/data/real]
 
 ``--real`` runs the hand-judged query set ``benchmarks/data/real_queries.jsonl`` on the real
-development sample instead (news_event, earnings, filing_item, comparison and pit_trap queries;
+development sample instead (not part of the repository: ``--sample <folder>``, else
+``$FINRAG_REAL_SAMPLE``, else ``data/real`` in the repository, where configs/real_sample.toml reads
+it; a missing sample stops with an error naming the folder) (news_event, earnings, filing_item, comparison and pit_trap queries;
 relevance graded 1-2 by reading the passages, see docs/retrieval.md). Its lake is built the first
 time (universe, news_raw, filings_raw and evidence only, from configs/real_sample.toml with the
 calendar extended to the end of 2024 so the 2024 Apple filings and the Jan-Feb 2024 AAPL news come
@@ -36,6 +38,7 @@ import argparse
 import datetime as dt
 import json
 import math
+import os
 import re
 import sys
 import time
@@ -47,7 +50,7 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from finrag_dagster.core.lake import Lake  # noqa: E402
+from finrag_dagster.core.storage.lake import Lake  # noqa: E402
 from finrag_dagster.core.retrieval.engine import SearchEngine  # noqa: E402
 from finrag_dagster.core.retrieval.search import SearchConfig  # noqa: E402
 
@@ -137,7 +140,8 @@ def main() -> None:
     ap.add_argument("--as-of", nargs="*", default=["2019-06-28", "2019-12-31"])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--real", action="store_true", help="the hand-judged query set on the real development sample")
-    ap.add_argument("--sample", default=str(DEFAULT_SAMPLE), help="the real sample folder (with --real)")
+    ap.add_argument("--sample", default=str(DEFAULT_SAMPLE),
+                    help="the real sample folder (with --real; default: $FINRAG_REAL_SAMPLE, else data/real)")
     ap.add_argument("--queries", default=str(REAL_QUERIES), help="the real query set (with --real)")
     ap.add_argument("--per-query", action="store_true", help="with --real: also print each query's nDCG@10 per method")
     args = ap.parse_args()
@@ -183,7 +187,8 @@ def main() -> None:
 ROOT = Path(__file__).resolve().parents[1]
 REAL_QUERIES = ROOT / "benchmarks" / "data" / "real_queries.jsonl"
 REAL_CONFIG = ROOT / "configs" / "real_sample.toml"
-DEFAULT_SAMPLE = ROOT.parent / "shared" / "data" / "real"
+CONFIG_SAMPLE = ROOT / "data" / "real"  # where configs/real_sample.toml reads the sample (git-ignored, not shipped)
+DEFAULT_SAMPLE = Path(os.environ.get("FINRAG_REAL_SAMPLE") or CONFIG_SAMPLE)
 REAL_KINDS = ("news_event", "earnings", "filing_item", "comparison", "pit_trap")
 # The sample's Apple filing text is from 2024 and its AAPL news runs to Feb 2024: the lake's
 # calendar is extended past configs/real_sample.toml's end (2023-12-29) so they become evidence.
@@ -215,7 +220,7 @@ def real_settings(lake_dir: Path, sample: Path):
     from finrag_dagster.core.settings import load_settings
 
     s = load_settings(REAL_CONFIG)
-    default = (REAL_CONFIG.parent / "../../shared/data/real").resolve()
+    default = CONFIG_SAMPLE.resolve()
 
     def move(p: str) -> str:
         try:
@@ -237,7 +242,7 @@ def ensure_real_lake(lake_dir: Path, sample: Path) -> tuple[Lake, float | None]:
     missing = [f for f in SAMPLE_FILES if not (sample / f).exists()]
     if missing:
         raise SystemExit(f"the real development sample is not at {sample} (missing {', '.join(missing)}): "
-                         "pass --sample <folder> (the folder with PROVENANCE.md, news/, filings/, universe/)")
+                         "pass --sample <folder> or set FINRAG_REAL_SAMPLE (the folder with PROVENANCE.md, news/, filings/, universe/)")
     from finrag_dagster.cli import lake_lock
     from finrag_dagster.pipeline import run_range
 

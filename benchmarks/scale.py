@@ -243,7 +243,7 @@ def measure(settings: Settings) -> dict:
         twin = run_twin(settings, inst)
     import pyarrow.parquet as pq
 
-    from finrag_dagster.core.lake import Lake
+    from finrag_dagster.core.storage.lake import Lake
 
     lake = Lake(settings.lake_dir)
     rows = {t: sum(pq.ParquetFile(f).metadata.num_rows for f in lake.partition_files(t))
@@ -341,7 +341,7 @@ def summarise(settings: Settings, done: dict[tuple[str, str], dict]) -> dict:
     decision day by quarter; rows and lake bytes of the finished lake."""
     import pyarrow.parquet as pq
 
-    from finrag_dagster.core.lake import Lake
+    from finrag_dagster.core.storage.lake import Lake
 
     wall: dict[str, float] = {}
     cpu: dict[str, float] = {}

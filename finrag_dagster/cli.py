@@ -179,7 +179,7 @@ def print_evaluation(s) -> None:
 
     from .core.evaluation.report import report_path
     from .core.evaluation.tables import METRICS, PCT, PORTFOLIO, metrics_md
-    from .core.lake import Lake
+    from .core.storage.lake import Lake
 
     lake = Lake(s.lake_dir)
     if not lake.partition_files("evaluation"):
@@ -204,7 +204,7 @@ def print_evaluation(s) -> None:
 
 def print_summary(lake_dir: Path, start: dt.date, end: dt.date) -> None:
     """One line per lake table: rows and partitions in the decision window, plus a fact or two."""
-    from .core.lake import Lake
+    from .core.storage.lake import Lake
 
     lake = Lake(lake_dir)
     con = lake.duckdb()
@@ -242,7 +242,7 @@ def report(
     from .core.calendar import nyse
     from .core.evaluation.report import write_report
     from .core.evaluation.tables import run_evaluation
-    from .core.lake import Lake
+    from .core.storage.lake import Lake
 
     s = _settings(config, lake)
     lk = Lake(s.lake_dir)
@@ -279,8 +279,8 @@ def search(
     """Hybrid financial retrieval (seed 001) over the evidence public before --as-of."""
     import json
 
-    from .core.lake import Lake
     from .core.retrieval.engine import SearchEngine
+    from .core.storage.lake import Lake
 
     s = _settings(config, lake)
     engine = SearchEngine(Lake(s.lake_dir), as_of)
@@ -317,8 +317,8 @@ def status(
     """Where the daily loop stands: last market day, last decision day per stage, pending horizons, sensors, quarantine."""
     import json
 
-    from .core.lake import Lake
     from .core.status import lake_status
+    from .core.storage.lake import Lake
 
     s = _settings(config, lake)
     st = lake_status(Lake(s.lake_dir), s.market_ticker, s.variants.families).to_dict()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dagster as dg
 
 from .core.settings import Settings, load_settings
-from .core.sqlmodels import load_models
+from .core.storage.sqlmodels import load_models
 from .defs.assets.evaluation import build_evaluation_assets
 from .defs.assets.evidence import build_anchors_asset, build_cards_asset, build_evidence_asset
 from .defs.assets.experience import build_experience_task_asset, build_experience_tree_asset

@@ -12,8 +12,8 @@ import math
 
 import polars as pl
 
-from .lake import rows_on
 from .settings import CardSettings
+from .storage.lake import rows_on
 
 
 def _pct(x: float | None) -> str:

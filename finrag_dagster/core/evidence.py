@@ -17,9 +17,9 @@ import polars as pl
 from .calendar import lookback_days
 from .dedup import ClusterIndex, DupItem
 from .embeddings import embed
-from .lake import require_partitions, rows_on
 from .progress import track
-from .schemas import EVIDENCE
+from .storage.lake import require_partitions, rows_on
+from .storage.schemas import EVIDENCE
 from .text import clean, stable_hash, title_key, truncate_chars
 
 NEWS = "news"

@@ -24,8 +24,8 @@ import polars as pl
 import pyarrow as pa
 
 from .calendar import TradingCalendar
-from .schemas import TableSpec
 from .settings import HORIZON_NAMES, HORIZONS
+from .storage.schemas import TableSpec
 
 LABELS = TableSpec(
     "labels",

@@ -5,7 +5,7 @@ For decision day D (seed 000 §3.5, §4.1; docs/method.md §4):
 1. memory(D) = memory(D−1) + the feedback whose label matured on D−1 (decision days D−1−h), or
    an empty memory when D starts the evaluated split (prequential reset);
 2. contexts(D) = top-M of each anchor's candidate pool by r + λ·mean_h adj;
-3. toe variants (:mod:`.memory.experience_loop`): tree(D) = tree(D−1) + the eq. 13 updates of
+3. toe variants (:mod:`.experience.loop`): tree(D) = tree(D−1) + the eq. 13 updates of
    labels matured on D−1 (the induced prior tree at a split start), one principle selected per
    anchor and put into its prompt;
 4. reader_outputs(D) from the frozen reader (prompt cache first).
@@ -26,16 +26,16 @@ import polars as pl
 import pyarrow as pa
 
 from .calendar import TradingCalendar
-from .memory.experience_loop import choose_principles, empty_updates, toe_updates
-from .memory.experience_tree import ExperienceTree, to_table
+from .experience.loop import choose_principles, empty_updates, toe_updates
+from .experience.tree import ExperienceTree, to_table
 from .memory.feedback import build_feedback, empty_feedback, shuffle_labels
 from .memory.source_memory import MemoryParams, SourceMemory, rerank, shuffled_event_type
 from .reader.backends import Backend
 from .reader.cache import PromptCache
 from .reader.prompt import EvidenceItem
 from .reader.run import DayStats, ReaderIncomplete, read_day
-from .schemas import TableSpec
 from .settings import HORIZON_NAMES, HORIZONS
+from .storage.schemas import TableSpec
 
 CONTEXTS = TableSpec(
     "contexts",
@@ -126,7 +126,7 @@ class StepResult:
     outputs: pl.DataFrame
     feedback_applied: pl.DataFrame
     stats: DayStats
-    tree: pa.Table | None = None  # toe variants: the tree's rows (experience_tree.to_table) after D's updates and selections
+    tree: pa.Table | None = None  # toe variants: the tree's rows (experience/tree.py to_table) after D's updates and selections
     selections: pl.DataFrame | None = None
     toe_updates: pl.DataFrame | None = None
 
@@ -160,7 +160,7 @@ class ToEEnv:
     states: Callable[[str], tuple[list[str], list[str], list[str], np.ndarray]]
     past_selections: Callable[[str, Variant], pl.DataFrame]
     expansion_cap: int = 32
-    judge: Callable | None = None  # an LLM judge/expander (experience_llm.llm_judge); None: the rule judge
+    judge: Callable | None = None  # an LLM judge/expander (experience/llm.py llm_judge); None: the rule judge
     embed_fn: Callable | None = None  # texts -> unit vectors, for the LLM's new principles
 
 

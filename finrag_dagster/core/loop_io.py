@@ -21,13 +21,12 @@ import polars as pl
 import pyarrow as pa
 
 from .errors import MissingInput, StepError
+from .experience.loop import anchor_states
+from .experience.prior import TREE_ID, company_names
+from .experience.store import known_before, read_tree, write_rows
+from .experience.tree import ExperienceTree, ToEParams
 from .labels import labels_from_lake
-from .lake import conform
 from .loop import DayData, LoopEnv, Past, ToEEnv, Variant, memory_keys, run_days
-from .memory.experience_loop import anchor_states
-from .memory.experience_prior import TREE_ID, company_names
-from .memory.experience_store import known_before, read_tree, write_rows
-from .memory.experience_tree import ExperienceTree, ToEParams
 from .memory.feedback import build_feedback, label_frequencies, shuffle_labels
 from .memory.source_memory import MemoryParams, SourceMemory, class_weights
 from .reader.cache import PromptCache
@@ -35,11 +34,12 @@ from .reader.prompt import EvidenceItem
 from .reader.run import DayStats, ReaderIncomplete
 from .settings import HORIZON_KEYS
 from .splits import bounds_of_test_split, split_bounds, split_start_of
+from .storage.lake import conform
 
 if TYPE_CHECKING:
     from .calendar import TradingCalendar
-    from .lake import Lake
     from .settings import Settings
+    from .storage.lake import Lake
 
 
 # ------------------------------------------------------------------ protocol: weights and parameters per split
@@ -218,7 +218,7 @@ def toe_env(s: Settings, lake: Lake, cal: TradingCalendar, anchors_by_day: dict[
 
     judge = None
     if backend is not None and getattr(backend, "name", "embedded") != "embedded":
-        from .memory.experience_llm import llm_judge
+        from .experience.llm import llm_judge
 
         judge = llm_judge(backend)
     return ToEEnv(prior=prior, states=states, past_selections=past_selections, expansion_cap=s.experience.expansion_cap,

@@ -157,7 +157,7 @@ class ExperienceSettings(_M):
     """Tree-of-Experience (seed 002 §4.2, App. 8.5; docs/method.md §9) and its induction (eqs 3-5).
 
     ``induction``: ``rule`` (headline skeletons clustered by embedding, see
-    core/memory/experience_induction.py), ``llm`` (the reader backend rewrites each item into a
+    core/experience/induction.py), ``llm`` (the reader backend rewrites each item into a
     principle first; needs an LLM backend) or ``auto`` (``llm`` when settings.reader.backend is an
     LLM backend, else ``rule``).
     """

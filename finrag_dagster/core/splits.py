@@ -13,8 +13,8 @@ from .settings import SPLIT_NAMES
 
 if TYPE_CHECKING:
     from .calendar import TradingCalendar
-    from .lake import Lake
     from .settings import Settings
+    from .storage.lake import Lake
 
 
 def split_bounds(s: Settings, cal: TradingCalendar) -> list[tuple[str, str]]:

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 
 import polars as pl
 
-from .lake import Lake
+from .storage.lake import Lake
 
 
 @dataclass

@@ -6,7 +6,7 @@ import dagster as dg
 import polars as pl
 
 from ..core.formatting import md_table
-from ..core.lake import Lake
+from ..core.storage.lake import Lake
 
 
 def preview_md(df: pl.DataFrame, n: int = 5, columns: list[str] | None = None, width: int = 60) -> str:

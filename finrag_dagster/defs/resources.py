@@ -9,8 +9,8 @@ from pathlib import Path
 import dagster as dg
 
 from ..core.calendar import TradingCalendar, nyse
-from ..core.lake import Lake
 from ..core.settings import Settings, load_settings
+from ..core.storage.lake import Lake
 
 
 class FinragResource(dg.ConfigurableResource):

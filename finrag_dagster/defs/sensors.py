@@ -26,9 +26,9 @@ import os
 import dagster as dg
 
 from ..core.calendar import nyse
-from ..core.lake import Lake
 from ..core.settings import HORIZON_NAMES, HORIZONS, Settings
 from ..core.status import last_market_day
+from ..core.storage.lake import Lake
 from ..sources.registry import source_paths
 from ..sources.replay import replay_now
 from .partitions import RANGE_END, RANGE_START

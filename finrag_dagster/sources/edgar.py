@@ -35,7 +35,7 @@ import pandas as pd
 import polars as pl
 
 from ..core.calendar import eastern_to_utc, nyse
-from ..core.schemas import FILINGS_RAW
+from ..core.storage.schemas import FILINGS_RAW
 from .base import LoadResult, SourceError, empty_quarantine, expand_paths, quarantine_rows
 
 FORMS_USED = ("8-K", "8-K/A", "10-Q", "10-Q/A", "10-K", "10-K/A")

@@ -45,7 +45,7 @@ from typing import Callable, Iterable, Sequence
 
 import httpx
 
-from ..core.atomic import atomic_file
+from ..core.storage.atomic import atomic_file
 
 DEFAULT_BASE_URL = "https://www.sec.gov"
 DEFAULT_DATA_BASE_URL = "https://data.sec.gov"

@@ -41,14 +41,12 @@ import pandas as pd
 import polars as pl
 
 from ..core.calendar import date_only_public_ns
-from ..core.schemas import NEWS_RAW
+from ..core.storage.schemas import NEWS_RAW
 from ..core.text import sentences
 from .base import (
     FLAG_COLUMNS,
-    LoadResult,
     SourceError,
     empty_flags,
-    expand_paths,
     stable_id,
 )
 from .csvcheck import csv_problem, is_utf8
@@ -355,53 +353,6 @@ def _empty_news() -> pl.DataFrame:
     return pl.from_arrow(NEWS_RAW.schema.empty_table()).with_columns(pl.lit(None, dtype=pl.Date).alias("date"))
 
 
-def load_news(paths, universe_tickers: set[str], dates_only: bool = True, *, clock: NewsClock | None = None,
-              calendar_end: dt.date | None = None) -> LoadResult:
-    """Read FNSPID news files into ``news_raw`` rows plus quarantine, in memory.
-
-    The same streaming loader as the ``news_raw`` asset (:func:`.news_stage.stage_news`), staged
-    in a temporary folder and gathered: use it for files that fit in memory once loaded.
-
-    Parameters
-    ----------
-    paths : str, Path or list of them
-        Files, globs or directories (their ``*.csv`` / ``*.parquet``), read in sorted order.
-    universe_tickers : set of str
-        Tickers kept; other rows are quarantined (one summary row per file and ticker).
-    dates_only : bool
-        Read every stamp as a date (published after that day's close): the default, because
-        FNSPID's time-of-day offsets are wrong. Shorthand for ``clock=NewsClock(dates_only)``.
-    clock : NewsClock, optional
-        Whose time of day is trusted (overrides ``dates_only``).
-    calendar_end : date, optional
-        The last decision day of the run's calendar: rows decided after it are quarantined
-        rather than accepted into partitions that will never exist.
-
-    Returns
-    -------
-    LoadResult
-        ``accepted`` has the NEWS_RAW columns plus ``date`` (decision day), sorted by
-        (public_time, news_id). One quarantine reason per row, first failing check in the order:
-        ticker not in universe (summarised per file and ticker), Date missing/unparseable,
-        missing Stock_symbol, missing title and url, public time outside the calendar, decision
-        day after ``calendar_end``, duplicate (ticker, url, source_time) of an earlier accepted
-        row. ``flags``: accepted rows whose non-UTF-8 bytes were replaced by U+FFFD.
-
-    Raises
-    ------
-    SourceError
-        A file that is not a news file, or a CSV that does not parse (naming the line).
-    """
-    import tempfile
-
-    from .news_stage import stage_news
-
-    clock = clock or NewsClock(dates_only=dates_only)
-    files = expand_paths(paths, ("*.csv", "*.parquet", "*.csv.gz"))
-    with tempfile.TemporaryDirectory(prefix="finrag-news-") as tmp:
-        return stage_news(files, universe_tickers, clock, Path(tmp), calendar_end=calendar_end).load_all()
-
-
 def check_news_rows(df: pl.DataFrame, universe: list[str], clock: NewsClock, cal, calendar_end: dt.date | None,
                     minute: pl.DataFrame | None = None) -> pl.DataFrame:
     """:func:`normalize_news` rows with ``ticker``, ``public_ns``, ``precision`` and ``reason``
@@ -490,5 +441,5 @@ def _accepted_frame(good: pl.DataFrame, cal, keep_order: bool = False) -> pl.Dat
     return out if keep_order else out.sort("public_time", "news_id")
 
 
-__all__ = ["NewsClock", "check_news_rows", "load_news", "minute_stats", "news_public_ns", "news_source", "normalize_news",
+__all__ = ["NewsClock", "check_news_rows", "minute_stats", "news_public_ns", "news_source", "normalize_news",
            "parse_news_times", "pick_summary", "read_news_file", "slug_title"]

@@ -34,6 +34,7 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,10 +42,10 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 
-from ..core.atomic import atomic_file
 from ..core.calendar import nyse
+from ..core.storage.atomic import atomic_file
 from . import fnspid
-from .base import FLAG_COLUMNS, LoadResult, SourceError, empty_flags, empty_quarantine
+from .base import FLAG_COLUMNS, LoadResult, SourceError, empty_flags, empty_quarantine, expand_paths
 
 STAGE_VERSION = 1
 BATCH_BYTES = 48 << 20  # bytes of kept rows checked and shaped at once
@@ -458,4 +459,47 @@ def _summary_rows(others: pl.DataFrame, name: str) -> pl.DataFrame:
                         schema={"source_file": pl.Utf8, "source_row": pl.Int64, "reason": pl.Utf8, "raw": pl.Utf8, "rows": pl.Int64})
 
 
-__all__ = ["NewsStage", "settings_key", "stage_news"]
+def load_news(paths, universe_tickers: set[str], dates_only: bool = True, *, clock: fnspid.NewsClock | None = None,
+              calendar_end: dt.date | None = None) -> LoadResult:
+    """Read FNSPID news files into ``news_raw`` rows plus quarantine, in memory.
+
+    The same streaming loader as the ``news_raw`` asset (:func:`stage_news`), staged
+    in a temporary folder and gathered: use it for files that fit in memory once loaded.
+
+    Parameters
+    ----------
+    paths : str, Path or list of them
+        Files, globs or directories (their ``*.csv`` / ``*.parquet``), read in sorted order.
+    universe_tickers : set of str
+        Tickers kept; other rows are quarantined (one summary row per file and ticker).
+    dates_only : bool
+        Read every stamp as a date (published after that day's close): the default, because
+        FNSPID's time-of-day offsets are wrong. Shorthand for ``clock=NewsClock(dates_only)``.
+    clock : NewsClock, optional
+        Whose time of day is trusted (overrides ``dates_only``).
+    calendar_end : date, optional
+        The last decision day of the run's calendar: rows decided after it are quarantined
+        rather than accepted into partitions that will never exist.
+
+    Returns
+    -------
+    LoadResult
+        ``accepted`` has the NEWS_RAW columns plus ``date`` (decision day), sorted by
+        (public_time, news_id). One quarantine reason per row, first failing check in the order:
+        ticker not in universe (summarised per file and ticker), Date missing/unparseable,
+        missing Stock_symbol, missing title and url, public time outside the calendar, decision
+        day after ``calendar_end``, duplicate (ticker, url, source_time) of an earlier accepted
+        row. ``flags``: accepted rows whose non-UTF-8 bytes were replaced by U+FFFD.
+
+    Raises
+    ------
+    SourceError
+        A file that is not a news file, or a CSV that does not parse (naming the line).
+    """
+    clock = clock or fnspid.NewsClock(dates_only=dates_only)
+    files = expand_paths(paths, ("*.csv", "*.parquet", "*.csv.gz"))
+    with tempfile.TemporaryDirectory(prefix="finrag-news-") as tmp:
+        return stage_news(files, universe_tickers, clock, Path(tmp), calendar_end=calendar_end).load_all()
+
+
+__all__ = ["NewsStage", "load_news", "settings_key", "stage_news"]

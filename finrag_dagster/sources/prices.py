@@ -42,8 +42,8 @@ import numpy as np
 import polars as pl
 
 from ..core.calendar import TradingCalendar, nyse
-from ..core.schemas import PRICES
 from ..core.settings import HORIZON_NAMES, HORIZONS
+from ..core.storage.schemas import PRICES
 from .base import (
     FLAG_COLUMNS,
     LoadResult,

@@ -91,7 +91,7 @@ def load_table(settings: Settings, table: str, universe: pl.DataFrame) -> LoadRe
     sp = source_paths(settings)
     tickers = set(universe["ticker"].to_list())
     if table == "news_raw":
-        from .fnspid import load_news
+        from .news_stage import load_news
 
         if not sp.news:
             return _empty(table)
@@ -146,7 +146,7 @@ def rows_in_files(settings: Settings, table: str, cache: Path | None = None) -> 
 
 
 def _empty(table: str) -> LoadResult:
-    from ..core.schemas import FILINGS_RAW, NEWS_RAW, PRICES
+    from ..core.storage.schemas import FILINGS_RAW, NEWS_RAW, PRICES
     from .base import empty_quarantine
 
     spec = {s.name: s for s in (NEWS_RAW, PRICES, FILINGS_RAW)}[table]

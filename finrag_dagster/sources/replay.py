@@ -55,8 +55,8 @@ import numpy as np
 import pandas as pd
 import polars as pl
 
-from ..core.atomic import PLAIN, atomic_file
 from ..core.calendar import NY, date_only_public_ns, nyse
+from ..core.storage.atomic import PLAIN, atomic_file
 from .base import SourceError
 from .edgar import read_full_submission, read_submissions_json
 from .fnspid import NewsClock, news_public_ns, read_news_file

@@ -77,7 +77,7 @@ def source_rows(paths, patterns: tuple[str, ...], cache: Path | None = None) -> 
         now[str(f)] = [fp, n]
         total += n
     if cache is not None:
-        from ..core.atomic import atomic_file
+        from ..core.storage.atomic import atomic_file
 
         with atomic_file(cache) as fh:
             fh.write(json.dumps(now, sort_keys=True).encode())

@@ -4,7 +4,7 @@
 "Unknown"; ``aliases`` = the distinct lower-case names (Security/company, ``short_name`` when
 present, sec_title) and their forms without legal suffixes, share class or SEC state codes.
 
-Output follows :data:`core.schemas.UNIVERSE`: one row per ticker, sorted by ticker, with the
+Output follows :data:`core.storage.schemas.UNIVERSE`: one row per ticker, sorted by ticker, with the
 market proxy (QQQ by default) flagged ``is_benchmark`` and added when the file lacks it.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ..core.schemas import MEMBERSHIP, UNIVERSE
+from ..core.storage.schemas import MEMBERSHIP, UNIVERSE
 from .base import SourceError, expand_paths
 from .csvcheck import csv_problem
 

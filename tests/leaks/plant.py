@@ -190,13 +190,13 @@ def _portfolio_same_day(p: Patcher) -> None:
 
 
 def _experience_task_release_on_maturity(p: Patcher) -> None:
-    from finrag_dagster.core import experience_task
+    from finrag_dagster.core.experience import task as experience_task
 
     rewrite(p, experience_task, "run_task", [("if mat >= t:", "if mat > t:")])
 
 
 def _task_alpha_matures_early(p: Patcher) -> None:
-    from finrag_dagster.core import experience_task
+    from finrag_dagster.core.experience import task as experience_task
 
     rewrite(p, experience_task, "excess_returns", [("math.expm1(v) - rm, sessions[j]))", "math.expm1(v) - rm, sessions[j - 1]))")])
 
@@ -339,7 +339,7 @@ def _dedup_reverse_time(p: Patcher) -> None:
 
 def _returns_read_next_close(p: Patcher) -> None:
     """finrag_dagster/dbt_like_sql/returns.sql: ret_1d against the NEXT session's close (the card on D sees close(D+1))."""
-    from finrag_dagster.core import sqlmodels
+    from finrag_dagster.core.storage import sqlmodels
 
     orig = sqlmodels.load_model
     tmp = Path(tempfile.mkdtemp(prefix="planted_leak_sql_"))
@@ -374,7 +374,8 @@ def _tree_induced_on_validation(p: Patcher) -> None:
 
 
 def _tree_content_after_d(p: Patcher) -> None:
-    from finrag_dagster.core.memory import experience_store, experience_tree
+    from finrag_dagster.core.experience import store as experience_store
+    from finrag_dagster.core.experience import tree as experience_tree
 
     # the tree of D reads the latest content version of each position, dated after D too
     rewrite(p, experience_store, "content_versions", [("if day <= through:", "if True:")])
@@ -403,9 +404,9 @@ def _minute_stamp_at_start(p: Patcher) -> None:
 
 
 def _fnspid_clock_trusted(p: Patcher) -> None:
-    from finrag_dagster.sources import fnspid, registry
+    from finrag_dagster.sources import news_stage, registry
 
-    rewrite(p, fnspid, "load_news", [("clock = clock or NewsClock(dates_only=dates_only)", "clock = clock or NewsClock(dates_only=False)")])
+    rewrite(p, news_stage, "load_news", [("clock = clock or fnspid.NewsClock(dates_only=dates_only)", "clock = clock or fnspid.NewsClock(dates_only=False)")])
     rewrite(p, registry, "news_clock", [('else src.kind != "synthetic"', "else False")])
 
 
@@ -459,12 +460,12 @@ LEAKS: dict[str, Leak] = {
     "experience_task_releases_on_maturity_day": Leak(
         _experience_task_release_on_maturity,
         [U + "test_experience_task.py::test_harness_releases_outcomes_only_the_day_after_maturity"],
-        "core/experience_task.py run_task: an outcome (T0, h) reaches the memories on its maturity day T0+h, not T0+h+1",
+        "core/experience/task.py run_task: an outcome (T0, h) reaches the memories on its maturity day T0+h, not T0+h+1",
     ),
     "experience_task_alpha_matures_a_session_early": Leak(
         _task_alpha_matures_early,
         [U + "test_experience_task.py::test_sector_excess_returns_by_hand"],
-        "core/experience_task.py excess_returns: the outcome of (T, h) is stamped as maturing on T+h-1, so it is released on T+h",
+        "core/experience/task.py excess_returns: the outcome of (T, h) is stamped as maturing on T+h-1, so it is released on T+h",
     ),
     "bm25_stats_over_whole_store": Leak(
         _bm25_whole_store,
@@ -590,7 +591,7 @@ LEAKS: dict[str, Leak] = {
     "experience_content_read_after_its_day": Leak(
         _tree_content_after_d,
         [U + "test_pit_experience.py::test_the_tree_of_d_never_reads_content_that_appeared_after_d"],
-        "core/memory/experience_store.py content_versions, experience_tree.py latest_content: the tree of D joins content versions dated after D",
+        "core/experience/store.py content_versions, tree.py latest_content: the tree of D joins content versions dated after D",
     ),
 }
 

@@ -1,7 +1,7 @@
 import dagster as dg
 import pytest
 
-from finrag_dagster.core.lake import Lake
+from finrag_dagster.core.storage.lake import Lake
 from finrag_dagster.pipeline import run_range
 
 from .world import DECISION_START, END, build_world, files_settings

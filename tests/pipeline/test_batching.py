@@ -15,7 +15,7 @@ import shutil
 import dagster as dg
 import pytest
 
-from finrag_dagster.core.lake import Lake, file_digest
+from finrag_dagster.core.storage.lake import Lake, file_digest
 from finrag_dagster.defs.assets.variants import family_assets
 from finrag_dagster.pipeline import run_range
 

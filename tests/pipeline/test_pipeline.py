@@ -120,7 +120,7 @@ def test_evaluation_tables_and_report(small_lake):
 
 
 def test_experience_task_scores_every_sector_with_matured_alphas_only(small_lake):
-    from finrag_dagster.core.experience_task import METHODS
+    from finrag_dagster.core.experience.task import METHODS
 
     lake, settings, _ = small_lake
     res = lake.read("experience_task")
@@ -139,11 +139,11 @@ def test_experience_task_scores_every_sector_with_matured_alphas_only(small_lake
 
 
 def test_experience_tree_is_induced_from_the_train_split_and_carried(small_lake):
-    from finrag_dagster.core.lake import file_digest
-    from finrag_dagster.core.memory.experience_prior import TREE_ID
-    from finrag_dagster.core.memory.experience_store import read_tree
-    from finrag_dagster.core.memory.experience_tree import ToEParams
+    from finrag_dagster.core.experience.prior import TREE_ID
+    from finrag_dagster.core.experience.store import read_tree
+    from finrag_dagster.core.experience.tree import ToEParams
     from finrag_dagster.core.splits import induction_day
+    from finrag_dagster.core.storage.lake import file_digest
 
     lake, settings, results = small_lake
     days = [d.isoformat() for d in cal.sessions_in_range(DECISION_START, END)]
@@ -167,8 +167,8 @@ def test_experience_content_is_written_once_and_the_daily_state_carries_none_of_
     reads back with the content dated on or before it."""
     import pyarrow.parquet as pq
 
-    from finrag_dagster.core.memory.experience_store import content_versions, read_rows
-    from finrag_dagster.core.memory.experience_tree import split_table
+    from finrag_dagster.core.experience.store import content_versions, read_rows
+    from finrag_dagster.core.experience.tree import split_table
 
     lake, _, _ = small_lake
     days = [d.isoformat() for d in cal.sessions_in_range(DECISION_START, END)]
@@ -203,9 +203,9 @@ def test_files_mode_definitions_resolve_every_job(tmp_path):
 
 
 def test_toe_variants_learn_only_from_matured_labels(small_lake):
-    from finrag_dagster.core.memory.experience_prior import TREE_ID
-    from finrag_dagster.core.memory.experience_store import read_tree
-    from finrag_dagster.core.memory.experience_tree import ToEParams
+    from finrag_dagster.core.experience.prior import TREE_ID
+    from finrag_dagster.core.experience.store import read_tree
+    from finrag_dagster.core.experience.tree import ToEParams
 
     lake, settings, _ = small_lake
     days = [d.isoformat() for d in cal.sessions_in_range(DECISION_START, END)]
@@ -266,9 +266,9 @@ def test_loop_refuses_the_test_split_without_a_selection(small_lake, tmp_path):
     import pytest
 
     from finrag_dagster.core.errors import MissingInput
-    from finrag_dagster.core.lake import Lake
     from finrag_dagster.core.loop_io import test_split_params
     from finrag_dagster.core.memory.source_memory import MemoryParams
+    from finrag_dagster.core.storage.lake import Lake
 
     lake, settings, _ = small_lake
     empty = Lake(tmp_path / "lake")
@@ -287,7 +287,7 @@ def test_the_evidence_reader_is_chosen_by_settings_through_the_assets(small_lake
     differ from the default reader's on the same contexts."""
     import shutil
 
-    from finrag_dagster.core.lake import Lake
+    from finrag_dagster.core.storage.lake import Lake
 
     lake, settings, _ = small_lake
     copy = Lake(tmp_path / "lake")

@@ -23,8 +23,8 @@ import pandas as pd
 import pytest
 
 from finrag_dagster.core.calendar import nyse
-from finrag_dagster.core.catalog import default_catalog
-from finrag_dagster.core.lake import Lake, file_digest
+from finrag_dagster.core.storage.catalog import default_catalog
+from finrag_dagster.core.storage.lake import Lake, file_digest
 from finrag_dagster.pipeline import stages
 
 from .world import END, copy_raw, files_settings, materialize

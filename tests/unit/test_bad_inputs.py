@@ -26,7 +26,7 @@ from finrag_dagster.core.labels import compute_labels
 from finrag_dagster.sources import edgar, fnspid, prices
 from finrag_dagster.sources.base import FLAG_COLUMNS, LoadResult, SourceError
 from finrag_dagster.sources.edgar import load_filings
-from finrag_dagster.sources.fnspid import load_news
+from finrag_dagster.sources.news_stage import load_news
 from finrag_dagster.sources.prices import load_prices
 
 BAD = Path(__file__).resolve().parents[1] / "data" / "bad"

@@ -24,3 +24,17 @@ def test_oracle_configs(monkeypatch):
     assert (cpu.memory.lam, cpu.memory.delta, cpu.memory.kappa) == (0.30, 0.20, 30.0)
     assert cpu.reader.backend == "embedded" and gpu.reader.backend == "vllm" and gpu.lake_dir != cpu.lake_dir
     assert cpu.model_dump(exclude={"reader", "lake_dir"}) == gpu.model_dump(exclude={"reader", "lake_dir"})
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[p.name for p in CONFIGS])
+def test_config_reads_and_writes_only_inside_the_repository(path, monkeypatch):
+    """A clone with nothing beside it: no shipped settings file reaches a folder outside the repository
+    (the real sample is linked into data/real, see configs/real_sample.toml)."""
+    monkeypatch.delenv("FINRAG_LAKE", raising=False)
+    root = Path(__file__).resolve().parents[2]
+    s = load_settings(path)
+    src = s.sources.model_dump()
+    paths = [v for v in src.values() if isinstance(v, str) and "/" in v]
+    paths += [p for v in src.values() if isinstance(v, list) for p in v if isinstance(p, str) and "/" in p]
+    outside = [p for p in [str(s.lake_dir), *paths] if not Path(p).resolve().is_relative_to(root)]
+    assert outside == []

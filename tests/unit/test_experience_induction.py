@@ -11,8 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from finrag_dagster.core.calendar import nyse
-from finrag_dagster.core.lake import Lake, file_digest
-from finrag_dagster.core.memory.experience_induction import (
+from finrag_dagster.core.experience.induction import (
     FACTORS,
     InductionParams,
     assign_factor,
@@ -22,7 +21,7 @@ from finrag_dagster.core.memory.experience_induction import (
     skeleton,
     threshold_clusters,
 )
-from finrag_dagster.core.memory.experience_llm import (
+from finrag_dagster.core.experience.llm import (
     LLMBackendRequired,
     llm_rewriter,
     llm_update,
@@ -31,11 +30,12 @@ from finrag_dagster.core.memory.experience_llm import (
     parse_utility,
     quarantine_rows,
 )
-from finrag_dagster.core.memory.experience_store import known_before, read_rows, write_rows
-from finrag_dagster.core.memory.experience_tree import ExperienceTree, Factor, Leaf, from_table, render_markdown, rows_schema, to_table
+from finrag_dagster.core.experience.store import known_before, read_rows, write_rows
+from finrag_dagster.core.experience.tree import ExperienceTree, Factor, Leaf, from_table, render_markdown, rows_schema, to_table
 from finrag_dagster.core.reader.backends import Backend, BackendConfig, EmbeddedBackend, Generation
-from finrag_dagster.core.schemas import EXPERIENCE_LEAVES
 from finrag_dagster.core.settings import Settings
+from finrag_dagster.core.storage.lake import Lake, file_digest
+from finrag_dagster.core.storage.schemas import EXPERIENCE_LEAVES
 
 
 def unit(v):

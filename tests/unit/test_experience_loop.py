@@ -9,8 +9,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from finrag_dagster.core.memory.experience_loop import anchor_states, choose_principles, prompt_text, toe_updates
-from finrag_dagster.core.memory.experience_tree import ExperienceTree, Factor, Leaf, formula_update
+from finrag_dagster.core.experience.loop import anchor_states, choose_principles, prompt_text, toe_updates
+from finrag_dagster.core.experience.tree import ExperienceTree, Factor, Leaf, formula_update
 from finrag_dagster.core.reader.embedded import ReaderInput, read
 
 
@@ -107,7 +107,7 @@ def test_embedded_reader_weighs_the_anchor_by_the_principles_utility():
 
 
 # ------------------------------------------------------------------ the LLM judge / expander
-from finrag_dagster.core.memory.experience_llm import LLMBackendRequired, llm_judge, parse_judgement  # noqa: E402
+from finrag_dagster.core.experience.llm import LLMBackendRequired, llm_judge, parse_judgement  # noqa: E402
 from finrag_dagster.core.reader.backends import Backend, BackendConfig, Generation  # noqa: E402
 
 

@@ -9,10 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from finrag_dagster.core.calendar import nyse
-from finrag_dagster.core.catalog import default_catalog
-from finrag_dagster.core.lake import _WRITE_OPTS, Lake, file_digest
-from finrag_dagster.core.memory.experience_store import CONTENT, STATE, content_versions, known_before, read_rows, read_tree, write_rows
-from finrag_dagster.core.memory.experience_tree import (
+from finrag_dagster.core.experience.store import CONTENT, STATE, content_versions, known_before, read_rows, read_tree, write_rows
+from finrag_dagster.core.experience.tree import (
     ExperienceTree,
     Factor,
     ToEParams,
@@ -22,6 +20,8 @@ from finrag_dagster.core.memory.experience_tree import (
     split_table,
     to_table,
 )
+from finrag_dagster.core.storage.catalog import default_catalog
+from finrag_dagster.core.storage.lake import _WRITE_OPTS, Lake, file_digest
 
 cal = nyse()
 DAYS = [d.isoformat() for d in cal.sessions_in_range("2019-02-01", "2019-03-14")]  # 29 sessions

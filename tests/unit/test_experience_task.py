@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from finrag_dagster.core.experience_task import (
+from finrag_dagster.core.experience.task import (
     HALF_LIFE,
     DayInput,
     Note,
@@ -24,7 +24,7 @@ from finrag_dagster.core.experience_task import (
     task_tree,
     ts_ic,
 )
-from finrag_dagster.core.memory.experience_tree import ExperienceTree, Factor, Leaf, ToEParams, formula_update
+from finrag_dagster.core.experience.tree import ExperienceTree, Factor, Leaf, ToEParams, formula_update
 
 D = [dt.date(2021, 3, 1) + dt.timedelta(days=i) for i in range(30)]  # a toy calendar: every day a session
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from finrag_dagster.core.memory.experience_tree import ExperienceTree, Factor, Leaf, ToEParams, formula_update, keyword_match
+from finrag_dagster.core.experience.tree import ExperienceTree, Factor, Leaf, ToEParams, formula_update, keyword_match
 
 
 def unit(v):

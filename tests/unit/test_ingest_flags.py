@@ -7,8 +7,8 @@ import json
 import dagster as dg
 import polars as pl
 
-from finrag_dagster.core.lake import Lake
 from finrag_dagster.core.settings import Settings
+from finrag_dagster.core.storage.lake import Lake
 from finrag_dagster.pipeline import run_range
 
 HEADER = b"Date,Article_title,Stock_symbol,Url,Publisher,Author,Article,Lsa_summary,Luhn_summary,Textrank_summary,Lexrank_summary\n"

@@ -6,8 +6,8 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from finrag_dagster.core import lake as lake_mod
-from finrag_dagster.core.lake import Lake, SchemaError, file_digest
+from finrag_dagster.core.storage import lake as lake_mod
+from finrag_dagster.core.storage.lake import Lake, SchemaError, file_digest
 
 
 def prices(rows):

@@ -13,7 +13,8 @@ PKG = Path(__file__).resolve().parents[2] / "finrag_dagster"
 
 
 def imports_of(path: Path) -> set[str]:
-    """Absolute module names imported by ``path`` (relative imports resolved)."""
+    """Absolute module names imported by ``path`` (relative imports resolved; ``from pkg import x``
+    gives both ``pkg`` and ``pkg.x``, which is the module imported when x is one)."""
     mod = ".".join(path.relative_to(PKG.parent).with_suffix("").parts)
     pkg = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
     out = set()
@@ -23,9 +24,10 @@ def imports_of(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = pkg.split(".")[: len(pkg.split(".")) - (node.level - 1)]
-                out.add(".".join(base + ([node.module] if node.module else [])))
+                src = ".".join(base + ([node.module] if node.module else []))
             else:
-                out.add(node.module or "")
+                src = node.module or ""
+            out |= {src} | {f"{src}.{a.name}" for a in node.names if a.name != "*"}
     return out
 
 
@@ -47,3 +49,30 @@ def test_sources_do_not_import_the_dagster_layer():
 def test_the_command_line_uses_core_not_the_assets():
     cli = [p for p in PKG.glob("cli*.py")]
     assert cli and [f"{p.name} imports {m}" for p in cli for m in imports_of(p) if m.startswith("finrag_dagster.defs")] == []
+
+
+def test_benchmarks_do_not_import_the_assets_except_the_scale_benchmark():
+    """benchmarks/scale.py measures the Dagster layer by design; the others time core (or run stages via pipeline)."""
+    bench = PKG.parent / "benchmarks"
+    found = sorted(f"{p.name} imports {m}" for p in bench.glob("*.py") if p.name != "scale.py" for m in imports_of(p)
+                   if m.startswith(("finrag_dagster.defs", "finrag_dagster.definitions")))
+    assert list(bench.glob("*.py")) and found == []
+
+
+def test_no_import_cycle_among_the_sources():
+    """The loaders import one way (fnspid below news_stage, which streams its files), function-level imports included."""
+    mods = {".".join(p.relative_to(PKG.parent).with_suffix("").parts): p for p in (PKG / "sources").rglob("*.py")}
+    graph = {m: {i for i in imports_of(p) if i in mods and i != m} for m, p in mods.items()}
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), list(graph[start])
+        while todo:
+            m = todo.pop()
+            if m == goal:
+                return True
+            if m not in seen:
+                seen.add(m)
+                todo += graph[m]
+        return False
+
+    assert sorted(m for m in graph if reaches(m, m)) == []

@@ -12,7 +12,7 @@ import pandas as pd
 import polars as pl
 import pytest
 
-from finrag_dagster.core.schemas import FILINGS_RAW
+from finrag_dagster.core.storage.schemas import FILINGS_RAW
 from finrag_dagster.sources import edgar
 from finrag_dagster.sources.base import SourceError
 from finrag_dagster.sources.edgar import (

@@ -13,10 +13,10 @@ import polars as pl
 import pytest
 
 from finrag_dagster.core.calendar import date_only_public_time, nyse
-from finrag_dagster.core.schemas import NEWS_RAW
+from finrag_dagster.core.storage.schemas import NEWS_RAW
 from finrag_dagster.sources import fnspid
 from finrag_dagster.sources.base import SourceError
-from finrag_dagster.sources.fnspid import load_news
+from finrag_dagster.sources.news_stage import load_news
 
 UNIVERSE = {"AAPL", "AAL", "DLTR", "INTC", "MSFT", "QQQ"}
 HEADER = ("Date,Article_title,Stock_symbol,Url,Publisher,Author,Article,Lsa_summary,Luhn_summary,"

@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from finrag_dagster.core.calendar import nyse
-from finrag_dagster.core.schemas import PRICES
+from finrag_dagster.core.storage.schemas import PRICES
 from finrag_dagster.sources import prices
 from finrag_dagster.sources.base import SourceError
 from finrag_dagster.sources.prices import load_prices

@@ -3,7 +3,7 @@
 import polars as pl
 import pytest
 
-from finrag_dagster.core.schemas import UNIVERSE
+from finrag_dagster.core.storage.schemas import UNIVERSE
 from finrag_dagster.sources.base import SourceError
 from finrag_dagster.sources.universe import company_aliases, load_universe, short_name
 

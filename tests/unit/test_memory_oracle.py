@@ -21,12 +21,12 @@ import polars as pl
 from finrag_dagster.core.calendar import nyse
 from finrag_dagster.core.evaluation.oracle import family_ordering, trend, useful_family
 from finrag_dagster.core.events import EVENT_TYPES
-from finrag_dagster.core.lake import Lake
 from finrag_dagster.core.loop import DayData, LoopEnv, Variant, run_days
 from finrag_dagster.core.memory.source_memory import MemoryParams
 from finrag_dagster.core.reader.backends import Backend, BackendConfig, Generation
 from finrag_dagster.core.reader.cache import PromptCache
 from finrag_dagster.core.reader.prompt import EvidenceItem
+from finrag_dagster.core.storage.lake import Lake
 
 cal = nyse()
 DAYS = [d.isoformat() for d in cal.sessions_in_range("2021-01-04", "2021-12-31")]

@@ -9,8 +9,8 @@ import pytest
 
 from finrag_dagster.sources import fnspid, news_stage
 from finrag_dagster.sources.base import SourceError
-from finrag_dagster.sources.fnspid import NewsClock, load_news
-from finrag_dagster.sources.news_stage import stage_news
+from finrag_dagster.sources.fnspid import NewsClock
+from finrag_dagster.sources.news_stage import load_news, stage_news
 
 UNIVERSE = {"AAA", "BBB"}
 HEADER = b"Date,Article_title,Stock_symbol,Url,Publisher,Author,Article,Lsa_summary,Luhn_summary,Textrank_summary,Lexrank_summary\n"

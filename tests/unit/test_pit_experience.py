@@ -17,11 +17,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from finrag_dagster.core.calendar import nyse
-from finrag_dagster.core.lake import Lake
-from finrag_dagster.core.memory.experience_store import content_versions, known_before, read_tree, write_rows
-from finrag_dagster.core.memory.experience_tree import ExperienceTree, Factor, ToEParams, join_table, to_table
+from finrag_dagster.core.experience.store import content_versions, known_before, read_tree, write_rows
+from finrag_dagster.core.experience.tree import ExperienceTree, Factor, ToEParams, join_table, to_table
 from finrag_dagster.core.settings import Settings
 from finrag_dagster.core.splits import induction_day, train_days_before
+from finrag_dagster.core.storage.lake import Lake
 
 cal = nyse()
 SPLITS = {"train": (dt.date(2019, 1, 1), dt.date(2019, 1, 31)), "validation": (dt.date(2019, 2, 1), dt.date(2019, 2, 28)),

@@ -13,13 +13,13 @@ import numpy as np
 import polars as pl
 
 from finrag_dagster.core.calendar import nyse
-from finrag_dagster.core.lake import Lake
+from finrag_dagster.core.experience.tree import ExperienceTree, Factor, Leaf
 from finrag_dagster.core.loop import DayData, LoopEnv, ToEEnv, Variant, run_days
-from finrag_dagster.core.memory.experience_tree import ExperienceTree, Factor, Leaf
 from finrag_dagster.core.memory.source_memory import MemoryParams
 from finrag_dagster.core.reader.backends import Backend, BackendConfig, Generation
 from finrag_dagster.core.reader.cache import PromptCache
 from finrag_dagster.core.reader.prompt import EvidenceItem
+from finrag_dagster.core.storage.lake import Lake
 
 cal = nyse()
 DAYS = [d.isoformat() for d in cal.sessions_in_range("2021-03-01", "2021-03-12")]  # 10 sessions

@@ -13,9 +13,9 @@ import polars as pl
 import pytest
 
 from finrag_dagster.core.calendar import nyse
-from finrag_dagster.core.lake import Lake
 from finrag_dagster.core.loop_io import weights_for
 from finrag_dagster.core.settings import Settings
+from finrag_dagster.core.storage.lake import Lake
 
 cal = nyse()
 H = {"1D": 1, "3D": 3, "5D": 5}

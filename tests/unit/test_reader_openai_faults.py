@@ -18,7 +18,6 @@ import polars as pl
 import pytest
 
 from finrag_dagster.core.calendar import nyse
-from finrag_dagster.core.lake import Lake
 from finrag_dagster.core.loop import DayData, LoopEnv, Variant, run_days
 from finrag_dagster.core.reader.backends import (
     BackendConfig,
@@ -33,6 +32,7 @@ from finrag_dagster.core.reader.backends import (
 from finrag_dagster.core.reader.cache import PromptCache
 from finrag_dagster.core.reader.prompt import AnchorInfo, EvidenceItem, build_prompt
 from finrag_dagster.core.reader.run import ReaderIncomplete, read_day
+from finrag_dagster.core.storage.lake import Lake
 
 KEY_ENV = "FINRAG_FAULT_TEST_KEY"
 KEY = "loc4l-Secret-Value-9f3c"  # not sk- shaped: only the literal-value redaction can catch it when echoed bare

@@ -5,7 +5,6 @@ import datetime as dt
 import numpy as np
 import polars as pl
 
-from finrag_dagster.core.lake import Lake
 from finrag_dagster.core.retrieval.query import parse_query
 from finrag_dagster.core.retrieval.search import (
     SearchConfig,
@@ -16,6 +15,7 @@ from finrag_dagster.core.retrieval.search import (
     run_search,
     structured_sql,
 )
+from finrag_dagster.core.storage.lake import Lake
 
 ALIASES = {"NVDA": ["nvidia corporation", "nvidia"], "AAPL": ["apple inc.", "apple"], "MSFT": ["microsoft"],
            "GOOGL": ["alphabet", "google"], "AMZN": ["amazon"], "META": ["meta platforms", "meta"], "INTC": ["intel"]}

@@ -10,11 +10,11 @@ import polars as pl
 import pytest
 
 from finrag_dagster.core.calendar import nyse
-from finrag_dagster.core.lake import Lake
 from finrag_dagster.core.retrieval import store_cache
 from finrag_dagster.core.retrieval.candidates import candidates_for_days
 from finrag_dagster.core.retrieval.pool import Store
 from finrag_dagster.core.retrieval.store_cache import load_store
+from finrag_dagster.core.storage.lake import Lake
 
 WORDS = "revenue guidance margin lawsuit merger dividend ceo recall antitrust buyback outlook record chip cloud 3.5% 1,000".split()
 FLOATS = ("bm25", "dense", "relevance")

@@ -377,12 +377,12 @@ def test_templates_are_varied_and_typed():
 def test_real_format_loaders_accept_every_row(world, truth):
     """The pipeline's own loaders read the world without a single quarantined row, and agree with
     the truth on every public time and decision day."""
-    from finrag_dagster.sources import edgar, fnspid, prices, universe
+    from finrag_dagster.sources import edgar, news_stage, prices, universe
 
     raw = world / "raw"
     u = universe.load_universe(raw / "universe" / "tickers.csv")
     tickers = set(u["ticker"])
-    n = fnspid.load_news([str(raw / "news" / "*.csv")], tickers, dates_only=False)  # the world's clocks are true
+    n = news_stage.load_news([str(raw / "news" / "*.csv")], tickers, dates_only=False)  # the world's clocks are true
     p = prices.load_prices([str(raw / "prices" / "*.csv")], tickers)
     f = edgar.load_filings(
         [str(raw / "sec" / "submissions" / "*.json"), str(raw / "sec" / "sec-edgar-filings")],

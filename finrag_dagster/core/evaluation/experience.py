@@ -1,7 +1,7 @@
 """Seed 002 over the lake: the experience task's inputs, its run and its tables; the trees' tables.
 
 The task itself (targets, outcomes, the methods, tsIC/csIC) is pure, in
-:mod:`finrag_dagster.core.experience_task`; here its inputs are read from the lake (news and
+:mod:`finrag_dagster.core.experience.task`; here its inputs are read from the lake (news and
 anchors of days T-4..T per sector target, the prior tree), its scores and result tables are
 written, and both the task's results and the experience trees are laid out as tables for the
 report (HTML) and the assets' metadata (markdown).
@@ -18,17 +18,17 @@ import numpy as np
 import polars as pl
 
 from ..embeddings import embed
-from ..experience_task import HKEYS, METHODS, WINDOW, DayInput, digest, excess_returns, result_tables, run_task, sector_returns
+from ..experience.prior import TREE_ID, company_names
+from ..experience.store import read_tree
+from ..experience.task import HKEYS, METHODS, WINDOW, DayInput, digest, excess_returns, result_tables, run_task, sector_returns
+from ..experience.tree import ToEParams
 from ..formatting import fmt, md_table
-from ..memory.experience_prior import TREE_ID, company_names
-from ..memory.experience_store import read_tree
-from ..memory.experience_tree import ToEParams
 from ..splits import split_days
 
 if TYPE_CHECKING:
     from ..calendar import TradingCalendar
-    from ..lake import Lake
     from ..settings import Settings
+    from ..storage.lake import Lake
 
 
 # ------------------------------------------------------------------ the experience task
@@ -114,7 +114,7 @@ def run_experience_task(s: Settings, lake: Lake, cal: TradingCalendar) -> TaskRu
         prior = read_tree(lake, TREE_ID, days[0], ToEParams.from_settings(s))
     methods, llm_fn, note = list(METHODS[:5]), None, ""
     if s.reader.backend != "embedded":
-        from ..memory.experience_llm import llm_update
+        from ..experience.llm import llm_update
         from ..reader.backends import BackendConfig, make_backend
 
         backend = make_backend(BackendConfig.from_settings(s))

@@ -17,8 +17,8 @@ import polars as pl
 from jinja2 import Environment, select_autoescape
 
 from ..formatting import fmt
-from ..lake import Lake
 from ..settings import HORIZON_KEYS
+from ..storage.lake import Lake
 from .experience import task_tables, tree_tables
 from .tables import LONG_SCHEMA, METRICS, PCT, PORTFOLIO, VARIANT_LABEL, table2_rows, table_cells
 

@@ -26,8 +26,8 @@ from .tables import LONG_SCHEMA, daily_returns, long_rows
 
 if TYPE_CHECKING:
     from ..calendar import TradingCalendar
-    from ..lake import Lake
     from ..settings import Settings
+    from ..storage.lake import Lake
 
 LAMBDAS = (0.0, 0.1, 0.2, 0.3, 0.5)
 DELTAS = (0.05, 0.10, 0.15, 0.20, 0.30)

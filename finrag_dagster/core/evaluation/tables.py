@@ -18,16 +18,16 @@ import pyarrow as pa
 
 from ..formatting import fmt, md_table
 from ..loop import variants_of
-from ..schemas import TableSpec
 from ..settings import SPLIT_NAMES
 from ..splits import split_days
+from ..storage.schemas import TableSpec
 from .metrics import event_metrics, rank_ic
 from .portfolio import buy_and_hold, equal_weight_targets, run_book, sleeves, strategy_targets, summary
 
 if TYPE_CHECKING:
     from ..calendar import TradingCalendar
-    from ..lake import Lake
     from ..settings import Settings
+    from ..storage.lake import Lake
 
 EVALUATION = TableSpec(
     "evaluation",

@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from ..schemas import TableSpec
+from ..storage.schemas import TableSpec
 
 FEEDBACK = TableSpec(
     "feedback",

@@ -18,8 +18,8 @@ import polars as pl
 import pyarrow as pa
 
 from ..events import EVENT_TYPES
-from ..schemas import TableSpec
 from ..settings import HORIZON_NAMES, HORIZONS
+from ..storage.schemas import TableSpec
 
 FAMILIES = ("news", "sec_filing")
 HKEYS = tuple(HORIZON_NAMES[h] for h in HORIZONS)

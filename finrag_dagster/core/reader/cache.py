@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 import polars as pl
 import pyarrow as pa
 
-from ..schemas import TableSpec
+from ..storage.schemas import TableSpec
 
 if TYPE_CHECKING:
-    from ..lake import Lake
+    from ..storage.lake import Lake
 
 READER_CACHE = TableSpec(
     "reader_cache",

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 import polars as pl
 import pyarrow as pa
 
-from ..schemas import TableSpec
 from ..settings import HORIZON_KEYS
+from ..storage.schemas import TableSpec
 from .backends import Backend, Request, redact_secrets
 from .cache import PromptCache
 from .embedded import ReaderInput

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from ..calendar import TradingCalendar
 from ..progress import track
-from ..schemas import TableSpec
+from ..storage.schemas import TableSpec
 from .lexical import PrefixStats
 from .pool import CANDIDATE_SCHEMA, PoolConfig, Store, one_blas_thread, start_day_candidates
 

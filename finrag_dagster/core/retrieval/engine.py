@@ -9,7 +9,7 @@ import polars as pl
 
 from ..calendar import nyse
 from ..embeddings import embed
-from ..lake import Lake
+from ..storage.lake import Lake
 from .fiscal import REPORTING_DAYS, calendars
 from .names import NameIndex
 from .query import ParsedQuery, parse_query

@@ -41,7 +41,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import scipy.sparse as sp
 
-from ..atomic import atomic_file
+from ..storage.atomic import atomic_file
 from .lexical import TermMatrix, Vocabulary
 from .pool import Store
 

@@ -4,19 +4,19 @@
 import dagster as dg
 import polars as pl
 
-from ...core import lake as core_lake
 from ...core.anchors import anchors_from_lake
 from ...core.calendar import TradingCalendar
 from ...core.context_card import write_cards
 from ...core.evidence import pit_violations, write_evidence
-from ...core.lake import Lake
+from ...core.storage import lake as core_lake
+from ...core.storage.lake import Lake
 from ..context import days_of, step_errors_as_failures
 from ..reporting import check_schema, partition_meta
 from ..resources import FinragResource
 
 
 def require_partitions(lake: Lake, table: str, days: list[str]) -> None:
-    """:func:`finrag_dagster.core.lake.require_partitions`, failing the asset when a partition is missing."""
+    """:func:`finrag_dagster.core.storage.lake.require_partitions`, failing the asset when a partition is missing."""
     with step_errors_as_failures():
         core_lake.require_partitions(lake, table, days)
 

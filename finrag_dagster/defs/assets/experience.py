@@ -1,7 +1,7 @@
 """The Tree-of-Experience snapshot per trading day (seed 002 §4.2) and seed 002's experience task.
 
-Thin assets: core/memory/experience_prior.py induces and carries the prior tree and writes it
-(state and content, core/memory/experience_store.py), core/memory/experience_tree.py draws it for
+Thin assets: core/experience/prior.py induces and carries the prior tree and writes it
+(state and content, core/experience/store.py), core/experience/tree.py draws it for
 the UI, and core/evaluation/experience.py runs the experience task over the lake.
 """
 
@@ -9,9 +9,9 @@ the UI, and core/evaluation/experience.py runs the experience task over the lake
 import dagster as dg
 
 from ...core.evaluation.experience import run_experience_task, task_md
-from ...core.lake import Lake
-from ...core.memory.experience_prior import TREE_ID, write_prior_trees
-from ...core.memory.experience_tree import ExperienceTree, ToEParams, render_markdown
+from ...core.experience.prior import TREE_ID, write_prior_trees
+from ...core.experience.tree import ExperienceTree, ToEParams, render_markdown
+from ...core.storage.lake import Lake
 from ..context import days_of, step_errors_as_failures
 from ..resources import FinragResource
 

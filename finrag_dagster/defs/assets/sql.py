@@ -5,7 +5,7 @@ import datetime as dt
 
 import dagster as dg
 
-from ...core.sqlmodels import SqlModel, run_model
+from ...core.storage.sqlmodels import SqlModel, run_model
 from ..context import days_of
 from ..reporting import check_schema, partition_meta
 from ..resources import FinragResource

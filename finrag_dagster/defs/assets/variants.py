@@ -19,9 +19,9 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
+from ...core.experience.tree import ToEParams, from_table, render_markdown
 from ...core.loop import variants_of
 from ...core.loop_io import FamilyIncomplete, family_feedback, run_family
-from ...core.memory.experience_tree import ToEParams, from_table, render_markdown
 from ...core.memory.source_memory import MemoryParams
 from ...core.progress import Progress
 from ...core.reader.backends import BackendConfig, make_backend

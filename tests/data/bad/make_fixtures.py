@@ -1,21 +1,23 @@
 """Rebuild the bad-input fixtures in this folder from the real-data sample (see PROVENANCE.md).
 
-Needs the sample at ../shared/data/real beside the repository; tests never run this and never need
-the sample. Run from the repository root:  python tests/data/bad/make_fixtures.py
+Needs the sample folder, named on the command line; tests never run this and never need the
+sample. Run from the repository root, e.g. with the sample beside the repository:
+
+    python tests/data/bad/make_fixtures.py ../shared/data/real
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 from pathlib import Path
 
 import polars as pl
 
 HERE = Path(__file__).resolve().parent
-REAL = HERE.parents[3] / "shared" / "data" / "real"
-FNSPID_AAPL = REAL / "raw" / "fnspid_prices" / "aapl.csv"
-YF_NVDA = REAL / "raw" / "yfinance" / "NVDA_historical_data.csv"
-PARQUET = REAL / "prices" / "prices.parquet"
+# The sample's files, set by use_sample() from the command line (no default: the sample is not
+# part of the repository).
+FNSPID_AAPL = YF_NVDA = PARQUET = Path()
 HEADER = "Date,Open,High,Low,Close,Adj Close,Volume"
 
 
@@ -43,6 +45,17 @@ def fnspid_lines_from_parquet(ticker: str, lo: str, hi: str, undo_split_fix: boo
         vol = round(r["volume"] / k)
         out.append(",".join([r["date"].date().isoformat(), *(repr(v) for v in vals), str(vol)]))
     return out
+
+
+def use_sample(real: Path) -> None:
+    """Read the sample at ``real`` (the folder with PROVENANCE.md, raw/ and prices/)."""
+    global FNSPID_AAPL, YF_NVDA, PARQUET
+    FNSPID_AAPL = real / "raw" / "fnspid_prices" / "aapl.csv"
+    YF_NVDA = real / "raw" / "yfinance" / "NVDA_historical_data.csv"
+    PARQUET = real / "prices" / "prices.parquet"
+    missing = [str(p) for p in (FNSPID_AAPL, YF_NVDA, PARQUET) if not p.is_file()]
+    if missing:
+        raise SystemExit(f"not the real development sample: {real} lacks {', '.join(missing)}")
 
 
 def write(rel: str, lines: list[str]) -> None:
@@ -118,5 +131,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("sample", type=Path, help="the real-data sample folder (shared/data/real)")
+    use_sample(ap.parse_args().sample)
     (HERE / "prices" / "close_nan_parquet").mkdir(parents=True, exist_ok=True)
     main()

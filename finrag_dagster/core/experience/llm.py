@@ -33,7 +33,7 @@ import polars as pl
 
 from ..reader.backends import Backend, BackendUnavailable, Request
 from ..reader.prompt import Prompt
-from .experience_tree import ExperienceTree, Leaf
+from .tree import ExperienceTree, Leaf
 
 LLM_BACKENDS = ("llama_cpp", "openai", "vllm")
 _FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$", re.I)
@@ -215,7 +215,7 @@ def parse_principle(text: str) -> str | None:
 
 
 def llm_rewriter(backend: Backend):
-    """The ``rewrite`` argument of :func:`.experience_induction.induce_tree` for an LLM backend."""
+    """The ``rewrite`` argument of :func:`.induction.induce_tree` for an LLM backend."""
     require_llm(backend, "the LLM rewrite of the tree induction (seed 002 eq. 3)")
 
     def rewrite(items: list[tuple[str, str]]) -> list[str | None]:

@@ -11,8 +11,8 @@ is the explicit rule "expand when no leaf clears λ" (an LLM backend would be as
 expander adds a leaf under the best factor with Q_init = q0.
 Update (eq 13), only after the horizon matured:
 Q_h ← clip(Q_h + η·(1 − ((Q_h − q0)/q0)²)/(1 + log(1 + n_hit))·r, 0, 2q0), r = sign(score)·α.
-The LLM-rewrite update (eq. 14) and the LLM induction are in :mod:`.experience_llm`; the
-induction of the initial tree (eqs 3-5) is in :mod:`.experience_induction`.
+The LLM-rewrite update (eq. 14) and the LLM induction are in :mod:`.llm`; the
+induction of the initial tree (eqs 3-5) is in :mod:`.induction`.
 
 Serialisation: :func:`to_table` / :func:`from_table` give the tree's rows (:func:`rows_schema`):
 one row per leaf in tree order, plus one row with null leaf columns for a factor that has no leaf
@@ -166,7 +166,7 @@ POSITION = ("factor_index", "leaf_index")  # what joins a state row to its conte
 
 
 def _specs():
-    from ..schemas import EXPERIENCE_LEAVES, EXPERIENCE_TREE
+    from ..storage.schemas import EXPERIENCE_LEAVES, EXPERIENCE_TREE
 
     return EXPERIENCE_TREE, EXPERIENCE_LEAVES
 

@@ -4,7 +4,7 @@ Induced once, on the last train session (:func:`~finrag_dagster.core.splits.indu
 the train-split anchors decided strictly before it, then carried unchanged day after day: the
 utility updates from matured feedback belong to the toe variants, each in its own tree. Days
 before the induction day hold an empty tree. Each day is written as its state (experience_tree)
-and the content of new positions written once (experience_leaves), see :mod:`.experience_store`.
+and the content of new positions written once (experience_leaves), see :mod:`.store`.
 """
 
 from __future__ import annotations
@@ -16,17 +16,17 @@ import polars as pl
 
 from ..anchors import anchor_window, anchors_from_lake
 from ..embeddings import embed
-from ..lake import require_partitions
 from ..splits import induction_day, train_days_before
-from .experience_induction import InductionParams, InductionReport, induce_tree
-from .experience_llm import llm_rewriter
-from .experience_store import known_before, read_tree, write_rows
-from .experience_tree import ExperienceTree, ToEParams, to_table
+from ..storage.lake import require_partitions
+from .induction import InductionParams, InductionReport, induce_tree
+from .llm import llm_rewriter
+from .store import known_before, read_tree, write_rows
+from .tree import ExperienceTree, ToEParams, to_table
 
 if TYPE_CHECKING:
     from ..calendar import TradingCalendar
-    from ..lake import Lake
     from ..settings import Settings
+    from ..storage.lake import Lake
 
 TREE_ID = "prior"  # the induced tree without utility updates; the toe variants add their own
 

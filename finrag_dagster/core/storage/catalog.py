@@ -4,7 +4,7 @@ A table is declared where it is defined: the source, evidence and experience-tre
 :mod:`.schemas`, the later stages' tables next to the code that writes them, and each SQL model
 in the header of its file (``finrag_dagster/dbt_like_sql/*.sql``). :func:`declared_specs` lists
 the declaring modules, :func:`default_catalog` adds the SQL models, and a
-:class:`~finrag_dagster.core.lake.Lake` looks every table up in the catalog it was given (this
+:class:`~finrag_dagster.core.storage.lake.Lake` looks every table up in the catalog it was given (this
 one unless told otherwise). Nothing registers itself when imported, so the tables the lake knows
 never depend on which modules happen to be loaded.
 """
@@ -41,17 +41,17 @@ class Catalog(Mapping[str, TableSpec]):
 def declared_specs() -> tuple[TableSpec, ...]:
     """Every table declared in Python, in pipeline order (imported here, not at module load, so
     that importing the lake stays light)."""
+    from ..evaluation.tables import EVALUATION, PORTFOLIO_DAILY, SENSITIVITY
+    from ..experience.loop import PRINCIPLE_SELECTIONS, PRINCIPLE_UPDATES
+    from ..experience.task import TASK_RESULTS, TASK_SCORES
+    from ..labels import LABELS
+    from ..loop import CONTEXTS
+    from ..memory.feedback import FEEDBACK
+    from ..memory.source_memory import MEMORY_SNAPSHOT
+    from ..reader.cache import READER_CACHE
+    from ..reader.run import READER_OUTPUTS
+    from ..retrieval.candidates import CANDIDATES
     from . import schemas as S
-    from .evaluation.tables import EVALUATION, PORTFOLIO_DAILY, SENSITIVITY
-    from .experience_task import TASK_RESULTS, TASK_SCORES
-    from .labels import LABELS
-    from .loop import CONTEXTS
-    from .memory.experience_loop import PRINCIPLE_SELECTIONS, PRINCIPLE_UPDATES
-    from .memory.feedback import FEEDBACK
-    from .memory.source_memory import MEMORY_SNAPSHOT
-    from .reader.cache import READER_CACHE
-    from .reader.run import READER_OUTPUTS
-    from .retrieval.candidates import CANDIDATES
 
     return (
         S.UNIVERSE, S.MEMBERSHIP, S.NEWS_RAW, S.PRICES, S.FILINGS_RAW, S.QUARANTINE, S.SOURCE_FLAGS,

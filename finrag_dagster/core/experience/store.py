@@ -8,7 +8,7 @@
   with another principle after a prequential reset. No file when nothing new appeared on D.
 
 The tree of D is D's state joined with the latest content version dated <= D of each of its
-positions (:func:`.experience_tree.join_table`): content from after D is never read for D, and
+positions (:func:`.tree.join_table`): content from after D is never read for D, and
 the daily partition grows with the number of positions, not with their text and embeddings.
 """
 
@@ -19,8 +19,8 @@ import datetime as dt
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..lake import Lake
-from .experience_tree import ExperienceTree, ToEParams, content_changes, from_table, join_table, latest_content, merge_content, split_table
+from ..storage.lake import Lake
+from .tree import ExperienceTree, ToEParams, content_changes, from_table, join_table, latest_content, merge_content, split_table
 
 STATE = "experience_tree"
 CONTENT = "experience_leaves"
@@ -61,7 +61,7 @@ def known_before(lake: Lake, tree_id: str, day: str) -> pa.Table:
 
 
 def write_rows(lake: Lake, tree_id: str, day: str, rows: pa.Table, known: pa.Table) -> tuple[pa.Table, int]:
-    """Write the tree of ``day`` (:func:`.experience_tree.to_table` rows): its state, and its content rows that ``known``
+    """Write the tree of ``day`` (:func:`.tree.to_table` rows): its state, and its content rows that ``known``
     (the latest versions before ``day``) lacks as they are; returns the latest versions after ``day`` and the rows written."""
     state, content = split_table(rows)
     new = content_changes(content, known)

@@ -8,8 +8,8 @@ and the columns that order its rows, so the same inputs always give the same byt
 The hive key columns (``date``, ``variant``) live in the path, never inside the file.
 
 This module only declares. The later stages declare their tables next to the code that writes
-them, and each SQL model in its header; :mod:`finrag_dagster.core.catalog` collects them all and
-hands them to the :class:`~finrag_dagster.core.lake.Lake`.
+them, and each SQL model in its header; :mod:`finrag_dagster.core.storage.catalog` collects them all and
+hands them to the :class:`~finrag_dagster.core.storage.lake.Lake`.
 """
 
 from __future__ import annotations

@@ -32,9 +32,9 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from ..schemas import TableSpec
-from .experience_induction import factor_text, masked
-from .experience_tree import ExperienceTree
+from ..storage.schemas import TableSpec
+from .induction import factor_text, masked
+from .tree import ExperienceTree
 
 PRINCIPLE_SELECTIONS = TableSpec(
     "principle_selections",
@@ -127,7 +127,7 @@ def choose_principles(
     """Select (or expand) a path per anchor in the given order; mutates the tree (recall counts,
     new leaves). Returns the selection rows and anchor_id → :class:`Principle` for the prompt.
 
-    ``judge`` (an :func:`.experience_llm.llm_judge`): the day's anchors are judged in one batch
+    ``judge`` (an :func:`.llm.llm_judge`): the day's anchors are judged in one batch
     against the tree as it stood before the day (candidates = the leaves that cleared the
     threshold); reuse takes the named leaf, expand adds the LLM's principle (embedded with
     ``embed_fn``) under the best factor. An invalid answer falls back to the rule judge, recorded

@@ -27,7 +27,7 @@ Methods, all on the same per-news features (the embedded reader's lexicon tone a
   s_h = clip(Pipe_h · Q_h / q0, −1, 1); eq. 13 with r = sign(s_h)·α after maturity; the embedded
   judge expands as in the main pipeline.
 * **Pipe + ToE (LLM)** — the same, with eq. 14 (the LLM rewrites Q) instead of eq. 13; needs an
-  LLM reader backend (:class:`.memory.experience_llm.LLMBackendRequired` otherwise).
+  LLM reader backend (:class:`.llm.LLMBackendRequired` otherwise).
 
 The state of a (target, day) is its digest: the masked skeletons (eq. 3 rule) of its strongest
 events, joined; its vector is the digest's MiniLM embedding.
@@ -44,10 +44,10 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from .memory.experience_induction import factor_text, masked
-from .memory.experience_tree import ExperienceTree, Factor, Leaf, ToEParams
-from .reader.embedded import tone
-from .schemas import TableSpec
+from ..reader.embedded import tone
+from ..storage.schemas import TableSpec
+from .induction import factor_text, masked
+from .tree import ExperienceTree, Factor, Leaf, ToEParams
 
 TASK_HORIZONS = (1, 5, 10, 20)
 HKEYS = tuple(f"{h}d" for h in TASK_HORIZONS)

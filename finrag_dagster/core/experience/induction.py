@@ -13,7 +13,7 @@ The rule (used with the embedded reader; documented in this docstring and in the
    "the company"; a "(TICKER)" parenthesis dropped) and every number masked ("$7.1B", "12%",
    "2021" → "N", "Q3" → "QN"), whitespace collapsed. With an LLM backend the
    rewrite is instead the backend's one-line, company-agnostic principle for the item
-   (:func:`.experience_llm.llm_rewriter`), falling back to the rule skeleton when unparsable.
+   (:func:`.llm.llm_rewriter`), falling back to the rule skeleton when unparsable.
 2. **Layer 1 (eq. 4).** The factor of an anchor is the catalogue factor with the largest
    keyword match (``keyword_match``, the share of the factor's keywords present, word
    boundaries) over "event type. headline. summary" — the Table 5 event type label is one of its
@@ -43,7 +43,7 @@ import numpy as np
 import polars as pl
 
 from ..events import CAPITAL, EARNINGS, LEGAL, MANAGEMENT
-from .experience_tree import ExperienceTree, Factor, Leaf, ToEParams, keyword_match
+from .tree import ExperienceTree, Factor, Leaf, ToEParams, keyword_match
 
 # Layer 1: financial factors for single-stock news (seed 002 Table 5's "factor" column, US version).
 # Each seed 000 Table 5 event type label is a keyword of the factors it belongs to.

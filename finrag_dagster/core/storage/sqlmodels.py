@@ -36,7 +36,7 @@ from sqlglot import exp
 from .schemas import TableSpec
 
 if TYPE_CHECKING:
-    from .calendar import TradingCalendar
+    from ..calendar import TradingCalendar
     from .lake import Lake
 
 BUILTINS = {"trading_sessions", "splits"}

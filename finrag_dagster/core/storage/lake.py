@@ -1,7 +1,7 @@
 """The parquet lake: hive layout, schema checked on write, atomic and byte-reproducible.
 
 Layout: ``<root>/<table>/<k1>=<v1>/.../part-0.parquet`` with the table's hive keys from its
-spec in the lake's catalog (:mod:`finrag_dagster.core.catalog`). A write goes to a temporary file in the same folder, is
+spec in the lake's catalog (:mod:`finrag_dagster.core.storage.catalog`). A write goes to a temporary file in the same folder, is
 fsynced and then ``os.replace``d over the old file, so a crash leaves the previous version of
 a partition, never a torn one. Rows are sorted by the table's sort keys and written with fixed
 writer options and no pandas metadata, so the same rows always give the same bytes.
@@ -19,9 +19,9 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..errors import MissingInput
 from .atomic import atomic_file
 from .catalog import default_catalog
-from .errors import MissingInput
 from .schemas import TableSpec
 
 PART = "part-0.parquet"
