@@ -139,3 +139,48 @@ def train_adapters(s: Settings, lake: Lake, cal: TradingCalendar, seeds: list[in
         log(f"lora s{seed}: wrote {aid} (steps {res.steps}, validation macro-F1 {res.best_scores.get('mean')})")
         metas.append(meta)
     return metas
+
+
+def find_adapter(s: Settings, lake_dir, cal: TradingCalendar, seed: int) -> dict:
+    """The finished adapter of ``seed`` trained with these settings (base model, data window,
+    hyper-parameters); MissingInput when there is none (train it first)."""
+    from .errors import MissingInput
+    from .reader.lora import list_adapters
+
+    base, win, h = base_model_of(s), lora_window(s, cal), asdict(LoraHyper.from_settings(s))
+    hyper_keys = [k for k in h if k not in ("max_steps",)]  # a capped smoke run is still the same recipe
+    found = [m for m in list_adapters(lake_dir)
+             if m.get("seed") == seed and m.get("base_model") == base and m.get("window") == win
+             and all(m.get("hyper", {}).get(k) == (list(v) if isinstance(v, tuple) else v) for k, v in h.items() if k in hyper_keys)]
+    if not found:
+        raise MissingInput(f"no LoRA adapter for seed {seed} (base {base}, train window {win['train']}) in {lake_dir}/lora_adapters; "
+                           "run `finrag lora train` (or materialise the lora_adapters asset) first")
+    return sorted(found, key=lambda m: m["adapter_id"])[-1]
+
+
+def lora_backends(s: Settings, lake_dir, cal: TradingCalendar, base_cfg):
+    """``Variant -> Backend`` for the LoRA families: base model + the seed's adapter, through vLLM
+    (``enable_lora`` + ``LoRARequest``) when the reader backend is ``vllm``, else transformers+peft
+    on CPU. Backends are built once per seed."""
+    import copy
+    from dataclasses import replace
+
+    from .reader.backends import make_backend, vllm_lora_request_kwargs
+
+    made: dict[int, object] = {}
+
+    def backend_for(v):
+        if v.lora_seed not in made:
+            meta = find_adapter(s, lake_dir, cal, v.lora_seed)
+            kind = "vllm" if base_cfg.backend == "vllm" else "transformers"
+            model = base_cfg.model if kind == "vllm" else meta["base_model"]
+            cfg = replace(base_cfg, backend=kind, model=model, lora_adapter=meta["path"], max_lora_rank=s.lora.rank)
+            if kind == "vllm" and made:  # one engine (enable_lora) for every seed: only the LoRARequest differs
+                b = copy.copy(next(iter(made.values())))
+                b.cfg, b._lora = cfg, vllm_lora_request_kwargs(cfg)
+                made[v.lora_seed] = b
+            else:
+                made[v.lora_seed] = make_backend(cfg)
+        return made[v.lora_seed]
+
+    return backend_for

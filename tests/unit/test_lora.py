@@ -196,3 +196,59 @@ def test_cpu_lora_training_changes_only_adapters_and_loads_back(tmp_path):
     assert be.model.endswith("+lora:lora-s0-test")
     g = be.generate([Request(_prompt())])[0]
     assert g.output_tokens > 0 and not g.error
+
+
+# ------------------------------------------------------------------ the LoRA variants in the loop
+def test_lora_variants_one_per_seed_and_the_memory_flag():
+    from finrag_dagster.core.loop import VARIANT_FAMILIES, variants_of
+
+    assert {"lora_no_memory", "lora_source_memory"} <= set(VARIANT_FAMILIES)
+    vs = variants_of("lora_source_memory", 0.3, 5, (0, 2))
+    assert [(v.name, v.lora_seed, v.uses_memory, v.lam) for v in vs] == [("lora_source_memory_s0", 0, True, 0.3), ("lora_source_memory_s2", 2, True, 0.3)]
+    assert [(v.name, v.uses_memory, v.lam) for v in variants_of("lora_no_memory", 0.3, 5, (1,))] == [("lora_no_memory_s1", False, 0.0)]
+
+
+def test_lora_source_memory_keeps_the_loops_point_in_time_and_caches_by_adapter(tmp_path):
+    """The LoRA source-memory variant steps through the same loop: its memory on D holds exactly the
+    feedback matured by D-1 (as tests/unit/test_pit_loop.py counts it), and its cached answers are
+    keyed by the adapter's identity."""
+    from finrag_dagster.core.loop import run_days, variants_of
+    from tests.unit.test_pit_loop import DAYS, TICKERS, RightReader, cal, env_for, matured_by
+
+    class LoraRight(RightReader):
+        @property
+        def model(self):
+            return with_adapter("smol.gguf", "lora-s0-abc")
+
+    env = env_for(tmp_path)
+    env.backend = LoraRight()
+    v = variants_of("lora_source_memory", 0.3, 5, (0,))[0]
+    res = run_days(DAYS, v, env, None)
+    for i, r in enumerate(res):
+        prev = cal.offset(r.day, -1).isoformat() if i else None
+        assert r.snapshot["n"].sum() == (len(matured_by(r.day, prev)) * len(TICKERS) if i else 0)
+        assert set(r.feedback_applied["maturity_day"].cast(pl.Utf8).to_list()) <= ({prev} if prev else set())
+        assert (r.outputs["model"] == "smol.gguf+lora:lora-s0-abc").all()
+    cached = pl.read_parquet(next((tmp_path / "reader_cache").rglob("*.parquet")))
+    assert set(cached["model"]) == {"smol.gguf+lora:lora-s0-abc"}
+
+
+def test_find_adapter_matches_seed_base_window_and_recipe(tmp_path):
+    from finrag_dagster.core.calendar import nyse
+    from finrag_dagster.core.errors import MissingInput
+    from finrag_dagster.core.lora_train import find_adapter, lora_window
+
+    s = Settings(lora={"base_model": "base.gguf", "seeds": (0, 1)})
+    cal = nyse()
+    win = lora_window(s, cal)
+    assert win["train_labels_matured_before"] == "2020-01-02" and win["validation_labels_matured_before"] == "2021-01-04"
+    h = LoraHyper.from_settings(s)
+    root = tmp_path / "lora_adapters"
+    for seed, base, rank in ((0, "base.gguf", 16), (1, "other.gguf", 16), (1, "base.gguf", 8)):
+        d = root / f"a{seed}{base}{rank}"
+        d.mkdir(parents=True)
+        hyper = {**{k: (list(x) if isinstance(x, tuple) else x) for k, x in h.__dict__.items()}, "rank": rank}
+        write_metadata(d, {"adapter_id": d.name, "seed": seed, "base_model": base, "window": win, "hyper": hyper})
+    assert find_adapter(s, tmp_path, cal, 0)["adapter_id"] == "a0base.gguf16"
+    with pytest.raises(MissingInput, match="seed 1"):
+        find_adapter(s, tmp_path, cal, 1)  # one has another base model, the other another rank
