@@ -365,7 +365,8 @@ def train_lora(model, tokenizer, train: list[Encoded], validation: list[Encoded]
         best.history.append(rec)
         log(f"epoch {epoch}: validation macro-F1 {scores.get('mean')}")
         mean = scores.get("mean", math.nan)
-        improved = best.best_epoch < 0 or (not math.isnan(mean) and (math.isnan(best_mean) or mean > best_mean))
+        # no validation set: the last epoch is kept (no early stopping)
+        improved = not validation or best.best_epoch < 0 or (not math.isnan(mean) and (math.isnan(best_mean) or mean > best_mean))
         if improved:
             best.state, best.best_epoch, best.best_scores, bad = trainable_state(model), epoch, scores, 0
         else:
@@ -381,7 +382,6 @@ def train_lora(model, tokenizer, train: list[Encoded], validation: list[Encoded]
         for n, t in best.state.items():
             cur[n].copy_(t)
     best.steps, best.stopped = steps, stopped
-    best.history = best.history
     return best
 
 
