@@ -4,6 +4,7 @@ static retrieval, and labels matured before the cut-off only."""
 import datetime as dt
 
 import polars as pl
+import pytest
 
 from finrag_dagster.core.calendar import nyse
 from finrag_dagster.core.lora_train import split_examples
@@ -42,3 +43,41 @@ def test_lora_examples_are_the_frozen_readers_prompts_with_matured_labels(small_
     assert 0 < len(ex2) < len(ex)
     late = j.filter(pl.col("maturity_day") >= dt.date.fromisoformat(early))["anchor_id"].to_list()
     assert not set(late) & {e.anchor_id for e in ex2}
+
+
+def test_tables_2_and_4_carry_the_lora_rows_as_mean_and_std_over_the_seeds_read(small_lake, tmp_path):
+    """Two LoRA seeds' outputs planted in a copy of the lake (no_memory's, one seed's signals
+    flipped): Tables 2 and 4 show "LoRA + No Memory" as their mean ± std; a seed that was not read
+    (s4) is left out, not counted as missing data."""
+    import shutil
+
+    import numpy as np
+
+    from finrag_dagster.core.evaluation.tables import evaluate, variant_metrics
+    from finrag_dagster.core.lake import Lake
+    from finrag_dagster.core.splits import split_days
+
+    src, s, _ = small_lake
+    shutil.copytree(src.root, tmp_path / "lake")
+    lake = Lake(tmp_path / "lake")
+    s = s.with_overrides(lake_dir=lake.root, variants={"families": ["no_memory", "lora_no_memory"]}, lora={"seeds": (0, 1, 4)})
+    cal = nyse()
+    days = [d for d in lake.materialized_dates("reader_outputs", variant="no_memory")]
+    flip = lambda df, k: df.with_columns(pl.when(pl.int_range(pl.len()) % 3 == 0).then(-pl.col("signal")).otherwise(pl.col("signal")).alias("signal")) if k else df  # noqa: E731
+    for d in days:
+        out = lake.read("reader_outputs", dates=[d], variant="no_memory").drop("date", "variant")
+        for k in (0, 1):
+            lake.write("reader_outputs", flip(out, k), variant=f"lora_no_memory_s{k}", date=d)
+        sd = lake.read("stock_day_signals", dates=[d]).drop("date")
+        nm = sd.filter(pl.col("variant") == "no_memory")
+        lake.write("stock_day_signals", pl.concat([sd] + [flip(nm, k).with_columns(pl.lit(f"lora_no_memory_s{k}").alias("variant")) for k in (0, 1)]), date=d)
+    ev, _ = evaluate(s, lake, cal)
+    test_days = split_days(s, cal, lake, "test")
+    per_seed = [variant_metrics(lake, f"lora_no_memory_s{k}", test_days) for k in (0, 1)]
+    t2 = ev.filter((pl.col("table") == "Table 2") & (pl.col("split") == "test") & (pl.col("row") == "LoRA + No Memory"))
+    mf = t2.filter(pl.col("metric") == "Macro-F1")
+    assert mf["value"][0] == pytest.approx(np.mean([m["Macro-F1"] for m in per_seed]))
+    assert mf["std"][0] == pytest.approx(np.std([m["Macro-F1"] for m in per_seed], ddof=1)) and mf["std"][0] > 0
+    t4 = ev.filter((pl.col("table") == "Table 4") & (pl.col("split") == "test") & (pl.col("row") == "LoRA + No Memory"))
+    assert set(t4["metric"]) >= {"Sharpe", "Turnover"} and t4["std"].null_count() == 0
+    assert ev.filter(pl.col("row") == "Frozen + No Memory").height  # the frozen rows stay

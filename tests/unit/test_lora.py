@@ -252,3 +252,12 @@ def test_find_adapter_matches_seed_base_window_and_recipe(tmp_path):
     assert find_adapter(s, tmp_path, cal, 0)["adapter_id"] == "a0base.gguf16"
     with pytest.raises(MissingInput, match="seed 1"):
         find_adapter(s, tmp_path, cal, 1)  # one has another base model, the other another rank
+
+
+def test_the_pipeline_trains_adapters_only_when_a_lora_family_is_on():
+    from finrag_dagster.pipeline import stages
+
+    assert "lora" not in [x.name for x in stages(Settings())]  # make demo stays LoRA-free
+    on = stages(Settings(variants={"families": ["no_memory", "lora_source_memory"]}))
+    names = [x.name for x in on]
+    assert names.index("lora") < names.index("loop") and on[names.index("lora")].assets == ("lora_adapters",)
