@@ -143,8 +143,10 @@ _no_lora = pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in (
 
 @pytest.mark.slow
 @pytest.mark.llm
+@pytest.mark.timeout(1800)
 @_no_lora
 def test_cpu_lora_training_changes_only_adapters_and_loads_back(tmp_path):
+    """Two optimiser steps (effective batch 2) on four short examples of SmolLM2-135M."""
     import torch
 
     from finrag_dagster.core.reader.backends import BackendConfig as BC
@@ -155,22 +157,19 @@ def test_cpu_lora_training_changes_only_adapters_and_loads_back(tmp_path):
     gguf = default_gguf()
     model, tok = load_base(gguf)
     base_before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    h = LoraHyper(effective_batch=4, micro_batch=2, epochs=1, max_steps=2, max_length=320, learning_rate=5e-3)
+    h = LoraHyper(effective_batch=2, micro_batch=2, epochs=1, max_steps=2, max_length=160, learning_rate=5e-3)
     ys = [{"1D": 1, "3D": 1, "5D": 1}, {"1D": -1, "3D": -1, "5D": -1}, {"1D": 1, "3D": 0, "5D": 1}, {"1D": 0, "3D": -1, "5D": 0}]
     train = [encode_example(tok, f"a{i}", _prompt(i, "short"), "Earnings & Guidance", y, h.max_length) for i, y in enumerate(ys)]
-    # two passes over the four examples: two optimiser steps of an effective batch of 4
-    train = train + train
-    h = LoraHyper(effective_batch=4, micro_batch=2, epochs=1, max_steps=2, max_length=320, learning_rate=5e-3)
+    assert all(len(e.input_ids) <= 160 and sum(v != -100 for v in e.labels) >= 3 for e in train)
     pm = wrap_lora(model, h)
     n_train = sum(p.numel() for p in pm.parameters() if p.requires_grad)
     assert 1_000_000 < n_train < 3_000_000  # ~1.84M at rank 16 on q/k/v/o
-    val = train[:2]
+    val = train[:1]
     res = train_lora(pm, tok, train, val, h, seed=0)
     assert res.steps == 2 and res.stopped == "max_steps" and res.best_epoch == 0
     assert 0.0 <= res.best_scores["mean"] <= 1.0
-    # only adapter weights changed
-    changed = {n for n, p in pm.named_parameters() if "lora_" in n and n.endswith("lora_B.default.weight") and p.abs().sum() > 0}
-    assert changed  # lora_B starts at zero; training moved it
+    # only adapter weights changed (lora_B starts at zero; training moved it)
+    assert any(p.abs().sum() > 0 for n, p in pm.named_parameters() if n.endswith("lora_B.default.weight"))
     for n, p in pm.named_parameters():
         if "lora_" not in n:
             assert not p.requires_grad
@@ -179,20 +178,20 @@ def test_cpu_lora_training_changes_only_adapters_and_loads_back(tmp_path):
     out = save_adapter(pm, tmp_path / "lora_adapters" / "lora-s0-test", {"adapter_id": "lora-s0-test", "seed": 0, "steps": res.steps,
                                                                            "validation": res.best_scores})
     assert (out / "adapter_model.safetensors").exists() and (out / "finrag_lora.json").exists()
-    # the adapter loads back onto a fresh base and changes the reader's output distribution
-    base2, _ = load_base(gguf)
     x = torch.tensor([train[0].input_ids])
     with torch.no_grad():
-        l_base = base2(input_ids=x).logits
-    loaded = load_adapter(base2, out)
+        l_trained = pm(input_ids=x).logits
+        with pm.disable_adapter():
+            l_base = pm(input_ids=x).logits
+    # the adapter loads back onto the (unwrapped) base and changes the reader's output distribution
+    loaded = load_adapter(pm.unload(), out)
     with torch.no_grad():
         l_lora = loaded(input_ids=x).logits
-        l_trained = pm(input_ids=x).logits
     assert not torch.allclose(l_base, l_lora, atol=1e-4)
     assert torch.allclose(l_lora, l_trained, atol=1e-4)
-    assert validation_scores(loaded, tok, val) == validation_scores(pm, tok, val)
-    # the transformers reader backend with the adapter: model name (cache key) carries its id
-    be = make_backend(BC(backend="transformers", model=gguf, lora_adapter=str(out), max_tokens=8))
+    assert validation_scores(loaded, tok, val) == res.best_scores
+    # the transformers reader backend with the adapter: its model name (the cache key) carries the id
+    be = make_backend(BC(backend="transformers", model=gguf, lora_adapter=str(out), max_tokens=4))
     assert be.model.endswith("+lora:lora-s0-test")
     g = be.generate([Request(_prompt())])[0]
     assert g.output_tokens > 0 and not g.error

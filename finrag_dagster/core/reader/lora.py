@@ -269,7 +269,8 @@ def predict_signals(model, tokenizer, examples: list[Encoded]) -> list[dict[str,
     own choices (never the label). Used for validation macro-F1."""
     import torch
 
-    cand = signal_token_ids(tokenizer)
+    cand = list(signal_token_ids(tokenizer).items())
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     out = []
     model.eval()
     with torch.no_grad():
@@ -280,13 +281,15 @@ def predict_signals(model, tokenizer, examples: list[Encoded]) -> list[dict[str,
             for h, (a, b) in zip(HORIZON_KEYS, e.signal_spans):
                 a, b = a + shift, b + shift
                 prefix, suffix = ids[:a], ids[b:]
-                best, best_lp, best_toks = 0, -math.inf, ids[a:b]
-                for y, toks in cand.items():
-                    x = torch.tensor([prefix + toks])
-                    logp = torch.log_softmax(model(input_ids=x).logits[0, len(prefix) - 1 : len(prefix) - 1 + len(toks)].float(), -1)
-                    lp = float(sum(logp[i, t] for i, t in enumerate(toks)))
-                    if lp > best_lp:
-                        best, best_lp, best_toks = y, lp, toks
+                # the three candidates in one right-padded batch (causal: padding changes no scored position)
+                n = max(len(t) for _, t in cand)
+                x = torch.full((len(cand), len(prefix) + n), pad, dtype=torch.long)
+                for i, (_, t) in enumerate(cand):
+                    x[i, : len(prefix) + len(t)] = torch.tensor(prefix + t)
+                logp = torch.log_softmax(model(input_ids=x).logits[:, len(prefix) - 1 : len(prefix) - 1 + n].float(), -1)
+                scores = [float(sum(logp[i, j, t] for j, t in enumerate(toks))) for i, (_, toks) in enumerate(cand)]
+                k = max(range(len(cand)), key=lambda i: scores[i])
+                best, best_toks = cand[k]
                 pred[h] = best
                 ids = prefix + list(best_toks) + suffix
                 shift += len(best_toks) - (b - a)
@@ -352,7 +355,7 @@ def train_lora(model, tokenizer, train: list[Encoded], validation: list[Encoded]
                 tgt = lab[:, 1:]
                 loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), ignore_index=-100, reduction="sum") / max(1, n_tok)
                 loss.backward()
-                total += float(loss)
+                total += float(loss.detach())
             opt.step()
             steps += 1
             losses.append(total)
