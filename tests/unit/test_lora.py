@@ -260,3 +260,25 @@ def test_the_pipeline_trains_adapters_only_when_a_lora_family_is_on():
     on = stages(Settings(variants={"families": ["no_memory", "lora_source_memory"]}))
     names = [x.name for x in on]
     assert names.index("lora") < names.index("loop") and on[names.index("lora")].assets == ("lora_adapters",)
+
+
+def test_definitions_with_the_lora_families_and_the_on_demand_asset():
+    from finrag_dagster.definitions import build_definitions
+
+    s = Settings(calendar={"start": dt.date(2017, 10, 2), "end": dt.date(2019, 12, 31), "decision_start": dt.date(2019, 1, 2)},
+                 variants={"families": ["no_memory", "lora_no_memory", "lora_source_memory"]}, lora={"seeds": (0, 1)})
+    defs = build_definitions(s)
+    ag = defs.resolve_asset_graph()
+    keys = {k.to_user_string() for k in ag.get_all_asset_keys()}
+    assert {"lora_adapters", "lora_no_memory/reader_outputs", "lora_source_memory/memory_snapshot", "lora_source_memory/feedback"} <= keys
+    assert "lora_no_memory/memory_snapshot" not in keys
+    node = ag.get(dg_key("lora_adapters"))
+    assert node.group_name == "lora" and node.partitions_def is None
+    for job in ("finrag_daily", "finrag_ingest"):  # on demand: in no job
+        assert dg_key("lora_adapters") not in defs.resolve_job_def(job).asset_layer.selected_asset_keys
+
+
+def dg_key(s):
+    import dagster as dg
+
+    return dg.AssetKey.from_user_string(s)
