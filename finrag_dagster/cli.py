@@ -423,11 +423,34 @@ def dev(
     raise typer.Exit(0 if stop["at"] is not None else rc)
 
 
+lora_app = typer.Typer(no_args_is_help=True, help="The supervised LoRA reader (seed 000's LoRA rows; docs/gpu.md).")
+
+
+@lora_app.command("train")
+def lora_train(
+    seed: Annotated[Optional[list[int]], typer.Option("--seed", help="train this seed (repeatable); default: settings.lora.seeds")] = None,
+    max_steps: Annotated[Optional[int], typer.Option(help="cap the optimiser steps (a smoke run); default: settings.lora.max_steps")] = None,
+    config: Annotated[Optional[Path], typer.Option(help="settings TOML")] = None,
+    lake: Annotated[Optional[Path], typer.Option(help="lake folder")] = None,
+):
+    """Train LoRA adapters on the train split's matured labels; write them to <lake>/lora_adapters/."""
+    from .core.calendar import nyse
+    from .core.lora_train import train_adapters
+    from .core.storage.lake import Lake
+
+    s = _settings(config, lake)
+    if max_steps is not None:
+        s = s.with_overrides(lora={"max_steps": max_steps})
+    for m in train_adapters(s, Lake(s.lake_dir), nyse(), seed or None, log=console.print):
+        console.print(f"{m['adapter_id']}: seed {m['seed']}, {m['steps']} steps, validation macro-F1 {m['validation'].get('mean')}")
+
+
 from .cli_fetch import fetch_app  # noqa: E402
 from .cli_replay import replay  # noqa: E402
 
 app.command("replay")(replay)
 app.add_typer(fetch_app, name="fetch")
+app.add_typer(lora_app, name="lora")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -11,6 +11,7 @@ from .defs.assets.evidence import build_anchors_asset, build_cards_asset, build_
 from .defs.assets.experience import build_experience_task_asset, build_experience_tree_asset
 from .defs.assets.ingest import RAW_DESCRIPTIONS, build_raw_asset, build_universe_asset, build_world_asset
 from .defs.assets.labels import build_labels_asset
+from .defs.assets.lora import build_lora_asset
 from .defs.assets.retrieval import build_candidates_asset
 from .defs.assets.sql import build_sql_asset
 from .defs.assets.variants import build_variant_assets, family_assets
@@ -45,6 +46,7 @@ def build_definitions(settings: Settings | None = None, resource: FinragResource
     assets += [build_sql_asset(m, dec if m.spec.decision_time else days, table_assets) for m in load_models()]
     assets += build_evaluation_assets(s)
     assets.append(build_experience_task_asset())
+    assets.append(build_lora_asset())  # group lora, unpartitioned: in neither job, materialised on demand
     history_keys = [k for a in assets if a.partitions_def is days for k in a.keys]
     decision_keys = [k for a in assets if a.partitions_def is dec for k in a.keys]
     # One run covers one partitions definition, so the day's chain is two runs: the ingest of the

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import dagster as dg
 
 from .core.calendar import nyse
+from .core.loop import LORA_FAMILIES
 from .core.settings import Settings
 from .definitions import build_definitions
 from .defs.assets.variants import family_assets
@@ -36,11 +37,14 @@ class Stage:
 
 def stages(settings: Settings) -> list[Stage]:
     first = ("synthetic_world", "universe") if settings.sources.kind == "synthetic" else ("universe",)
+    # the LoRA families read with adapters trained on the train split: only when a setting turns them on
+    lora = [Stage("lora", ("lora_adapters",), None)] if set(settings.variants.families) & set(LORA_FAMILIES) else []
     return [
         Stage("sources", first, None),
         Stage("history", ("prices", "news_raw", "filings_raw", "returns", "evidence"), HISTORY),
         Stage("decisions", ("anchors", "context_cards", "candidates", "labels", "experience_tree"), DECISIONS),
         Stage("selection", ("sensitivity",), None),  # Table 6 on validation: the test split runs with its choice
+        *lora,
         Stage("loop", tuple(f"{f}/{t}" for f in settings.variants.families for t in family_assets(f)) + ("stock_day_signals",), DECISIONS),
         Stage("evaluation", ("table1_audit", "evaluation", "experience_task", "report"), None),
     ]

