@@ -33,7 +33,7 @@ from .reader.cache import PromptCache
 from .reader.prompt import EvidenceItem
 from .reader.run import DayStats, ReaderIncomplete
 from .settings import HORIZON_KEYS
-from .splits import bounds_of_test_split, split_bounds, split_start_of
+from .splits import bounds_of_test_split, lora_days, split_bounds, split_start_of
 from .storage.lake import conform
 
 if TYPE_CHECKING:
@@ -268,6 +268,7 @@ class FamilyRun:
     previews: dict[str, pl.DataFrame] = field(default_factory=dict)  # first reader outputs/contexts, last snapshot
     feedback_applied: int = 0
     stats: DayStats = field(default_factory=DayStats)
+    skipped: dict[str, int] = field(default_factory=dict)  # LoRA variants: days before the test split, not read
 
 
 def run_family(s: Settings, lake: Lake, cal: TradingCalendar, variants: list[Variant], days: list[str], params: MemoryParams,
@@ -288,14 +289,20 @@ def run_family(s: Settings, lake: Lake, cal: TradingCalendar, variants: list[Var
     written, toe_outcomes, previews = run.written, run.toe_outcomes, run.previews
     for v in variants:
         v = replace(v, lam=params.lam if v.uses_memory else 0.0)
+        v_days = days
         if v.lora_seed is not None:
             if backend_for is None:
                 raise StepError(f"{v.name}: a LoRA variant needs its adapter's backend (run_family(backend_for=...))")
+            v_days = lora_days(s, cal, days)  # none before the test split: the adapter saw those labels
+            if not v_days:
+                run.skipped[v.name] = len(days)
+                continue
+            run.skipped[v.name] = len(days) - len(v_days)
             env.backend = backend_for(v)
-        mem = initial_memory(lake, cal, s, v, days[0], env.params_of(days[0]) if env.params_of else params)
-        tree0 = initial_tree(lake, cal, s, v, days[0])
+        mem = initial_memory(lake, cal, s, v, v_days[0], env.params_of(v_days[0]) if env.params_of else params)
+        tree0 = initial_tree(lake, cal, s, v, v_days[0])
         try:
-            results = run_days(days, v, env, mem, tree0, on_day=on_day)
+            results = run_days(v_days, v, env, mem, tree0, on_day=on_day)
         except ReaderIncomplete as e:  # answers so far are in reader_cache; this variant's days are not written
             raise FamilyIncomplete(v.name, e) from None
         known = known_before(lake, v.name, days[0]) if v.toe else None
@@ -351,7 +358,7 @@ def family_feedback(s: Settings, lake: Lake, cal: TradingCalendar, variants: lis
     outcomes: dict[str, int] = {}
     correct = []
     for v in variants:
-        for d in days:
+        for d in (lora_days(s, cal, days) if v.lora_seed is not None else days):
             out = _drop_hive(lake.read("reader_outputs", dates=[d], variant=v.name))
             ctx = _drop_hive(lake.read("contexts", dates=[d], variant=v.name))
             lab = lake.read("labels", dates=[d])

@@ -33,7 +33,7 @@ from .reader.lora import (
 )
 from .reader.prompt import PROMPT_VERSION, AnchorInfo, Prompt, build_prompt
 from .settings import SPLIT_NAMES
-from .splits import split_bounds
+from .splits import lora_first_day, split_bounds
 
 if TYPE_CHECKING:
     from .calendar import TradingCalendar
@@ -55,7 +55,7 @@ def lora_window(s: Settings, cal: TradingCalendar) -> dict:
     b = dict(zip(SPLIT_NAMES, split_bounds(s, cal)))
     if "train" not in b or "validation" not in b:
         raise ValueError("LoRA training needs sessions in both the train and the validation split")
-    test_start = b["test"][0] if "test" in b else cal.offset(b["validation"][1], 1).isoformat()
+    test_start = lora_first_day(s, cal)
     return {"train": list(b["train"]), "train_labels_matured_before": b["validation"][0],
             "validation": list(b["validation"]), "validation_labels_matured_before": test_start}
 

@@ -34,6 +34,22 @@ def bounds_of_test_split(s: Settings, cal: TradingCalendar) -> tuple[str, str] |
     return dict(zip(SPLIT_NAMES, bounds))["test"] if len(bounds) == len(SPLIT_NAMES) else None
 
 
+def lora_first_day(s: Settings, cal: TradingCalendar) -> str | None:
+    """The first decision day a LoRA variant may read: its adapter is fitted on train labels and
+    chosen on validation labels matured before the test split starts, so a decision before that
+    day would read with hindsight (seed 000 reports the LoRA rows on the test split only)."""
+    b = dict(zip(SPLIT_NAMES, split_bounds(s, cal)))
+    if "test" in b:
+        return b["test"][0]
+    return cal.offset(b["validation"][1], 1).isoformat() if "validation" in b else None
+
+
+def lora_days(s: Settings, cal: TradingCalendar, days: list[str]) -> list[str]:
+    """The days of ``days`` a LoRA variant reads (from :func:`lora_first_day` on)."""
+    first = lora_first_day(s, cal)
+    return [d for d in days if first is not None and d >= first]
+
+
 def split_start_of(s: Settings, cal: TradingCalendar, day: str) -> str:
     """The day the memory resets for a decision on ``day`` (prequential protocol)."""
     for a, b in split_bounds(s, cal):

@@ -232,6 +232,44 @@ def test_lora_source_memory_keeps_the_loops_point_in_time_and_caches_by_adapter(
     assert set(cached["model"]) == {"smol.gguf+lora:lora-s0-abc"}
 
 
+def test_lora_variants_read_from_the_test_split_on():
+    """An adapter is fitted on train labels and chosen on validation labels matured before the test
+    split: a LoRA variant reads no earlier day (it would read with hindsight)."""
+    from finrag_dagster.core.calendar import nyse
+    from finrag_dagster.core.lora_train import lora_window
+    from finrag_dagster.core.splits import lora_days, lora_first_day
+
+    s, cal = Settings(), nyse()
+    days = [d.isoformat() for d in cal.sessions_in_range(D(2020, 12, 28), D(2021, 1, 6))]
+    assert lora_first_day(s, cal) == "2021-01-04" == lora_window(s, cal)["validation_labels_matured_before"]
+    assert lora_days(s, cal, days) == ["2021-01-04", "2021-01-05", "2021-01-06"]
+    assert lora_days(s, cal, days[:3]) == []
+
+
+def test_run_family_reads_no_lora_day_before_the_test_split(monkeypatch):
+    """run_family steps a LoRA variant over its test-split days only, and loads no adapter for a
+    range that ends before the test split."""
+    from finrag_dagster.core import loop_io
+    from finrag_dagster.core.calendar import nyse
+    from finrag_dagster.core.loop import variants_of
+    from finrag_dagster.core.memory.source_memory import MemoryParams
+
+    stepped, loaded = [], []
+    monkeypatch.setattr(loop_io, "build_env", lambda *a, **k: type("Env", (), {"params_of": None, "backend": None})())
+    monkeypatch.setattr(loop_io, "initial_memory", lambda *a, **k: None)
+    monkeypatch.setattr(loop_io, "initial_tree", lambda *a, **k: None)
+    monkeypatch.setattr(loop_io, "run_days", lambda days, v, env, mem, tree, on_day=None: stepped.append((v.name, list(days))) or [])
+    s, cal = Settings(), nyse()
+    days = [d.isoformat() for d in cal.sessions_in_range(D(2020, 12, 30), D(2021, 1, 5))]
+    vs = variants_of("lora_no_memory", 0.0, 5, (0,))
+    run = loop_io.run_family(s, None, cal, vs, days, MemoryParams(), None, {}, backend_for=lambda v: loaded.append(v.name))
+    assert stepped == [("lora_no_memory_s0", ["2021-01-04", "2021-01-05"])] and loaded == ["lora_no_memory_s0"]
+    assert run.skipped == {"lora_no_memory_s0": 2}
+    stepped.clear(), loaded.clear()
+    run = loop_io.run_family(s, None, cal, vs, days[:2], MemoryParams(), None, {}, backend_for=lambda v: loaded.append(v.name))
+    assert stepped == [] and loaded == [] and run.skipped == {"lora_no_memory_s0": 2}
+
+
 def test_find_adapter_matches_seed_base_window_and_recipe(tmp_path):
     from finrag_dagster.core.calendar import nyse
     from finrag_dagster.core.errors import MissingInput

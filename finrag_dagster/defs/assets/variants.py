@@ -174,6 +174,7 @@ def build_variant_assets(family: str, partitions_def, settings: Settings) -> lis
         yield dg.MaterializeResult(
             asset_key=key("reader_outputs"),
             metadata={"rows": written["reader_outputs"], "backend": backend.name, "model": backend.model, **reader_metadata(run.stats),
+                      **({"days_not_read_before_test_split": sum(run.skipped.values())} if family in LORA_FAMILIES else {}),
                       "preview": dg.MetadataValue.md(preview_md(previews.get("reader_outputs", pl.DataFrame()), columns=["anchor_id", "horizon", "signal", "valid_ids", "reason"]))},
         )
 
