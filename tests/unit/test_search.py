@@ -169,3 +169,48 @@ def test_a_company_only_query_ranks_the_company_s_passages_by_keyword_not_age():
     assert structured_list(idx, q, newest_first, kw_rows, 10)[0] == "old"
     dated = parse_query("NVIDIA antitrust lawsuit in 2021", ALIASES, dt.date(2021, 12, 31))
     assert not company_only(dated) and structured_list(idx, dated, newest_first, kw_rows, 10)[0] == "new4"
+
+
+def test_a_named_filing_section_maps_to_its_item_on_each_form():
+    from finrag_dagster.core.retrieval.search import section_items
+
+    q = parse_query("Apple 10-Q MD&A: net sales by category", ALIASES, AS_OF)
+    assert q.sections == ["md&a"] and section_items(q) == [("10-Q", "Item 2")]
+    q = parse_query("Apple management's discussion of results", ALIASES, AS_OF)
+    assert section_items(q) == [("10-K", "Item 7"), ("10-Q", "Item 2")]
+    q = parse_query("Apple legal proceedings: the DOJ antitrust lawsuit", ALIASES, AS_OF)
+    assert q.sections == ["legal proceedings"] and section_items(q) == [("10-K", "Item 3")]
+    q = parse_query("risks in Apple's latest 10-K", ALIASES, AS_OF)  # risks + a form: its risk factors
+    assert section_items(q) == [("10-K", "Item 1A")]
+    assert parse_query("Apple quantitative and qualitative disclosures about market risk", ALIASES, AS_OF).sections == ["market risk"]
+    assert parse_query("What did Intel say about guidance?", ALIASES, AS_OF).sections == []
+    built = structured_sql(parse_query("Apple 10-K risk factors", ALIASES, AS_OF), 10)
+    assert built is not None and "item = $si0" in built[0] and built[1]["si0"] == "Item 1A"
+
+
+def test_the_named_section_is_boosted_over_other_items_of_the_same_filing():
+    ev = _evidence([
+        ("mdna", "AAPL", "sec_filing", "2024-08-02", "Q3 2024", "Apple net sales by category and segment"),
+        ("fs", "AAPL", "sec_filing", "2024-08-02", "Q3 2024", "Apple net sales by category and segment"),
+    ]).with_columns(item=pl.Series(["Item 2", "Item 1"]))
+    idx = SearchIndex(ev, _ns("2024-08-15"))
+    q = parse_query("Apple 10-Q MD&A net sales by category", ALIASES, dt.date(2024, 8, 15))
+    q_emb = np.asarray(ev["embedding"][1].to_numpy())  # the embedding favours the financial statements
+    res = run_search(idx, q, q_emb, ["fs", "mdna"], SearchConfig(k=2), "full")
+    assert res.hits[0].passage_id == "mdna" and res.hits[0].components["section_match"] == 1.0
+    assert "section_match" not in res.hits[1].components
+
+
+def test_a_query_that_names_a_year_is_not_aged_by_recency():
+    assert parse_query("Intel layoffs in 2022", ALIASES, AS_OF).dated
+    assert parse_query("Intel to acquire Tower Semiconductor for $5.4 billion", ALIASES, AS_OF).dated is False
+    ev = _evidence([
+        ("old", "INTC", "news", "2022-02-15", None, "Intel to acquire Tower Semiconductor"),
+        ("new", "INTC", "news", "2022-12-20", None, "Intel to acquire Tower Semiconductor"),
+    ])
+    idx = SearchIndex(ev, _ns("2022-12-31"))
+    q_emb = np.asarray(ev["embedding"][0].to_numpy())
+    undated = run_search(idx, parse_query("Intel to acquire Tower Semiconductor", ALIASES, dt.date(2022, 12, 31)), q_emb, [], SearchConfig(k=2), "full")
+    assert "recency" in undated.hits[0].components
+    dated = run_search(idx, parse_query("Intel to acquire Tower Semiconductor in February 2022", ALIASES, dt.date(2022, 12, 31)), q_emb, [], SearchConfig(k=2), "full")
+    assert all("recency" not in h.components for h in dated.hits)

@@ -24,7 +24,7 @@ import polars as pl
 
 from .lexical import PrefixStats, TermMatrix, bm25_tokens, query_matrix
 from .pool import minmax
-from .query import ParsedQuery
+from .query import SECTIONS, ParsedQuery
 from .rrf import list_weights, rrf
 
 NUMERIC = re.compile(r"\$\s?\d[\d,]*(?:\.\d+)?\s?(?:[MBK]|million|billion|thousand)?\b|\b\d+(?:\.\d+)?\s?%")
@@ -48,6 +48,7 @@ class SearchConfig:
     numeric_weight: float = 0.5
     numeric_saturation: int = 5
     period_boost: float = 1.5
+    section_boost: float = 1.5
     diversity_companies: int = 3
     diversity_window: int = 5
 
@@ -157,6 +158,13 @@ def structured_sql(q: ParsedQuery, depth: int) -> tuple[str, dict] | None:
     if q.date_to:
         where.append("public_time < $date_to")
         params["date_to"] = dt.datetime.combine(q.date_to + dt.timedelta(days=1), dt.time(), tzinfo=dt.timezone.utc)
+    pairs = section_items(q)
+    if pairs:
+        ors = []
+        for j, (form, item) in enumerate(pairs):
+            ors.append(f"(form_type IN ($sf{j}, $sfa{j}) AND item = $si{j})")
+            params.update({f"sf{j}": form, f"sfa{j}": form + "/A", f"si{j}": item})
+        where.append("(" + " OR ".join(ors) + ")")
     metric_terms = [m for m in q.metrics if m not in ("margin",)]
     if len(where) == 1 and not metric_terms:
         return None
@@ -171,6 +179,17 @@ def structured_sql(q: ParsedQuery, depth: int) -> tuple[str, dict] | None:
         f"ORDER BY public_time DESC, passage_id LIMIT {int(depth)}"
     )
     return sql, params
+
+
+def section_items(q: ParsedQuery) -> list[tuple[str, str]]:
+    """The (form, item) pairs holding the filing sections the query names, on the forms it names
+    (every form when it names none)."""
+    out = []
+    for name in q.sections:
+        for form, items in SECTIONS[name].items():
+            if not q.form_types or form in q.form_types:
+                out += [(form, it) for it in items if (form, it) not in out]
+    return out
 
 
 def _diversify(order: list[int], tickers: list[str], score: dict[int, float], want: int, window: int) -> list[int]:
@@ -324,13 +343,16 @@ def run_search(
         pub_ns = df["public_time"].dt.epoch("ns").to_numpy()
         auth = AUTHORITY.get(q.query_type, AUTHORITY["general"])
         tick = df["ticker"].to_list()
+        sect = set(section_items(q))
+        forms = df["form_type"].to_list()
+        items = df["item"].to_list()
         windows = [(set(ts), _ns_of(lo), _ns_of(hi + dt.timedelta(days=1))) for ts, lo, hi in q.period_windows]
         score = {}
         for pid, s in fused.items():
             i = index.row[pid]
             f = {"rrf": s}
             m = 1.0
-            if not q.periods:
+            if not (q.periods or q.dated):  # a query about a named time is not aged by recency
                 days = (index.as_of_ns - pub_ns[i]) / 86_400e9
                 rec = max(0.0, 1 - days / cfg.recency_days)
                 f["recency"] = rec
@@ -348,6 +370,9 @@ def run_search(
             elif fam[i] == "news" and in_window(tick[i], int(pub_ns[i]), windows):
                 f["period_window"] = 1.0  # the company's news in its fiscal period's window
                 m *= cfg.period_boost
+            if sect and forms[i] and (forms[i].removesuffix("/A"), items[i]) in sect:
+                f["section_match"] = 1.0  # the filing section the query names
+                m *= cfg.section_boost
             score[i] = s * m
             comp[i] = f
         order = sorted(score, key=lambda i: (-score[i], -i))
