@@ -179,7 +179,7 @@ def test_a_named_filing_section_maps_to_its_item_on_each_form():
     q = parse_query("Apple management's discussion of results", ALIASES, AS_OF)
     assert section_items(q) == [("10-K", "Item 7"), ("10-Q", "Item 2")]
     q = parse_query("Apple legal proceedings: the DOJ antitrust lawsuit", ALIASES, AS_OF)
-    assert q.sections == ["legal proceedings"] and section_items(q) == [("10-K", "Item 3")]
+    assert q.sections == ["legal proceedings"] and section_items(q) == [("10-K", "Item 3"), ("10-Q", "Part II Item 1")]
     q = parse_query("risks in Apple's latest 10-K", ALIASES, AS_OF)  # risks + a form: its risk factors
     assert section_items(q) == [("10-K", "Item 1A")]
     assert parse_query("Apple quantitative and qualitative disclosures about market risk", ALIASES, AS_OF).sections == ["market risk"]

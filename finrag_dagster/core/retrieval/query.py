@@ -42,12 +42,12 @@ _COMPARE = re.compile(r"\b(compare|comparison|versus|vs\.?|across|which (company
 _QUANT = re.compile(r"\b(how much|how many|highest|lowest|growth|grew|increase|decrease|margin|ratio|percent|%)\b", re.I)
 _RISK = re.compile(r"\b(risk|risks|risk factors|uncertaint(y|ies)|threat|exposure)\b", re.I)
 # Filing sections a query can ask for by name, and the items that hold them on each form (a 10-Q's
-# Part I Item 2 is its MD&A, Part I Item 3 its market-risk disclosures).
+# Part I Item 2 is its MD&A, its Part II items are labelled "Part II Item N" by core/evidence.py).
 SECTIONS: dict[str, dict[str, tuple[str, ...]]] = {
-    "risk factors": {"10-K": ("Item 1A",), "10-Q": ("Item 1A",)},
+    "risk factors": {"10-K": ("Item 1A",), "10-Q": ("Part II Item 1A", "Item 1A")},
     "md&a": {"10-K": ("Item 7",), "10-Q": ("Item 2",)},
     "market risk": {"10-K": ("Item 7A",), "10-Q": ("Item 3",)},
-    "legal proceedings": {"10-K": ("Item 3",)},
+    "legal proceedings": {"10-K": ("Item 3",), "10-Q": ("Part II Item 1",)},
     "cybersecurity": {"10-K": ("Item 1C",)},
 }
 _SECTION_PATS = {
