@@ -201,9 +201,10 @@ def test_the_named_section_is_boosted_over_other_items_of_the_same_filing():
     assert "section_match" not in res.hits[1].components
 
 
-def test_a_query_that_names_a_year_is_not_aged_by_recency():
-    assert parse_query("Intel layoffs in 2022", ALIASES, AS_OF).dated
-    assert parse_query("Intel to acquire Tower Semiconductor for $5.4 billion", ALIASES, AS_OF).dated is False
+def test_a_query_that_names_a_past_time_is_not_aged_by_recency():
+    assert parse_query("Intel layoffs in 2022", ALIASES, AS_OF).named_until == dt.date(2022, 12, 31)
+    assert parse_query("Intel news in July 2021", ALIASES, AS_OF).named_until == dt.date(2021, 7, 31)
+    assert parse_query("Intel to acquire Tower Semiconductor for $5.4 billion", ALIASES, AS_OF).named_until is None
     ev = _evidence([
         ("old", "INTC", "news", "2022-02-15", None, "Intel to acquire Tower Semiconductor"),
         ("new", "INTC", "news", "2022-12-20", None, "Intel to acquire Tower Semiconductor"),
@@ -214,3 +215,36 @@ def test_a_query_that_names_a_year_is_not_aged_by_recency():
     assert "recency" in undated.hits[0].components
     dated = run_search(idx, parse_query("Intel to acquire Tower Semiconductor in February 2022", ALIASES, dt.date(2022, 12, 31)), q_emb, [], SearchConfig(k=2), "full")
     assert all("recency" not in h.components for h in dated.hits)
+    # a time that ends within the recency window (this year, asked in December) is still aged
+    this_year = run_search(idx, parse_query("Intel to acquire Tower Semiconductor in 2022", ALIASES, dt.date(2022, 12, 31)), q_emb, [], SearchConfig(k=2), "full")
+    assert "recency" in this_year.hits[0].components
+
+
+def test_the_index_shortcuts_give_the_full_sort_order():
+    """keyword() sorts only the passages with a query term, semantic(top=) partitions before sorting:
+    both must give exactly the order of a full sort (ties: the later row first)."""
+    rng = np.random.default_rng(3)
+    words = ["margin", "revenue", "apple", "guidance", "chip", "fab", "loss"]
+    rows = [(f"p{i}", "AAPL", "news", "2021-01-04", None, " ".join(rng.choice(words, size=4))) for i in range(300)]
+    ev = _evidence(rows)
+    emb = np.asarray(ev["embedding"].to_list(), dtype=np.float32)
+    emb[100:120] = emb[5]  # ties across the cut
+    ev = ev.with_columns(pl.Series("embedding", emb, dtype=pl.Array(pl.Float32, 384)))
+    idx = SearchIndex(ev, _ns("2021-12-31"))
+    q_emb = emb[5]
+    full, full_s = idx.semantic(q_emb)
+    s = idx.emb @ q_emb
+    assert full.tolist() == np.lexsort((-np.arange(len(s)), -s)).tolist()
+    for top in (1, 7, 15, 60, 299, 300, 500):
+        r, sc = idx.semantic(q_emb, top)
+        assert r.tolist() == full[:top].tolist() and sc.tolist() == full_s[:top].tolist()
+    assert len(idx.semantic(q_emb, 0)[0]) == 0
+    rows_kw, s_kw = idx.keyword("apple chip")
+    W = idx._W
+    from finrag_dagster.core.retrieval.lexical import bm25_tokens, query_matrix
+
+    qt = idx.tm.vocab.lookup(bm25_tokens("apple chip"))
+    ref = np.asarray((W @ query_matrix([qt], W.shape[1], idx.stats.idf()).T).todense()).ravel()
+    hit = np.asarray(W[:, sorted(set(qt))].getnnz(axis=1)).ravel() > 0
+    order = np.lexsort((-np.arange(len(ref)), -ref))
+    assert rows_kw.tolist() == order[hit[order]].tolist() and s_kw.tolist() == ref[order[hit[order]]].tolist()

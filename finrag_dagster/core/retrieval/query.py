@@ -57,7 +57,7 @@ _SECTION_PATS = {
     "legal proceedings": re.compile(r"\blegal proceedings?\b|\blitigation\b|\blawsuits?\b", re.I),
     "cybersecurity": re.compile(r"\bcyber ?security\b", re.I),
 }
-_YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
+_YEAR = re.compile(r"\b((?:19|20)\d{2})\b")
 _SAY = re.compile(r"\b(say|said|says|comment|commentary|mention|mentioned|talk about|discuss)\b", re.I)
 
 
@@ -77,7 +77,7 @@ class ParsedQuery:
     date_to: dt.date | None = None
     latest: bool = False
     sections: list[str] = field(default_factory=list)  # filing sections asked for by name (SECTIONS)
-    dated: bool = False  # the query names a year, a period or a date range: it is about that time
+    named_until: dt.date | None = None  # the end of the latest time the query names (a year, a month, a range)
     is_comparison: bool = False
     is_quantitative: bool = False
     query_type: str = "general"  # quantitative | comparison | risk | statement | general
@@ -189,7 +189,8 @@ def parse_query(text: str, tickers: dict[str, list[str]] | NameIndex, as_of: dt.
     q.sections = [name for name, pat in _SECTION_PATS.items() if pat.search(text)]
     if "risk factors" not in q.sections and _RISK.search(text) and {"10-K", "10-Q"} & set(q.form_types):
         q.sections.insert(0, "risk factors")  # "risks in Apple's latest 10-K": its risk factors
-    q.dated = bool(q.periods or q.quarters_without_year or q.date_from or q.date_to or _YEAR.search(text))
+    years = [int(y) for y in _YEAR.findall(text)]
+    q.named_until = q.date_to or (dt.date(max(years), 12, 31) if years else None)
     q.is_comparison = bool(_COMPARE.search(text)) or len(q.companies) >= 2
     q.is_quantitative = bool(set(q.metrics) & QUANT_METRICS) or bool(_QUANT.search(text))
     if _RISK.search(text):
