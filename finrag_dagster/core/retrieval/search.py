@@ -3,8 +3,10 @@
 Three lists — semantic (MiniLM cosine), keyword (BM25 over the corpus public before as_of) and
 structured (DuckDB SQL over the lake's ``evidence`` table with the parsed filters) — are fused by
 RRF (k = 60; keyword ×1.2 when the query names a ticker or metric, semantic ×1.2 otherwise), then
-reranked multiplicatively by recency (when no period is asked), source authority by query type,
-numeric density (quantitative queries) and exact fiscal-period match, and finally diversified: a
+reranked multiplicatively by recency (when no period is asked and no time named that ended over
+``recency_days`` before as_of), source authority by query type, numeric density (quantitative
+queries), exact fiscal-period match and the filing section the query names (risk factors, MD&A,
+...: ``query.SECTIONS``), and finally diversified: a
 comparison that names companies keeps at least one passage of each named company in its top 5
 whenever that company has one (and its context lists the passages grouped by company); a comparison
 that names none shows at least 3 companies in its top 5 when they exist. The context is assembled
