@@ -42,6 +42,40 @@ ITEM_NAMES_8K = {
     "9.01": "Financial Statements and Exhibits",
 }
 
+ITEM_NAMES_10K = {
+    "Item 1": "Business", "Item 1A": "Risk Factors", "Item 1B": "Unresolved Staff Comments", "Item 1C": "Cybersecurity",
+    "Item 2": "Properties", "Item 3": "Legal Proceedings", "Item 4": "Mine Safety Disclosures",
+    "Item 5": "Market for Registrant's Common Equity", "Item 7": "Management's Discussion and Analysis",
+    "Item 7A": "Quantitative and Qualitative Disclosures About Market Risk", "Item 8": "Financial Statements and Supplementary Data",
+    "Item 9A": "Controls and Procedures", "Item 9B": "Other Information", "Item 10": "Directors, Executive Officers and Corporate Governance",
+    "Item 11": "Executive Compensation", "Item 12": "Security Ownership of Certain Beneficial Owners and Management",
+    "Item 13": "Certain Relationships and Related Transactions", "Item 14": "Principal Accountant Fees and Services",
+    "Item 15": "Exhibits and Financial Statement Schedules",
+}
+# A 10-Q numbers its items again in Part II: "Item 1" there is Legal Proceedings, not the Financial Statements
+ITEM_NAMES_10Q = {
+    "Item 1": "Financial Statements", "Item 2": "Management's Discussion and Analysis",
+    "Item 3": "Quantitative and Qualitative Disclosures About Market Risk", "Item 4": "Controls and Procedures",
+    "Part II Item 1": "Legal Proceedings", "Part II Item 1A": "Risk Factors",
+    "Part II Item 2": "Unregistered Sales of Equity Securities and Use of Proceeds", "Part II Item 3": "Defaults Upon Senior Securities",
+    "Part II Item 4": "Mine Safety Disclosures", "Part II Item 5": "Other Information", "Part II Item 6": "Exhibits",
+}
+
+
+def filing_item(form_type: str | None, item: str | None, part: str | None) -> tuple[str | None, str]:
+    """(item label, section name) of a splitter chunk: a 10-Q's Part II items are labelled "Part II Item N"
+    (its items restart there); 10-K and 10-Q items are named ("Item 1A" -> "Risk Factors")."""
+    form = (form_type or "").removesuffix("/A")
+    if not item or not item.startswith("Item "):
+        return item, ""
+    if form == "10-Q":
+        label = f"Part II {item}" if part == "II" else item
+        return label, ITEM_NAMES_10Q.get(label, "")
+    if form == "10-K":
+        return item, ITEM_NAMES_10K.get(item, "")
+    return item, ""
+
+
 Splitter = Callable[[str, str, int], list[dict]]
 
 
@@ -97,13 +131,14 @@ def filing_passages(filings: pl.DataFrame, sectors: dict[str, str], splitter: Sp
         if not chunks:
             chunks = [{"item": None, "text": describe_filing(r["company"], r["form_type"], r["items"], r["fiscal_period"], filed)}]
         for i, ch in enumerate(chunks):
-            item = ch.get("item")
-            title = f"{head} {item}" if item else f"{head} filing"
+            raw = ch.get("item")
+            item, name = filing_item(r["form_type"], raw, ch.get("part"))
+            title = f"{head} {item}" + (f" {name}" if name else "") if item else f"{head} filing"
             if r["fiscal_period"]:
                 title += f" ({r['fiscal_period']})"
             rows.append(
                 {
-                    "passage_id": "F" + stable_hash(r["accession"], item or "", i),
+                    "passage_id": "F" + stable_hash(r["accession"], raw or "", i),  # ids as before the Part II labels
                     "source_family": SEC,
                     "doc_id": r["accession"],
                     "ticker": r["ticker"],

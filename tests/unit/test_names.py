@@ -29,6 +29,7 @@ UNIVERSE = [
     ("AAL", ("American Airlines Group", "American Airlines Group Inc."), 6201),
     ("COST", ("Costco", "COSTCO WHOLESALE CORP /NEW"), 909832),
     ("AEP", ("American Electric Power", "AMERICAN ELECTRIC POWER CO INC"), 4904),
+    ("DLTR", ("Dollar Tree", "DOLLAR TREE, INC."), 935703),
 ]
 
 
@@ -63,6 +64,8 @@ def names() -> NameIndex:
         ("NVDA and AAPL", ["AAPL"]),  # NVDA is not in this universe
         ("COST gross margin Q3 2019", ["COST"]),  # an upper-case symbol that is a word, but not a function word
         ("Costco membership fees", ["COST"]),
+        ("Family Dollar store recall", ["DLTR"]),  # a segment's brand names its parent
+        ("Dollar Tree raises its price point", ["DLTR"]),
     ],
 )
 def test_names_as_people_say_them(names, text, want):

@@ -169,3 +169,82 @@ def test_a_company_only_query_ranks_the_company_s_passages_by_keyword_not_age():
     assert structured_list(idx, q, newest_first, kw_rows, 10)[0] == "old"
     dated = parse_query("NVIDIA antitrust lawsuit in 2021", ALIASES, dt.date(2021, 12, 31))
     assert not company_only(dated) and structured_list(idx, dated, newest_first, kw_rows, 10)[0] == "new4"
+
+
+def test_a_named_filing_section_maps_to_its_item_on_each_form():
+    from finrag_dagster.core.retrieval.search import section_items
+
+    q = parse_query("Apple 10-Q MD&A: net sales by category", ALIASES, AS_OF)
+    assert q.sections == ["md&a"] and section_items(q) == [("10-Q", "Item 2")]
+    q = parse_query("Apple management's discussion of results", ALIASES, AS_OF)
+    assert section_items(q) == [("10-K", "Item 7"), ("10-Q", "Item 2")]
+    q = parse_query("Apple legal proceedings: the DOJ antitrust lawsuit", ALIASES, AS_OF)
+    assert q.sections == ["legal proceedings"] and section_items(q) == [("10-K", "Item 3"), ("10-Q", "Part II Item 1")]
+    q = parse_query("risks in Apple's latest 10-K", ALIASES, AS_OF)  # risks + a form: its risk factors
+    assert section_items(q) == [("10-K", "Item 1A")]
+    assert parse_query("Apple quantitative and qualitative disclosures about market risk", ALIASES, AS_OF).sections == ["market risk"]
+    assert parse_query("What did Intel say about guidance?", ALIASES, AS_OF).sections == []
+    built = structured_sql(parse_query("Apple 10-K risk factors", ALIASES, AS_OF), 10)
+    assert built is not None and "item = $si0" in built[0] and built[1]["si0"] == "Item 1A"
+
+
+def test_the_named_section_is_boosted_over_other_items_of_the_same_filing():
+    ev = _evidence([
+        ("mdna", "AAPL", "sec_filing", "2024-08-02", "Q3 2024", "Apple net sales by category and segment"),
+        ("fs", "AAPL", "sec_filing", "2024-08-02", "Q3 2024", "Apple net sales by category and segment"),
+    ]).with_columns(item=pl.Series(["Item 2", "Item 1"]))
+    idx = SearchIndex(ev, _ns("2024-08-15"))
+    q = parse_query("Apple 10-Q MD&A net sales by category", ALIASES, dt.date(2024, 8, 15))
+    q_emb = np.asarray(ev["embedding"][1].to_numpy())  # the embedding favours the financial statements
+    res = run_search(idx, q, q_emb, ["fs", "mdna"], SearchConfig(k=2), "full")
+    assert res.hits[0].passage_id == "mdna" and res.hits[0].components["section_match"] == 1.0
+    assert "section_match" not in res.hits[1].components
+
+
+def test_a_query_that_names_a_past_time_is_not_aged_by_recency():
+    assert parse_query("Intel layoffs in 2022", ALIASES, AS_OF).named_until == dt.date(2022, 12, 31)
+    assert parse_query("Intel news in July 2021", ALIASES, AS_OF).named_until == dt.date(2021, 7, 31)
+    assert parse_query("Intel to acquire Tower Semiconductor for $5.4 billion", ALIASES, AS_OF).named_until is None
+    ev = _evidence([
+        ("old", "INTC", "news", "2022-02-15", None, "Intel to acquire Tower Semiconductor"),
+        ("new", "INTC", "news", "2022-12-20", None, "Intel to acquire Tower Semiconductor"),
+    ])
+    idx = SearchIndex(ev, _ns("2022-12-31"))
+    q_emb = np.asarray(ev["embedding"][0].to_numpy())
+    undated = run_search(idx, parse_query("Intel to acquire Tower Semiconductor", ALIASES, dt.date(2022, 12, 31)), q_emb, [], SearchConfig(k=2), "full")
+    assert "recency" in undated.hits[0].components
+    dated = run_search(idx, parse_query("Intel to acquire Tower Semiconductor in February 2022", ALIASES, dt.date(2022, 12, 31)), q_emb, [], SearchConfig(k=2), "full")
+    assert all("recency" not in h.components for h in dated.hits)
+    # a time that ends within the recency window (this year, asked in December) is still aged
+    this_year = run_search(idx, parse_query("Intel to acquire Tower Semiconductor in 2022", ALIASES, dt.date(2022, 12, 31)), q_emb, [], SearchConfig(k=2), "full")
+    assert "recency" in this_year.hits[0].components
+
+
+def test_the_index_shortcuts_give_the_full_sort_order():
+    """keyword() sorts only the passages with a query term, semantic(top=) partitions before sorting:
+    both must give exactly the order of a full sort (ties: the later row first)."""
+    rng = np.random.default_rng(3)
+    words = ["margin", "revenue", "apple", "guidance", "chip", "fab", "loss"]
+    rows = [(f"p{i}", "AAPL", "news", "2021-01-04", None, " ".join(rng.choice(words, size=4))) for i in range(300)]
+    ev = _evidence(rows)
+    emb = np.asarray(ev["embedding"].to_list(), dtype=np.float32)
+    emb[100:120] = emb[5]  # ties across the cut
+    ev = ev.with_columns(pl.Series("embedding", emb, dtype=pl.Array(pl.Float32, 384)))
+    idx = SearchIndex(ev, _ns("2021-12-31"))
+    q_emb = emb[5]
+    full, full_s = idx.semantic(q_emb)
+    s = idx.emb @ q_emb
+    assert full.tolist() == np.lexsort((-np.arange(len(s)), -s)).tolist()
+    for top in (1, 7, 15, 60, 299, 300, 500):
+        r, sc = idx.semantic(q_emb, top)
+        assert r.tolist() == full[:top].tolist() and sc.tolist() == full_s[:top].tolist()
+    assert len(idx.semantic(q_emb, 0)[0]) == 0
+    rows_kw, s_kw = idx.keyword("apple chip")
+    W = idx._W
+    from finrag_dagster.core.retrieval.lexical import bm25_tokens, query_matrix
+
+    qt = idx.tm.vocab.lookup(bm25_tokens("apple chip"))
+    ref = np.asarray((W @ query_matrix([qt], W.shape[1], idx.stats.idf()).T).todense()).ravel()
+    hit = np.asarray(W[:, sorted(set(qt))].getnnz(axis=1)).ravel() > 0
+    order = np.lexsort((-np.arange(len(ref)), -ref))
+    assert rows_kw.tolist() == order[hit[order]].tolist() and s_kw.tolist() == ref[order[hit[order]]].tolist()

@@ -62,6 +62,8 @@ OTHER_NAMES: dict[str, tuple[str, ...]] = {
     "cik:1058057": ("marvell",),  # Marvell Technology Group Ltd. until 2021
     "cik:1835632": ("marvell",),  # Marvell Technology, Inc.
     "MRVL": ("marvell",),
+    "cik:935703": ("family dollar",),  # Dollar Tree, Inc.: its Family Dollar segment and stores (2015-2025)
+    "DLTR": ("family dollar",),
 }
 
 _MARKER = r"(?:\$|\(\s*|(?:nasdaq|nyse|ticker|symbol)\s*:?\s*)"

@@ -41,6 +41,23 @@ _ORD = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2, "3
 _COMPARE = re.compile(r"\b(compare|comparison|versus|vs\.?|across|which (company|companies|of)|highest|lowest|best|worst|rank|top \d+ competitors?)\b", re.I)
 _QUANT = re.compile(r"\b(how much|how many|highest|lowest|growth|grew|increase|decrease|margin|ratio|percent|%)\b", re.I)
 _RISK = re.compile(r"\b(risk|risks|risk factors|uncertaint(y|ies)|threat|exposure)\b", re.I)
+# Filing sections a query can ask for by name, and the items that hold them on each form (a 10-Q's
+# Part I Item 2 is its MD&A, its Part II items are labelled "Part II Item N" by core/evidence.py).
+SECTIONS: dict[str, dict[str, tuple[str, ...]]] = {
+    "risk factors": {"10-K": ("Item 1A",), "10-Q": ("Part II Item 1A", "Item 1A")},
+    "md&a": {"10-K": ("Item 7",), "10-Q": ("Item 2",)},
+    "market risk": {"10-K": ("Item 7A",), "10-Q": ("Item 3",)},
+    "legal proceedings": {"10-K": ("Item 3",), "10-Q": ("Part II Item 1",)},
+    "cybersecurity": {"10-K": ("Item 1C",)},
+}
+_SECTION_PATS = {
+    "risk factors": re.compile(r"\brisk[ -]factors?\b", re.I),
+    "md&a": re.compile(r"\bmd&a\b|\bmanagement'?s? discussion\b", re.I),
+    "market risk": re.compile(r"\bmarket risks?\b", re.I),
+    "legal proceedings": re.compile(r"\blegal proceedings?\b|\blitigation\b|\blawsuits?\b", re.I),
+    "cybersecurity": re.compile(r"\bcyber ?security\b", re.I),
+}
+_YEAR = re.compile(r"\b((?:19|20)\d{2})\b")
 _SAY = re.compile(r"\b(say|said|says|comment|commentary|mention|mentioned|talk about|discuss)\b", re.I)
 
 
@@ -59,6 +76,8 @@ class ParsedQuery:
     date_from: dt.date | None = None
     date_to: dt.date | None = None
     latest: bool = False
+    sections: list[str] = field(default_factory=list)  # filing sections asked for by name (SECTIONS)
+    named_until: dt.date | None = None  # the end of the latest time the query names (a year, a month, a range)
     is_comparison: bool = False
     is_quantitative: bool = False
     query_type: str = "general"  # quantitative | comparison | risk | statement | general
@@ -167,6 +186,11 @@ def parse_query(text: str, tickers: dict[str, list[str]] | NameIndex, as_of: dt.
         if re.search(rf"(?<![\w]){re.escape(k)}(?![\w])", low) and v not in q.form_types:
             q.form_types.append(v)
     q.latest = bool(re.search(r"\b(latest|most recent|newest|last)\b", low))
+    q.sections = [name for name, pat in _SECTION_PATS.items() if pat.search(text)]
+    if "risk factors" not in q.sections and _RISK.search(text) and {"10-K", "10-Q"} & set(q.form_types):
+        q.sections.insert(0, "risk factors")  # "risks in Apple's latest 10-K": its risk factors
+    years = [int(y) for y in _YEAR.findall(text)]
+    q.named_until = q.date_to or (dt.date(max(years), 12, 31) if years else None)
     q.is_comparison = bool(_COMPARE.search(text)) or len(q.companies) >= 2
     q.is_quantitative = bool(set(q.metrics) & QUANT_METRICS) or bool(_QUANT.search(text))
     if _RISK.search(text):

@@ -3,8 +3,10 @@
 Three lists — semantic (MiniLM cosine), keyword (BM25 over the corpus public before as_of) and
 structured (DuckDB SQL over the lake's ``evidence`` table with the parsed filters) — are fused by
 RRF (k = 60; keyword ×1.2 when the query names a ticker or metric, semantic ×1.2 otherwise), then
-reranked multiplicatively by recency (when no period is asked), source authority by query type,
-numeric density (quantitative queries) and exact fiscal-period match, and finally diversified: a
+reranked multiplicatively by recency (when no period is asked and no time named that ended over
+``recency_days`` before as_of), source authority by query type, numeric density (quantitative
+queries), exact fiscal-period match and the filing section the query names (risk factors, MD&A,
+...: ``query.SECTIONS``), and finally diversified: a
 comparison that names companies keeps at least one passage of each named company in its top 5
 whenever that company has one (and its context lists the passages grouped by company); a comparison
 that names none shows at least 3 companies in its top 5 when they exist. The context is assembled
@@ -24,7 +26,7 @@ import polars as pl
 
 from .lexical import PrefixStats, TermMatrix, bm25_tokens, query_matrix
 from .pool import minmax
-from .query import ParsedQuery
+from .query import SECTIONS, ParsedQuery
 from .rrf import list_weights, rrf
 
 NUMERIC = re.compile(r"\$\s?\d[\d,]*(?:\.\d+)?\s?(?:[MBK]|million|billion|thousand)?\b|\b\d+(?:\.\d+)?\s?%")
@@ -48,6 +50,7 @@ class SearchConfig:
     numeric_weight: float = 0.5
     numeric_saturation: int = 5
     period_boost: float = 1.5
+    section_boost: float = 1.5
     diversity_companies: int = 3
     diversity_window: int = 5
 
@@ -114,27 +117,48 @@ class SearchIndex:
         self.pid = ev["passage_id"].to_list()
         self.row = {p: i for i, p in enumerate(self.pid)}
         self._W = None
+        self._Wc = None
+        self._cols: dict | None = None
 
     def keyword(self, text: str) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, scores) of the passages containing a query term, by BM25, best first."""
+        """(rows, scores) of the passages containing a query term, by BM25, best first (ties: later row first)."""
         q = self.tm.vocab.lookup(bm25_tokens(text))
         if not q or not self.pid:
             return np.zeros(0, np.int64), np.zeros(0)
         if self._W is None:  # the saturated term weights do not depend on the query: once per index
             self._W = self.stats.weights(np.arange(len(self.pid)))
-        W = self._W
+            self._Wc = self._W.tocsc()  # each term's passages, for the "contains a query term" mask
+        W, Wc = self._W, self._Wc
         s = np.asarray((W @ query_matrix([q], W.shape[1], self.stats.idf()).T).todense()).ravel()
-        hit = np.asarray(W[:, sorted(set(q))].getnnz(axis=1)).ravel() > 0
-        order = np.lexsort((-np.arange(len(s)), -s))
-        order = order[hit[order]]
+        hit = np.zeros(len(s), dtype=bool)
+        for c in set(q):
+            hit[Wc.indices[Wc.indptr[c]:Wc.indptr[c + 1]]] = True
+        rows = np.flatnonzero(hit)
+        order = rows[np.lexsort((-rows, -s[rows]))]
         return order, s[order]
 
-    def semantic(self, q_emb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def semantic(self, q_emb: np.ndarray, top: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, cosines) best first (ties: later row first); with ``top``, only the best ``top``."""
         if not self.pid:
             return np.zeros(0, np.int64), np.zeros(0)
+        if top == 0:
+            return np.zeros(0, np.int64), np.zeros(0)
         s = self.emb @ q_emb.astype(np.float32)
-        order = np.lexsort((-np.arange(len(s)), -s))
+        if top is not None and top < len(s):
+            cut = np.partition(s, len(s) - top)[len(s) - top]
+            rows = np.flatnonzero(s >= cut)  # every row tied with the cut too: the same order as a full sort
+            order = rows[np.lexsort((-rows, -s[rows]))][:top]
+        else:
+            order = np.lexsort((-np.arange(len(s)), -s))
         return order, s[order].astype(np.float64)
+
+    def columns(self) -> dict:
+        """The columns the rerank reads per passage, as Python lists, built once per index."""
+        if self._cols is None:
+            df = self.df
+            self._cols = {c: df[c].to_list() for c in ("source_family", "fiscal_period", "text", "ticker", "form_type", "item")}
+            self._cols["pub_ns"] = df["public_time"].dt.epoch("ns").to_numpy()
+        return self._cols
 
 
 def structured_sql(q: ParsedQuery, depth: int) -> tuple[str, dict] | None:
@@ -157,6 +181,13 @@ def structured_sql(q: ParsedQuery, depth: int) -> tuple[str, dict] | None:
     if q.date_to:
         where.append("public_time < $date_to")
         params["date_to"] = dt.datetime.combine(q.date_to + dt.timedelta(days=1), dt.time(), tzinfo=dt.timezone.utc)
+    pairs = section_items(q)
+    if pairs:
+        ors = []
+        for j, (form, item) in enumerate(pairs):
+            ors.append(f"(form_type IN ($sf{j}, $sfa{j}) AND item = $si{j})")
+            params.update({f"sf{j}": form, f"sfa{j}": form + "/A", f"si{j}": item})
+        where.append("(" + " OR ".join(ors) + ")")
     metric_terms = [m for m in q.metrics if m not in ("margin",)]
     if len(where) == 1 and not metric_terms:
         return None
@@ -171,6 +202,17 @@ def structured_sql(q: ParsedQuery, depth: int) -> tuple[str, dict] | None:
         f"ORDER BY public_time DESC, passage_id LIMIT {int(depth)}"
     )
     return sql, params
+
+
+def section_items(q: ParsedQuery) -> list[tuple[str, str]]:
+    """The (form, item) pairs holding the filing sections the query names, on the forms it names
+    (every form when it names none)."""
+    out = []
+    for name in q.sections:
+        for form, items in SECTIONS[name].items():
+            if not q.form_types or form in q.form_types:
+                out += [(form, it) for it in items if (form, it) not in out]
+    return out
 
 
 def _diversify(order: list[int], tickers: list[str], score: dict[int, float], want: int, window: int) -> list[int]:
@@ -293,7 +335,8 @@ def run_search(
     df = index.df
     as_of = dt.datetime.fromtimestamp(index.as_of_ns / 1e9, tz=dt.timezone.utc)
     kw_rows, kw_s = index.keyword(q.text)
-    se_rows, se_s = index.semantic(q_emb)
+    top = {"bm25": 0, "dense": max(cfg.k, 0), "full": cfg.list_depth}.get(mode)  # hybrid fuses every score
+    se_rows, se_s = index.semantic(q_emb, top)
     n = len(index.pid)
     comp: dict[int, dict] = {}
     if mode == "bm25":
@@ -318,19 +361,21 @@ def run_search(
             "structured": structured_list(index, q, structured_ids, kw_rows, depth),
         }
         fused = rrf(lists, list_weights(q.names_ticker_or_metric), k=cfg.rrf_k)
-        fam = df["source_family"].to_list()
-        fp = df["fiscal_period"].to_list()
-        texts = df["text"].to_list()
-        pub_ns = df["public_time"].dt.epoch("ns").to_numpy()
+        cols = index.columns()
+        fam, fp, texts, pub_ns, tick = cols["source_family"], cols["fiscal_period"], cols["text"], cols["pub_ns"], cols["ticker"]
         auth = AUTHORITY.get(q.query_type, AUTHORITY["general"])
-        tick = df["ticker"].to_list()
+        sect = set(section_items(q))
+        forms, items = cols["form_type"], cols["item"]
         windows = [(set(ts), _ns_of(lo), _ns_of(hi + dt.timedelta(days=1))) for ts, lo, hi in q.period_windows]
+        # recency ages passages unless the query asks for a period, or names a time that ended more
+        # than recency_days before as-of (an event it dates explicitly is not buried under later news)
+        aged = not q.periods and not (q.named_until and (as_of.date() - q.named_until).days > cfg.recency_days)
         score = {}
         for pid, s in fused.items():
             i = index.row[pid]
             f = {"rrf": s}
             m = 1.0
-            if not q.periods:
+            if aged:
                 days = (index.as_of_ns - pub_ns[i]) / 86_400e9
                 rec = max(0.0, 1 - days / cfg.recency_days)
                 f["recency"] = rec
@@ -348,13 +393,16 @@ def run_search(
             elif fam[i] == "news" and in_window(tick[i], int(pub_ns[i]), windows):
                 f["period_window"] = 1.0  # the company's news in its fiscal period's window
                 m *= cfg.period_boost
+            if sect and forms[i] and (forms[i].removesuffix("/A"), items[i]) in sect:
+                f["section_match"] = 1.0  # the filing section the query names
+                m *= cfg.section_boost
             score[i] = s * m
             comp[i] = f
         order = sorted(score, key=lambda i: (-score[i], -i))
         if q.is_comparison and len(q.company_tickers) >= 2:
-            order = diversify_named(order, df["ticker"].to_list(), score, q.company_tickers, cfg.diversity_window)
+            order = diversify_named(order, tick, score, q.company_tickers, cfg.diversity_window)
         elif q.is_comparison:
-            order = _diversify(order, df["ticker"].to_list(), score, cfg.diversity_companies, cfg.diversity_window)
+            order = _diversify(order, tick, score, cfg.diversity_companies, cfg.diversity_window)
     else:
         raise ValueError(f"unknown search mode {mode!r}")
     hits = []
