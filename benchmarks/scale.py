@@ -297,11 +297,35 @@ def chunk_plan(settings: Settings) -> list[tuple[str, list[str], dict]]:
     return plan
 
 
+def settings_digest(settings: Settings) -> str:
+    """What fixes a run's world and phases: the world, calendar, splits, families and lake folder."""
+    import hashlib
+
+    d = settings.model_dump(mode="json")
+    key = {k: d[k] for k in ("world", "calendar", "splits", "lake_dir")} | {"families": d["variants"]["families"]}
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def check_resumable(settings: Settings, progress: Path) -> None:
+    """A progress file belongs to one set of settings: record their digest on the first run, and
+    refuse to resume under other settings (the phases already run would belong to another world)."""
+    want = settings_digest(settings)
+    lines = [json.loads(ln) for ln in progress.read_text().splitlines() if ln.strip()] if progress.exists() else []
+    have = [r["settings_digest"] for r in lines if "settings_digest" in r]
+    if have and have[0] != want:
+        raise SystemExit(f"{progress} was written under other settings (digest {have[0]}, now {want}): "
+                         "resume with the settings it started with, or give another --progress and --dir")
+    if not have:
+        with open(progress, "a") as fh:
+            fh.write(json.dumps({"settings_digest": want}) + "\n")
+
+
 def measure_chunked(settings: Settings, progress: Path, stop_file: Path | None = None, twin: bool = True) -> dict | None:
     """Run a settings file phase by phase (:func:`chunk_plan`), appending each finished phase to
     ``progress``; a phase already there is skipped, so a stopped run resumes where it stopped.
     Returns the summary once every phase (and the twin) is recorded, else None."""
     cal = nyse()
+    check_resumable(settings, progress)
     for chunk, (stage,), kw in chunk_plan(settings):
         if (chunk, stage) in _done(progress):
             continue

@@ -6,6 +6,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
 from finrag_dagster.core.calendar import nyse
 from finrag_dagster.core.settings import HORIZONS, Settings
 
@@ -75,4 +77,17 @@ def test_a_recorded_phase_is_skipped_on_resume(tmp_path, monkeypatch):
     stop.touch()
     ran.clear()
     assert scale.measure_chunked(s, progress, stop_file=stop, twin=False) is None
-    assert ran == [] and progress.read_text() == ""
+    assert ran == [] and not scale._done(progress)
+
+
+def test_resume_refuses_other_settings(tmp_path, monkeypatch):
+    scale = _scale()
+    s = _settings(tmp_path)
+    progress = tmp_path / "progress.jsonl"
+    monkeypatch.setattr(scale, "run_range", lambda settings, instance=None, **kw: [])
+    scale.check_resumable(s, progress)
+    scale.check_resumable(s, progress)  # same settings: resumes
+    assert progress.read_text().count("settings_digest") == 1
+    other = s.with_overrides(world={"events_per_ticker_year": 50.0})
+    with pytest.raises(SystemExit, match="other settings"):
+        scale.check_resumable(other, progress)
