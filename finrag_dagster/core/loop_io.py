@@ -357,6 +357,7 @@ def family_feedback(s: Settings, lake: Lake, cal: TradingCalendar, variants: lis
     n = 0
     outcomes: dict[str, int] = {}
     correct = []
+    weights: dict[str, dict] = {}  # by split start: the labels behind them are read once, not once per day and variant
     for v in variants:
         for d in (lora_days(s, cal, days) if v.lora_seed is not None else days):
             out = _drop_hive(lake.read("reader_outputs", dates=[d], variant=v.name))
@@ -365,7 +366,10 @@ def family_feedback(s: Settings, lake: Lake, cal: TradingCalendar, variants: lis
             if v.shuffle_labels_seed is not None:
                 lab = shuffle_labels(lab, v.shuffle_labels_seed)
             a = lake.read("anchors", dates=[d])
-            w, _ = weights_for(s, cal, lake, split_start_of(s, cal, d))
+            start = split_start_of(s, cal, d)
+            if start not in weights:
+                weights[start] = weights_for(s, cal, lake, start)[0]
+            w = weights[start]
             fb = build_feedback(out, lab, ctx, as_of, w, memory_keys(a, v), v.credit) if v.uses_memory else build_feedback(out, lab, ctx, as_of, w, memory_keys(a, v), "cited")
             lake.write("feedback", fb, variant=v.name, date=d)
             n += fb.height

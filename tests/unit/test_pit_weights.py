@@ -76,3 +76,43 @@ def test_class_weights_come_from_the_previous_split_matured_before_the_start(lak
     # the first split has no previous split: uniform weights
     w, freq = weights_for(s, cal, lake, TRAIN[0].isoformat())
     assert freq == {} and all(v == 1.0 for h in w for v in w[h].values())
+
+
+def test_feedback_uses_each_splits_weights_and_reads_them_once_per_split(lake, monkeypatch):
+    """family_feedback weighs each day's feedback with its own split's w_y, and works them out once per
+    split start, not once per day and variant (per day, the validation and test years read the whole
+    previous split's labels again for every day: the five-year loop slowed with each year)."""
+    from finrag_dagster.core import loop_io
+    from finrag_dagster.core.loop import Variant
+
+    s = settings(lake)
+    calls, seen = [], {}
+    real = loop_io.weights_for
+
+    def counting(s_, cal_, lake_, start):
+        calls.append(start)
+        return real(s_, cal_, lake_, start)
+
+    class Stub(type(lake)):
+        def read(self, table, *a, **k):
+            return super().read(table, *a, **k) if table in ("labels", "prices") else pl.DataFrame()
+
+        def write(self, table, df, **k):
+            assert table == "feedback"
+
+    def fake_feedback(out, lab, ctx, as_of, w, keys, credit):
+        seen.setdefault(lab["maturity_day"].min(), []).append(w)
+        return pl.DataFrame({"outcome": ["x"], "correct": [True]})
+
+    monkeypatch.setattr(loop_io, "weights_for", counting)
+    monkeypatch.setattr(loop_io, "build_feedback", fake_feedback)
+    monkeypatch.setattr(loop_io, "memory_keys", lambda a, v: None)
+    monkeypatch.setattr(loop_io, "_drop_hive", lambda df: df)
+    days = [d.isoformat() for d in cal.sessions_in_range(VALID[0], TEST[1])]
+    variants = [Variant("no_memory", "no_memory", 0.0), Variant("source_memory", "source_memory", 0.5)]
+    fb = loop_io.family_feedback(s, Stub(lake.root), cal, variants, days)
+    assert fb.rows == 2 * len(days)
+    assert sorted(calls) == [VALID[0].isoformat(), TEST[0].isoformat()]  # once per split start
+    for first_maturity, ws in seen.items():
+        start = VALID[0] if first_maturity < cal.offset(TEST[0], 1) else TEST[0]
+        assert all(w == real(s, cal, lake, start.isoformat())[0] for w in ws)
