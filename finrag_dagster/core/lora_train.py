@@ -124,7 +124,7 @@ def train_adapters(s: Settings, lake: Lake, cal: TradingCalendar, seeds: list[in
         model, tok = load_base(base)
         enc = lambda xs: [encode_example(tok, x.anchor_id, x.prompt, x.event_type, x.targets, h.max_length) for x in xs]  # noqa: E731
         train, val = enc(raw_train), enc(raw_val)
-        pm = wrap_lora(model, h)
+        pm = wrap_lora(model, h, seed)
         res = train_lora(pm, tok, train, val, h, seed, log=lambda m, seed=seed: log(f"lora s{seed}: {m}"))
         aid = adapter_id(base, seed, win, h, len(train))
         meta = {

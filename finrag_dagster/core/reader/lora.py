@@ -235,12 +235,18 @@ def load_base(model: str):
     return m, tok
 
 
-def wrap_lora(model, h: LoraHyper):
+def wrap_lora(model, h: LoraHyper, seed: int | None = None):
+    """Wrap ``model`` with fresh LoRA adapters. ``seed`` fixes their random initialisation (peft draws
+    lora_A from torch's global generator): without it the adapter depends on whatever drew random
+    numbers earlier in the process, and one seed's training is not reproducible to the byte."""
     _require()
+    import torch
     from peft import LoraConfig, get_peft_model
 
     cfg = LoraConfig(r=h.rank, lora_alpha=h.alpha, lora_dropout=h.dropout, target_modules=list(h.target_modules),
                      bias="none", task_type="CAUSAL_LM")
+    if seed is not None:
+        torch.manual_seed(seed)
     return get_peft_model(model, cfg)
 
 
