@@ -738,6 +738,17 @@ def load_filings(index_paths, text_paths, universe: pl.DataFrame) -> LoadResult:
     records = _read_records(index_paths, text_paths)
     by_cik, universe_set = _cik_tickers(universe)
     cal = nyse()
+    q_rows, groups = _group_records(records)
+    rows_in = len(q_rows) + len(groups)
+    merged = _merge_groups(groups, by_cik, universe_set, cal, q_rows)
+    _add_fiscal_periods(merged, records)
+    quarantine = _quarantine_frame(q_rows)
+    out = _accepted_frame(merged, cal) if merged else _empty_filings()
+    return LoadResult("filings_raw", out, quarantine, rows_in).check()
+
+
+def _group_records(records: list[FilingRecord]) -> tuple[list[dict], dict[str, list[FilingRecord]]]:
+    """Quarantine rows of records with a problem or no accession, and the other records by accession."""
     q_rows: list[dict] = []
     groups: dict[str, list[FilingRecord]] = {}
     for r in records:
@@ -749,8 +760,12 @@ def load_filings(index_paths, text_paths, universe: pl.DataFrame) -> LoadResult:
                            "raw": {"form_type": r.form_type, "cik": r.cik, "source": r.source}})
         else:
             groups.setdefault(r.accession, []).append(r)
-    rows_in = len(q_rows) + len(groups)
+    return q_rows, groups
 
+
+def _merge_groups(groups: dict[str, list[FilingRecord]], by_cik, universe_set, cal, q_rows: list[dict]) -> list[dict]:
+    """One filing per accession (in accession order) from its records; a filing that fails a check
+    is appended to ``q_rows`` instead."""
     merged: list[dict] = []
     for acc in sorted(groups):
         g = sorted(groups[acc], key=lambda r: (r.file_index, r.source_row))
@@ -759,43 +774,63 @@ def load_filings(index_paths, text_paths, universe: pl.DataFrame) -> LoadResult:
         times = [(r.accepted_ns, r.source) for r in g if r.accepted_ns is not None]
         public = max(t for t, _ in times) if times else None
         ticker = _pick_ticker(cik, [r.ticker for r in g], by_cik, universe_set)
-        head = g[0]
-        raw = {"accession": acc, "form_type": form, "cik": cik,
-               "sources": sorted({f"{r.source}:{r.source_file}" for r in g})}
-        if public is not None:
-            raw["public_time"] = pd.Timestamp(public, tz="UTC").isoformat()
-        reason = None
-        if form not in FORMS_USED:
-            reason = R_FORM
-        elif ticker is None:
-            reason = R_NO_TICKER
-        elif public is None:
-            reason = R_NO_TIME
-        elif not (cal.opens_ns[0] <= public <= cal.closes_ns[-1]):
-            reason = R_OUT_OF_CALENDAR
+        reason = _merge_reason(form, ticker, public, cal)
         if reason:
-            q_rows.append({"source_file": head.source_file, "source_row": head.source_row, "reason": reason, "raw": raw})
+            q_rows.append(_merge_quarantine_row(acc, g, form, cik, public, reason))
             continue
-        text = max((r.text for r in g), key=len)
-        cik = int(cik) if cik is not None else int(acc[:10])
-        merged.append(
-            {
-                "accession": acc,
-                "cik": cik,
-                "ticker": ticker,
-                # the name at filing time: the SGML header's conformed name, else the JSON's as of then
-                "company": _first(r.company for r in sorted(g, key=lambda r: r.source != "sgml_header")) or ticker,
-                "form_type": form,
-                "public_ns": public,
-                "acceptance_source": "|".join(sorted({s for _, s in times})),
-                "filed_date": _first(r.filed_date for r in g),
-                "report_date": _first(r.report_date for r in g) or report_date_in_text(text),
-                "items": _first(r.items for r in g) or "",
-                "text": text,
-                "source_file": "|".join(sorted({r.source_file for r in g})),
-                "_fye_header": _first(r.fye for r in g if r.source == "sgml_header"),
-            }
-        )
+        merged.append(_merged_filing(acc, g, form, cik, ticker, times, public))
+    return merged
+
+
+def _merge_reason(form: str, ticker: str | None, public: int | None, cal) -> str | None:
+    """The first failing check of a merged filing: form not used, ticker not in universe, no
+    acceptance time, public time outside the calendar; None when it passes."""
+    if form not in FORMS_USED:
+        return R_FORM
+    if ticker is None:
+        return R_NO_TICKER
+    if public is None:
+        return R_NO_TIME
+    if not (cal.opens_ns[0] <= public <= cal.closes_ns[-1]):
+        return R_OUT_OF_CALENDAR
+    return None
+
+
+def _merge_quarantine_row(acc: str, g: list[FilingRecord], form: str, cik, public: int | None, reason: str) -> dict:
+    """The quarantine row of a merged filing: at its first record, with what the sources agreed on."""
+    head = g[0]
+    raw = {"accession": acc, "form_type": form, "cik": cik,
+           "sources": sorted({f"{r.source}:{r.source_file}" for r in g})}
+    if public is not None:
+        raw["public_time"] = pd.Timestamp(public, tz="UTC").isoformat()
+    return {"source_file": head.source_file, "source_row": head.source_row, "reason": reason, "raw": raw}
+
+
+def _merged_filing(acc: str, g: list[FilingRecord], form: str, cik, ticker: str, times: list[tuple[int, str]], public: int) -> dict:
+    """The accepted filing of an accession: the longest text, each field from the first record that has it."""
+    text = max((r.text for r in g), key=len)
+    cik = int(cik) if cik is not None else int(acc[:10])
+    return {
+        "accession": acc,
+        "cik": cik,
+        "ticker": ticker,
+        # the name at filing time: the SGML header's conformed name, else the JSON's as of then
+        "company": _first(r.company for r in sorted(g, key=lambda r: r.source != "sgml_header")) or ticker,
+        "form_type": form,
+        "public_ns": public,
+        "acceptance_source": "|".join(sorted({s for _, s in times})),
+        "filed_date": _first(r.filed_date for r in g),
+        "report_date": _first(r.report_date for r in g) or report_date_in_text(text),
+        "items": _first(r.items for r in g) or "",
+        "text": text,
+        "source_file": "|".join(sorted({r.source_file for r in g})),
+        "_fye_header": _first(r.fye for r in g if r.source == "sgml_header"),
+    }
+
+
+def _add_fiscal_periods(merged: list[dict], records: list[FilingRecord]) -> None:
+    """Each merged filing's ``fiscal_period``, from its fiscal year end: the SGML header's, else the
+    latest prior 10-K's, else the submissions JSON's (``_fye_header`` is dropped)."""
     json_fye = {}
     for r in records:
         if r.source == "submissions_json" and r.fye and r.cik is not None:
@@ -804,9 +839,6 @@ def load_filings(index_paths, text_paths, universe: pl.DataFrame) -> LoadResult:
     for m in merged:
         fye = m.pop("_fye_header") or _fye_from_history(history.get(m["cik"], []), m["public_ns"], json_fye.get(m["cik"]))
         m["fiscal_period"] = fiscal_period(m["form_type"], m["report_date"], fye, m["text"])
-    quarantine = _quarantine_frame(q_rows)
-    out = _accepted_frame(merged, cal) if merged else _empty_filings()
-    return LoadResult("filings_raw", out, quarantine, rows_in).check()
 
 
 _COVER_PERIOD = re.compile(

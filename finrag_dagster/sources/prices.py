@@ -269,26 +269,57 @@ def load_prices(
     SourceError
         A path matches nothing, or a file cannot be parsed (the file, and for CSV the line).
     """
-    if not max_abs_move > 0:
-        raise ValueError(f"max_abs_move must be > 0, got {max_abs_move}")
-    if not ohlc_tolerance >= 0:
-        raise ValueError(f"ohlc_tolerance must be >= 0, got {ohlc_tolerance}")
+    _check_options(max_abs_move, ohlc_tolerance)
     files = expand_paths(paths, ("*.csv", "*.parquet"))
     if not files:
         return LoadResult("prices", _empty_prices(), empty_quarantine(), 0).check()
-    df = pl.concat(
-        [read_price_file(f).with_columns(pl.lit(i, dtype=pl.Int64).alias("_file")) for i, f in enumerate(files)],
-        how="vertical",
-    )
+    df = _read_files(files)
     rows_in = df.height
     universe = sorted({t.strip().upper() for t in universe_tickers})
     cal = nyse()
 
-    df = df.with_columns(
+    df = _with_source_owners(_with_dates(df))
+    df = _with_calendar_checks(df, cal)
+    df = _with_reasons(df, universe, ohlc_tolerance)
+
+    bad = df.filter(pl.col("reason").is_not_null()).sort("_order")
+    quarantine = _quarantine(bad)
+    good = df.filter(pl.col("reason").is_null())
+    accepted = _accepted(good)
+    flags = pl.concat(
+        [_large_moves(good, max_abs_move), _missing_sessions(good, bad, cal)], how="vertical"
+    ).sort("ticker", "date", "flag", "source_file")
+    return LoadResult("prices", accepted, quarantine, rows_in, flags).check()
+
+
+def _check_options(max_abs_move: float, ohlc_tolerance: float) -> None:
+    """ValueError for a non-positive ``max_abs_move`` or a negative ``ohlc_tolerance``."""
+    if not max_abs_move > 0:
+        raise ValueError(f"max_abs_move must be > 0, got {max_abs_move}")
+    if not ohlc_tolerance >= 0:
+        raise ValueError(f"ohlc_tolerance must be >= 0, got {ohlc_tolerance}")
+
+
+def _read_files(files: list[Path]) -> pl.DataFrame:
+    """All files' rows, one frame, each row tagged with its file's index in sorted order (``_file``)."""
+    return pl.concat(
+        [read_price_file(f).with_columns(pl.lit(i, dtype=pl.Int64).alias("_file")) for i, f in enumerate(files)],
+        how="vertical",
+    )
+
+
+def _with_dates(df: pl.DataFrame) -> pl.DataFrame:
+    """The bar ``date`` parsed from ``date_raw`` (null when unparseable), and the row's input order (``_order``)."""
+    return df.with_columns(
         pl.col("date_raw").str.strip_chars().str.slice(0, 10).str.to_date("%Y-%m-%d", strict=False).alias("date"),
         pl.int_range(0, pl.len(), dtype=pl.Int64).alias("_order"),
     )
-    # one source per ticker: files in sorted path order, sub-sources of a file by sorted name
+
+
+def _with_source_owners(df: pl.DataFrame) -> pl.DataFrame:
+    """Each row's source rank and its ticker's owning source: files in sorted path order, sub-sources
+    of a file by sorted name; the first source holding a ticker owns it (``_rank``, ``_owner_rank``,
+    ``owner_source``)."""
     src_rank = (
         df.group_by("_file", "source").len().sort("_file", "source")
         .with_columns(pl.int_range(0, pl.len(), dtype=pl.Int64).alias("_rank")).drop("len")
@@ -298,18 +329,33 @@ def load_prices(
         df.filter(pl.col("ticker") != "").group_by("ticker").agg(pl.col("_rank").min().alias("_owner_rank"))
         .join(src_rank.rename({"source": "owner_source", "_rank": "_owner_rank"}).drop("_file"), on="_owner_rank")
     )
-    df = df.join(owner, on="ticker", how="left", maintain_order="left")
+    return df.join(owner, on="ticker", how="left", maintain_order="left")
 
+
+def _with_calendar_checks(df: pl.DataFrame, cal: TradingCalendar) -> pl.DataFrame:
+    """Whether each row's date is an XNYS session (``is_session``) and inside the calendar's range (``in_range``)."""
     dates = df["date"].to_numpy().astype("datetime64[D]")
     pos = np.searchsorted(cal.sessions, dates)
     pos = np.clip(pos, 0, len(cal.sessions) - 1)
     has_date = ~df["date"].is_null().to_numpy()
     is_session = (cal.sessions[pos] == dates) & has_date
     in_range = has_date & (dates >= cal.sessions[0]) & (dates <= cal.sessions[-1])
-    df = df.with_columns(
+    return df.with_columns(
         pl.Series("is_session", is_session, dtype=pl.Boolean), pl.Series("in_range", in_range, dtype=pl.Boolean)
     )
 
+
+def _with_reasons(df: pl.DataFrame, universe: list[str], ohlc_tolerance: float) -> pl.DataFrame:
+    """Each row's quarantine ``reason`` (null when kept): the first failing check, then duplicates
+    of a kept (ticker, date)."""
+    df = df.with_columns(_reason(universe, ohlc_tolerance).alias("reason"))
+    ok = pl.col("reason").is_null()
+    first = pl.struct("ticker", "date").is_first_distinct().over(ok)
+    return df.with_columns(pl.when(ok & ~first).then(pl.lit(R_DUPLICATE)).otherwise(pl.col("reason")).alias("reason"))
+
+
+def _reason(universe: list[str], ohlc_tolerance: float) -> pl.Expr:
+    """The first failing row check, in the order the ``load_prices`` docstring lists them."""
     adj = pl.col("adj_close")
     close = pl.col("close").fill_nan(None)
     # a source with no close at all (auto-adjusted download stored with close null) does not provide
@@ -322,7 +368,7 @@ def load_prices(
     bad_close = ((close <= 0) | (close.is_null() & has_close)).fill_null(False)
     high_low = (hi < bottom).fill_null(False)
     outside = ((op > top) | (op < bottom) | (bar_close > top) | (bar_close < bottom)).fill_null(False)
-    reason = (
+    return (
         pl.when(pl.col("date").is_null()).then(pl.lit(R_BAD_DATE))
         .when(pl.col("ticker") == "").then(pl.lit(R_NO_TICKER))
         .when(~pl.col("ticker").is_in(universe)).then(pl.lit(R_NOT_UNIVERSE))
@@ -337,36 +383,31 @@ def load_prices(
         .when(outside).then(pl.lit(R_OUTSIDE_RANGE))
         .otherwise(pl.lit(None, dtype=pl.Utf8))
     )
-    df = df.with_columns(reason.alias("reason"))
-    ok = pl.col("reason").is_null()
-    first = pl.struct("ticker", "date").is_first_distinct().over(ok)
-    df = df.with_columns(pl.when(ok & ~first).then(pl.lit(R_DUPLICATE)).otherwise(pl.col("reason")).alias("reason"))
 
-    bad = df.filter(pl.col("reason").is_not_null()).sort("_order")
-    if bad.height:
-        raw_cols = ["ticker", "date_raw", *FIELDS, "source"]
-        quarantine = pl.concat(
-            [
-                quarantine_rows(bad.filter(pl.col("reason") == r).select("source_file", "source_row", *raw_cols), r)
-                for r in sorted(bad["reason"].unique().to_list())
-            ]
-        ).sort("source_file", "source_row", "reason")
-    else:
-        quarantine = empty_quarantine()
 
-    good = df.filter(pl.col("reason").is_null())
+def _quarantine(bad: pl.DataFrame) -> pl.DataFrame:
+    """Quarantine rows of the rejected rows (in input order), grouped by reason, sorted by file and row."""
+    if not bad.height:
+        return empty_quarantine()
+    raw_cols = ["ticker", "date_raw", *FIELDS, "source"]
+    return pl.concat(
+        [
+            quarantine_rows(bad.filter(pl.col("reason") == r).select("source_file", "source_row", *raw_cols), r)
+            for r in sorted(bad["reason"].unique().to_list())
+        ]
+    ).sort("source_file", "source_row", "reason")
+
+
+def _accepted(good: pl.DataFrame) -> pl.DataFrame:
+    """The kept rows as PRICES columns plus ``date`` (NaN prices and volume as null), sorted by (date, ticker)."""
     schema = _empty_prices().schema
-    accepted = good.with_columns(
+    return good.with_columns(
         pl.col("close").fill_nan(None),
         pl.col("open").fill_nan(None),
         pl.col("high").fill_nan(None),
         pl.col("low").fill_nan(None),
         pl.when(pl.col("volume").is_nan()).then(None).otherwise(pl.col("volume")).round(0).cast(pl.Int64).alias("volume"),
     ).select([pl.col(c).cast(t) for c, t in schema.items()]).sort("date", "ticker")
-    flags = pl.concat(
-        [_large_moves(good, max_abs_move), _missing_sessions(good, bad, cal)], how="vertical"
-    ).sort("ticker", "date", "flag", "source_file")
-    return LoadResult("prices", accepted, quarantine, rows_in, flags).check()
 
 
 def _flag_frame(rows: list[tuple]) -> pl.DataFrame:

@@ -118,16 +118,8 @@ def _bad(x):
 
 
 @njit(cache=True, nogil=True)
-def select_window(B, D, rows, ticker_code, url_code, title_code, cluster_code, a_rows, m0, peer_cap):
-    """Pools of a batch of anchors over one window.
-
-    B: (anchors, n) BM25 float64; D: (anchors, n) cosine float32 (exactly widened to float64);
-    rows: the window's store rows (ascending; the recency key); *_code: store-wide codes;
-    a_rows: the anchors' store rows. Returns (pos, cnt, pb, pd, rel, status): per anchor the
-    window positions of its pool in rank order, the pool size, BM25, cosine and static relevance
-    of each pooled passage, and status 1 where the anchor must be recomputed by the reference."""
-    na, n = B.shape
-    # the window's codes, gathered once for all anchors of the group
+def _window_codes(n, rows, ticker_code, url_code, title_code, cluster_code):
+    """The window's ticker/url/title/cluster codes, gathered once for all anchors of the group."""
     w_tick = np.empty(n, dtype=np.int64)
     w_url = np.empty(n, dtype=np.int64)
     w_title = np.empty(n, dtype=np.int64)
@@ -138,132 +130,200 @@ def select_window(B, D, rows, ticker_code, url_code, title_code, cluster_code, a
         w_url[i] = url_code[r]
         w_title[i] = title_code[r]
         w_clus[i] = cluster_code[r]
+    return w_tick, w_url, w_title, w_clus
+
+
+@njit(cache=True, nogil=True)
+def _pool_outputs(na, m0):
+    """Zeroed outputs of :func:`select_window`: (pos, cnt, pb, pd, rel, status)."""
     pos = np.zeros((na, m0), dtype=np.int64)
     cnt = np.zeros(na, dtype=np.int64)
     pb = np.zeros((na, m0), dtype=np.float64)
     pd = np.zeros((na, m0), dtype=np.float64)
     rel = np.zeros((na, m0), dtype=np.float64)
     status = np.zeros(na, dtype=np.int64)
-    keep = np.empty(n, dtype=np.bool_)
-    pcap = min(peer_cap, m0)
+    return pos, cnt, pb, pd, rel, status
+
+
+@njit(cache=True, nogil=True)
+def _top_list_buffers(m0, pcap):
+    """Scratch for the two bounded top lists: company (score, row, position) of size M0, peers of size pcap."""
     cs = np.empty(m0, dtype=np.float64)
     cr = np.empty(m0, dtype=np.int64)
     cp = np.empty(m0, dtype=np.int64)
     ps = np.empty(max(pcap, 1), dtype=np.float64)
     pr = np.empty(max(pcap, 1), dtype=np.int64)
     pp = np.empty(max(pcap, 1), dtype=np.int64)
+    return cs, cr, cp, ps, pr, pp
+
+
+@njit(cache=True, nogil=True)
+def _eligible_ranges(B, D, c, rows, w_url, w_title, w_clus, ar, au, at, acl, keep):
+    """Pass 1 for anchor ``c``: the removal rules into ``keep``, and the min/max of both scores over
+    the kept passages. Returns (bad, kept count, bmin, bmax, dmin, dmax); bad stops at the first
+    kept score that is not finite or a negative zero."""
+    n = B.shape[1]
+    bmin = np.inf
+    bmax = -np.inf
+    dmin = np.inf
+    dmax = -np.inf
+    ne = 0
+    bad = False
+    for i in range(n):
+        k = rows[i] != ar
+        if k and au >= 0:
+            k = w_url[i] != au
+        if k and at >= 0:
+            k = w_title[i] != at
+        if k and acl >= 0:
+            k = w_clus[i] != acl
+        keep[i] = k
+        if k:
+            x = B[c, i]
+            y = np.float64(D[c, i])
+            if _bad(x) or _bad(y):
+                bad = True
+                break
+            ne += 1
+            if x < bmin:
+                bmin = x
+            if x > bmax:
+                bmax = x
+            if y < dmin:
+                dmin = y
+            if y > dmax:
+                dmax = y
+    return bad, ne, bmin, bmax, dmin, dmax
+
+
+@njit(cache=True, nogil=True)
+def _top_lists(B, D, c, rows, w_tick, keep, atk, bmin, br, dmin, dr, m0, pcap, cs, cr, cp, ps, pr, pp):
+    """Pass 2 for anchor ``c``: the hybrid score of each kept passage, pushed into the best-M0 list of
+    company passages (cs/cr/cp) or the best-``pcap`` list of peers (ps/pr/pp). Returns both sizes."""
+    n = B.shape[1]
+    mc = 0
+    mp = 0
+    for i in range(n):
+        if not keep[i]:
+            continue
+        mb = 0.5 if br <= 0 else (B[c, i] - bmin) / br
+        md = 0.5 if dr <= 0 else (np.float64(D[c, i]) - dmin) / dr
+        s = (mb + md) / 2
+        r = rows[i]
+        if w_tick[i] != atk:
+            if pcap > 0:
+                mp = _push(ps, pr, pp, mp, pcap, s, r, i)
+        else:
+            mc = _push(cs, cr, cp, mc, m0, s, r, i)
+    return mc, mp
+
+
+@njit(cache=True, nogil=True)
+def _merge_lists(pos, c, m0, cs, cr, cp, mc, ps, pr, pp, mp):
+    """The first M0 of "company passages and the first peer_cap peers", best first, into ``pos[c]``;
+    returns the pool size."""
+    k = 0
+    i = 0
+    j = 0
+    while k < m0 and (i < mc or j < mp):
+        if j >= mp or (i < mc and _better(cs[i], cr[i], ps[j], pr[j])):
+            pos[c, k] = cp[i]
+            i += 1
+        else:
+            pos[c, k] = pp[j]
+            j += 1
+        k += 1
+    return k
+
+
+@njit(cache=True, nogil=True)
+def _pool_relevance(B, D, c, pos, k, tr):
+    """Static relevance of the ``k`` pooled passages into ``tr``: min-max of both scores within the
+    pool, averaged."""
+    bl = np.inf
+    bh = -np.inf
+    dl = np.inf
+    dh = -np.inf
+    for q in range(k):
+        x = B[c, pos[c, q]]
+        y = np.float64(D[c, pos[c, q]])
+        if x < bl:
+            bl = x
+        if x > bh:
+            bh = x
+        if y < dl:
+            dl = y
+        if y > dh:
+            dh = y
+    pbr = bh - bl
+    pdr = dh - dl
+    for q in range(k):
+        x = B[c, pos[c, q]]
+        y = np.float64(D[c, pos[c, q]])
+        mb = 0.5 if pbr <= 0 else (x - bl) / pbr
+        md = 0.5 if pdr <= 0 else (y - dl) / pdr
+        tr[q] = (mb + md) / 2
+
+
+@njit(cache=True, nogil=True)
+def _rank_pool(pos, c, rows, tr, k):
+    """Insertion sort of the pool (at most M0) by (relevance desc, store row desc)."""
+    for q in range(1, k):
+        s = tr[q]
+        p = pos[c, q]
+        j = q
+        while j > 0 and _better(s, rows[p], tr[j - 1], rows[pos[c, j - 1]]):
+            tr[j] = tr[j - 1]
+            pos[c, j] = pos[c, j - 1]
+            j -= 1
+        tr[j] = s
+        pos[c, j] = p
+
+
+@njit(cache=True, nogil=True)
+def _write_pool(B, D, c, pos, k, tr, pb, pd, rel):
+    """BM25, cosine and static relevance of each ranked pool passage into the outputs of anchor ``c``."""
+    for q in range(k):
+        p = pos[c, q]
+        pb[c, q] = B[c, p]
+        pd[c, q] = np.float64(D[c, p])
+        rel[c, q] = tr[q]
+
+
+@njit(cache=True, nogil=True)
+def select_window(B, D, rows, ticker_code, url_code, title_code, cluster_code, a_rows, m0, peer_cap):
+    """Pools of a batch of anchors over one window.
+
+    B: (anchors, n) BM25 float64; D: (anchors, n) cosine float32 (exactly widened to float64);
+    rows: the window's store rows (ascending; the recency key); *_code: store-wide codes;
+    a_rows: the anchors' store rows. Returns (pos, cnt, pb, pd, rel, status): per anchor the
+    window positions of its pool in rank order, the pool size, BM25, cosine and static relevance
+    of each pooled passage, and status 1 where the anchor must be recomputed by the reference."""
+    na, n = B.shape
+    w_tick, w_url, w_title, w_clus = _window_codes(n, rows, ticker_code, url_code, title_code, cluster_code)
+    pos, cnt, pb, pd, rel, status = _pool_outputs(na, m0)
+    keep = np.empty(n, dtype=np.bool_)
+    pcap = min(peer_cap, m0)
+    cs, cr, cp, ps, pr, pp = _top_list_buffers(m0, pcap)
     tr = np.empty(m0, dtype=np.float64)
     for c in range(na):
         ar = a_rows[c]
-        au, at, acl, atk = url_code[ar], title_code[ar], cluster_code[ar], ticker_code[ar]
-        # pass 1: removal rules, min/max of both scores over the eligible set
-        bmin = np.inf
-        bmax = -np.inf
-        dmin = np.inf
-        dmax = -np.inf
-        ne = 0
-        bad = False
-        for i in range(n):
-            k = rows[i] != ar
-            if k and au >= 0:
-                k = w_url[i] != au
-            if k and at >= 0:
-                k = w_title[i] != at
-            if k and acl >= 0:
-                k = w_clus[i] != acl
-            keep[i] = k
-            if k:
-                x = B[c, i]
-                y = np.float64(D[c, i])
-                if _bad(x) or _bad(y):
-                    bad = True
-                    break
-                ne += 1
-                if x < bmin:
-                    bmin = x
-                if x > bmax:
-                    bmax = x
-                if y < dmin:
-                    dmin = y
-                if y > dmax:
-                    dmax = y
+        bad, ne, bmin, bmax, dmin, dmax = _eligible_ranges(B, D, c, rows, w_url, w_title, w_clus,
+                                                           ar, url_code[ar], title_code[ar], cluster_code[ar], keep)
         if bad:
             status[c] = 1
             continue
         if ne == 0:
             continue
-        br = bmax - bmin
-        dr = dmax - dmin
-        # pass 2: hybrid score, best M0 company passages and best peer_cap peers
-        mc = 0
-        mp = 0
-        for i in range(n):
-            if not keep[i]:
-                continue
-            mb = 0.5 if br <= 0 else (B[c, i] - bmin) / br
-            md = 0.5 if dr <= 0 else (np.float64(D[c, i]) - dmin) / dr
-            s = (mb + md) / 2
-            r = rows[i]
-            if w_tick[i] != atk:
-                if pcap > 0:
-                    mp = _push(ps, pr, pp, mp, pcap, s, r, i)
-            else:
-                mc = _push(cs, cr, cp, mc, m0, s, r, i)
-        # merge the two lists: the first M0 of "company passages and the first peer_cap peers"
-        k = 0
-        i = 0
-        j = 0
-        while k < m0 and (i < mc or j < mp):
-            if j >= mp or (i < mc and _better(cs[i], cr[i], ps[j], pr[j])):
-                pos[c, k] = cp[i]
-                i += 1
-            else:
-                pos[c, k] = pp[j]
-                j += 1
-            k += 1
+        mc, mp = _top_lists(B, D, c, rows, w_tick, keep, ticker_code[ar], bmin, bmax - bmin, dmin, dmax - dmin,
+                            m0, pcap, cs, cr, cp, ps, pr, pp)
+        k = _merge_lists(pos, c, m0, cs, cr, cp, mc, ps, pr, pp, mp)
         cnt[c] = k
         if k == 0:
             continue
-        # static relevance: min-max within the pool; rank by (relevance desc, row desc)
-        bl = np.inf
-        bh = -np.inf
-        dl = np.inf
-        dh = -np.inf
-        for q in range(k):
-            x = B[c, pos[c, q]]
-            y = np.float64(D[c, pos[c, q]])
-            if x < bl:
-                bl = x
-            if x > bh:
-                bh = x
-            if y < dl:
-                dl = y
-            if y > dh:
-                dh = y
-        pbr = bh - bl
-        pdr = dh - dl
-        for q in range(k):
-            x = B[c, pos[c, q]]
-            y = np.float64(D[c, pos[c, q]])
-            mb = 0.5 if pbr <= 0 else (x - bl) / pbr
-            md = 0.5 if pdr <= 0 else (y - dl) / pdr
-            tr[q] = (mb + md) / 2
-        # insertion sort of the pool (at most M0) by (relevance desc, row desc)
-        for q in range(1, k):
-            s = tr[q]
-            p = pos[c, q]
-            j = q
-            while j > 0 and _better(s, rows[p], tr[j - 1], rows[pos[c, j - 1]]):
-                tr[j] = tr[j - 1]
-                pos[c, j] = pos[c, j - 1]
-                j -= 1
-            tr[j] = s
-            pos[c, j] = p
-        for q in range(k):
-            p = pos[c, q]
-            pb[c, q] = B[c, p]
-            pd[c, q] = np.float64(D[c, p])
-            rel[c, q] = tr[q]
+        _pool_relevance(B, D, c, pos, k, tr)
+        _rank_pool(pos, c, rows, tr, k)
+        _write_pool(B, D, c, pos, k, tr, pb, pd, rel)
     return pos, cnt, pb, pd, rel, status
 
 

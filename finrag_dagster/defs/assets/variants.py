@@ -20,8 +20,8 @@ import numpy as np
 import polars as pl
 
 from ...core.experience.tree import ToEParams, from_table, render_markdown
-from ...core.loop import LORA_FAMILIES, variants_of
-from ...core.loop_io import FamilyIncomplete, family_feedback, run_family
+from ...core.loop import LORA_FAMILIES, Variant, variants_of
+from ...core.loop_io import FamilyIncomplete, FamilyRun, family_feedback, run_family
 from ...core.lora_train import lora_backends
 from ...core.memory.source_memory import MemoryParams
 from ...core.progress import Progress
@@ -81,12 +81,18 @@ def reader_metadata(st: DayStats) -> dict:
     }
 
 
-def build_variant_assets(family: str, partitions_def, settings: Settings) -> list[dg.AssetsDefinition]:
-    vs = variants_of(family, settings.memory.lam, settings.variants.shuffle_seeds, settings.lora.seeds)
-    uses_memory = vs[0].uses_memory
-    uses_toe = vs[0].toe
-    key = lambda t: dg.AssetKey([family, t])  # noqa: E731
-    tw = lambda a, b: dg.TimeWindowPartitionMapping(start_offset=a, end_offset=b, allow_nonexistent_upstream_partitions=True)  # noqa: E731
+def _key(family: str, name: str) -> dg.AssetKey:
+    """The asset key ``<family>/<name>``."""
+    return dg.AssetKey([family, name])
+
+
+def _window(start: int, end: int) -> dg.TimeWindowPartitionMapping:
+    """A day-offset partition mapping that tolerates missing upstream days (the first day's previous state)."""
+    return dg.TimeWindowPartitionMapping(start_offset=start, end_offset=end, allow_nonexistent_upstream_partitions=True)
+
+
+def _loop_specs(family: str, uses_memory: bool, uses_toe: bool) -> list[dg.AssetSpec]:
+    """The outputs of a family's loop multi-asset, each with what it reads (see the comment inside)."""
     # Dependencies per output. Every output of the family reads the same inputs of day D (pools,
     # anchors, cards, evidence; the prior tree for a toe family), and each state (memory, tree)
     # also carries its own previous partition forward: no cycle between assets besides those
@@ -101,28 +107,103 @@ def build_variant_assets(family: str, partitions_def, settings: Settings) -> lis
     specs = []
     if uses_memory:
         specs.append(dg.AssetSpec(
-            key("memory_snapshot"), kinds={"parquet"},
-            deps=[*common, dg.AssetDep(key("memory_snapshot"), partition_mapping=tw(-1, -1))],
+            _key(family, "memory_snapshot"), kinds={"parquet"},
+            deps=[*common, dg.AssetDep(_key(family, "memory_snapshot"), partition_mapping=_window(-1, -1))],
             description="Source-memory cells used on D: the state of D-1 updated with the feedback whose labels matured by D-1 "
                         "(decision days D-6 .. D-2, read from `labels` and this family's reader outputs); reset at each split start.",
         ))
     if uses_toe:
         specs.append(dg.AssetSpec(
-            key("experience_tree"), kinds={"parquet"},
-            deps=[*common, dg.AssetDep(key("experience_tree"), partition_mapping=tw(-1, -1))],
+            _key(family, "experience_tree"), kinds={"parquet"},
+            deps=[*common, dg.AssetDep(_key(family, "experience_tree"), partition_mapping=_window(-1, -1))],
             description="This family's Tree-of-Experience per decision day (experience_tree, tree_id = variant): the prior tree at "
                         "each split start, then eq. 13 updates from the labels matured by D-1 (read from `labels`) and D's selections/expansions; "
                         "the day's state in experience_tree, the content of new or changed positions (principle, embedding) once in "
                         "experience_leaves dated D; with principle_selections (the path each anchor used) and principle_updates (every eq. 13 update).",
         ))
-    specs.append(dg.AssetSpec(key("contexts"), kinds={"parquet"}, deps=common,
+    specs.append(dg.AssetSpec(_key(family, "contexts"), kinds={"parquet"}, deps=common,
                               description="Top-M context per anchor by r + lambda * mean_h adj, with D's memory snapshot (and principle, for a toe family)."))
-    specs.append(dg.AssetSpec(key("reader_outputs"), kinds={"parquet"}, deps=common,
+    specs.append(dg.AssetSpec(_key(family, "reader_outputs"), kinds={"parquet"}, deps=common,
                               description="Reader signals per anchor and horizon with cited IDs, read from D's contexts and market cards."))
+    return specs
+
+
+def _run_loop(context: dg.AssetExecutionContext, config: ReaderConfig, finrag: FinragResource, family: str, vs: list[Variant]):
+    """Step the family's variants over the run's days; returns (settings, memory params, backend, run).
+
+    A family that cannot finish its days is a ``dg.Failure`` carrying the reader's statistics."""
+    s = finrag.settings()
+    lake, cal = finrag.lake(), finrag.calendar()
+    days = days_of(context)
+    params = config.memory_params(s)
+    bcfg = config.backend_config(s)
+    backend = make_backend(bcfg)
+    prog = Progress(len(days) * len(vs), f"{family} loop", log=context.log.info, every=20, unit="variant-days")
+    try:
+        with step_errors_as_failures():
+            backend_for = lora_backends(s, s.lake_dir, cal, bcfg) if family in LORA_FAMILIES else None
+            run = run_family(s, lake, cal, vs, days, params, backend, bcfg.decoding(), config.memory_overridden,
+                             on_day=lambda _d: prog.update(), backend_for=backend_for)
+    except FamilyIncomplete as e:
+        failed = dict(list(e.error.stats.failed_anchors.items())[:20])
+        raise dg.Failure(description=str(e), metadata={"backend": backend.name, **reader_metadata(e.error.stats),
+                                                       "failed_anchors": dg.MetadataValue.json(failed)}) from None
+    prog.close()
+    return s, params, backend, run
+
+
+def _memory_result(family: str, names: list[str], run: FamilyRun) -> dg.MaterializeResult:
+    """The memory snapshot's materialisation: rows written and a preview of the last snapshot's busiest cells."""
+    written, previews = run.written, run.previews
+    snap = previews.get("memory_snapshot", pl.DataFrame())
+    md = snap.filter(pl.col("n") > 0).sort("n", descending=True).head(12) if snap.height else snap
+    return dg.MaterializeResult(
+        asset_key=_key(family, "memory_snapshot"),
+        metadata={"rows": written["memory_snapshot"], "variants": ", ".join(names), "feedback_rows_applied": run.feedback_applied,
+                  "last_snapshot": dg.MetadataValue.md(preview_md(md, n=12, columns=["source_family", "event_type", "horizon", "a", "b", "u_hat", "adjustment"]))},
+    )
+
+
+def _tree_result(family: str, names: list[str], run: FamilyRun, s: Settings) -> dg.MaterializeResult:
+    """The experience tree's materialisation: rows written, outcomes, and the last tree rendered."""
+    written = run.written
+    meta = {"rows": written["experience_tree"], "content_rows": written["experience_leaves"], "variants": ", ".join(names),
+            "selections": written["principle_selections"],
+            "updates": written["principle_updates"], "outcomes": dg.MetadataValue.json(run.toe_outcomes)}
+    if run.last_tree is not None:
+        vn, day, table = run.last_tree
+        meta["tree"] = dg.MetadataValue.md(render_markdown(from_table(table, ToEParams.from_settings(s)), f"experience tree `{vn}` on {day}", max_leaves=12))
+    return dg.MaterializeResult(asset_key=_key(family, "experience_tree"), metadata=meta)
+
+
+def _contexts_result(family: str, names: list[str], run: FamilyRun, params: MemoryParams) -> dg.MaterializeResult:
+    """The contexts' materialisation: rows written, the memory strength used and a preview."""
+    return dg.MaterializeResult(
+        asset_key=_key(family, "contexts"),
+        metadata={"rows": run.written["contexts"], "variants": ", ".join(names), "lambda": params.lam, "delta": params.delta, "kappa": params.kappa,
+                  "test_split_params": run.test_note,
+                  "preview": dg.MetadataValue.md(preview_md(run.previews.get("contexts", pl.DataFrame())))},
+    )
+
+
+def _reader_result(family: str, run: FamilyRun, backend) -> dg.MaterializeResult:
+    """The reader outputs' materialisation: rows written, the backend, the reader's statistics and a preview."""
+    return dg.MaterializeResult(
+        asset_key=_key(family, "reader_outputs"),
+        metadata={"rows": run.written["reader_outputs"], "backend": backend.name, "model": backend.model, **reader_metadata(run.stats),
+                  **({"days_not_read_before_test_split": sum(run.skipped.values())} if family in LORA_FAMILIES else {}),
+                  "preview": dg.MetadataValue.md(preview_md(run.previews.get("reader_outputs", pl.DataFrame()), columns=["anchor_id", "horizon", "signal", "valid_ids", "reason"]))},
+    )
+
+
+def _loop_asset(family: str, vs: list[Variant], partitions_def) -> dg.AssetsDefinition:
+    """The family's loop multi-asset: runs the family day by day, then reports each output."""
+    uses_memory = vs[0].uses_memory
+    uses_toe = vs[0].toe
 
     @dg.multi_asset(
         name=f"{family}_loop",
-        specs=specs,
+        specs=_loop_specs(family, uses_memory, uses_toe),
         partitions_def=partitions_def,
         backfill_policy=dg.BackfillPolicy.single_run(),
         can_subset=False,
@@ -130,61 +211,28 @@ def build_variant_assets(family: str, partitions_def, settings: Settings) -> lis
         description=f"The feedback loop of variant family `{family}` ({', '.join(v.name for v in vs)}), stepped day by day.",
     )
     def loop(context: dg.AssetExecutionContext, config: ReaderConfig, finrag: FinragResource):
-        s = finrag.settings()
-        lake, cal = finrag.lake(), finrag.calendar()
-        days = days_of(context)
-        params = config.memory_params(s)
-        bcfg = config.backend_config(s)
-        backend = make_backend(bcfg)
-        prog = Progress(len(days) * len(vs), f"{family} loop", log=context.log.info, every=20, unit="variant-days")
-        try:
-            with step_errors_as_failures():
-                backend_for = lora_backends(s, s.lake_dir, cal, bcfg) if family in LORA_FAMILIES else None
-                run = run_family(s, lake, cal, vs, days, params, backend, bcfg.decoding(), config.memory_overridden,
-                                 on_day=lambda _d: prog.update(), backend_for=backend_for)
-        except FamilyIncomplete as e:
-            failed = dict(list(e.error.stats.failed_anchors.items())[:20])
-            raise dg.Failure(description=str(e), metadata={"backend": backend.name, **reader_metadata(e.error.stats),
-                                                           "failed_anchors": dg.MetadataValue.json(failed)}) from None
-        prog.close()
+        s, params, backend, run = _run_loop(context, config, finrag, family, vs)
         names = [v.name for v in vs]
-        written, previews = run.written, run.previews
         if uses_memory:
-            snap = previews.get("memory_snapshot", pl.DataFrame())
-            md = snap.filter(pl.col("n") > 0).sort("n", descending=True).head(12) if snap.height else snap
-            yield dg.MaterializeResult(
-                asset_key=key("memory_snapshot"),
-                metadata={"rows": written["memory_snapshot"], "variants": ", ".join(names), "feedback_rows_applied": run.feedback_applied,
-                          "last_snapshot": dg.MetadataValue.md(preview_md(md, n=12, columns=["source_family", "event_type", "horizon", "a", "b", "u_hat", "adjustment"]))},
-            )
+            yield _memory_result(family, names, run)
         if uses_toe:
-            meta = {"rows": written["experience_tree"], "content_rows": written["experience_leaves"], "variants": ", ".join(names),
-                    "selections": written["principle_selections"],
-                    "updates": written["principle_updates"], "outcomes": dg.MetadataValue.json(run.toe_outcomes)}
-            if run.last_tree is not None:
-                vn, day, table = run.last_tree
-                meta["tree"] = dg.MetadataValue.md(render_markdown(from_table(table, ToEParams.from_settings(s)), f"experience tree `{vn}` on {day}", max_leaves=12))
-            yield dg.MaterializeResult(asset_key=key("experience_tree"), metadata=meta)
-        yield dg.MaterializeResult(
-            asset_key=key("contexts"),
-            metadata={"rows": written["contexts"], "variants": ", ".join(names), "lambda": params.lam, "delta": params.delta, "kappa": params.kappa,
-                      "test_split_params": run.test_note,
-                      "preview": dg.MetadataValue.md(preview_md(previews.get("contexts", pl.DataFrame())))},
-        )
-        yield dg.MaterializeResult(
-            asset_key=key("reader_outputs"),
-            metadata={"rows": written["reader_outputs"], "backend": backend.name, "model": backend.model, **reader_metadata(run.stats),
-                      **({"days_not_read_before_test_split": sum(run.skipped.values())} if family in LORA_FAMILIES else {}),
-                      "preview": dg.MetadataValue.md(preview_md(previews.get("reader_outputs", pl.DataFrame()), columns=["anchor_id", "horizon", "signal", "valid_ids", "reason"]))},
-        )
+            yield _tree_result(family, names, run, s)
+        yield _contexts_result(family, names, run, params)
+        yield _reader_result(family, run, backend)
+
+    return loop
+
+
+def _feedback_asset(family: str, vs: list[Variant], partitions_def) -> dg.AssetsDefinition:
+    """The family's feedback asset: the lineage of its memory updates, per matured label."""
 
     @dg.asset(
-        key=key("feedback"),
+        key=_key(family, "feedback"),
         group_name=family,
         kinds={"parquet"},
         partitions_def=partitions_def,
         backfill_policy=dg.BackfillPolicy.single_run(),
-        deps=[key("reader_outputs"), key("contexts"), "labels"],
+        deps=[_key(family, "reader_outputs"), _key(family, "contexts"), "labels"],
         description=(
             "Lineage of the memory updates of this family: per anchor and matured horizon the prediction, label, "
             "credited families and weight. Rows exist only once close(D+h) is in prices (keyed by decision day D)."
@@ -197,4 +245,10 @@ def build_variant_assets(family: str, partitions_def, settings: Settings) -> lis
                       "accuracy_matured": round(float(np.mean(fb.correct)), 4) if fb.correct else 0.0}
         )
 
-    return [loop, feedback]
+    return feedback
+
+
+def build_variant_assets(family: str, partitions_def, settings: Settings) -> list[dg.AssetsDefinition]:
+    """A variant family's assets: its loop multi-asset and its feedback asset."""
+    vs = variants_of(family, settings.memory.lam, settings.variants.shuffle_seeds, settings.lora.seeds)
+    return [_loop_asset(family, vs, partitions_def), _feedback_asset(family, vs, partitions_def)]

@@ -176,19 +176,36 @@ class NewsBuilder:
     # ------------------------------------------------------------ per event
     def event_rows(self, ev: Event) -> tuple[list[NewsRow], str, str]:
         """All rows of one event; also returns (anchor title, subject)."""
-        rng = self.rng
         c = self.co[ev.ticker]
         tp = P.TYPE_PARAMS[ev.event_type]
+        kw, subject = self._event_kw(c, ev)
+        anchor = self._anchor_row(c, ev, kw)
+        peers = self.peers.get(c.ticker, [])
+        rows: list[NewsRow] = [anchor]
+        rows += self._rereports(c, ev, anchor)
+        rows += self._same_url_peer(ev, anchor, peers)
+        rows += self._companions(c, ev, kw, tp)
+        rows += self._followups(c, ev, kw, tp)
+        rows += self._peer_article(c, ev, kw, tp, peers)
+        rows += self._traps(c, ev, kw)
+        return rows, anchor.title, subject
+
+    def _event_kw(self, c: Company, ev: Event) -> tuple[dict, str]:
+        """Template fields of an event as of its anchor time, with the event's subject; returns (fields, subject)."""
         kw = self._kw(c, ev, ev.anchor_ns)
-        subject = (f"Q{ev.fq.q} earnings" if ev.quarterly and ev.fq else _pick(rng, T.SUBJECTS[ev.event_type]))
+        subject = (f"Q{ev.fq.q} earnings" if ev.quarterly and ev.fq else _pick(self.rng, T.SUBJECTS[ev.event_type]))
         kw["subject"] = subject
+        return kw, subject
+
+    def _anchor_row(self, c: Company, ev: Event, kw: dict) -> NewsRow:
+        """The anchor: draw templates until the Table 5 mapper gives the intended type, then stamp it."""
+        rng = self.rng
         if ev.event_type == EARNINGS and ev.quarterly:
             titles, leads = T.QUARTERLY_TITLES, T.QUARTERLY_LEADS
         else:
             titles, leads = T.TITLES[ev.event_type], T.LEADS[ev.event_type]
         details = T.DETAILS[ev.event_type]
         pub, base = self._publisher()
-        # anchor: draw templates until the Table 5 mapper gives the intended type
         for _attempt in range(40):
             title = _pick(rng, titles[ev.news_tone]).format(**kw)
             lead = _pick(rng, leads[ev.news_tone]).format(**kw)
@@ -198,18 +215,20 @@ class NewsBuilder:
                 break
         else:  # pragma: no cover - templates are tested
             raise AssertionError(f"no template gives {ev.event_type} for {ev.event_id}: {title!r}")
-        rows: list[NewsRow] = []
         date_str, pns, donly = self._stamp(ev.anchor_ns, None)
         url = self._url(base, title, ev.event_id, "anchor")
         author = _pick(rng, T.AUTHORS)
-        anchor = NewsRow(date_str, title, c.ticker, url, pub, author, article, sums, pns, donly, "anchor",
-                         ev.event_id, ev.event_type, ev.news_tone, in_utility=True)
-        rows.append(anchor)
-        peers = self.peers.get(c.ticker, [])
-        # re-reports
+        return NewsRow(date_str, title, c.ticker, url, pub, author, article, sums, pns, donly, "anchor",
+                       ev.event_id, ev.event_type, ev.news_tone, in_utility=True)
+
+    def _rereports(self, c: Company, ev: Event, anchor: NewsRow) -> list[NewsRow]:
+        """0-3 re-reports of the anchor by other publishers, some with the title reworded."""
+        rng = self.rng
+        title, article, sums = anchor.title, anchor.article, anchor.summaries
+        rows: list[NewsRow] = []
         n_re = int(rng.choice(4, p=P.REREPORT_P))
         for k in range(n_re):
-            p2, b2 = self._publisher(avoid=pub)
+            p2, b2 = self._publisher(avoid=anchor.publisher)
             t_re = title if rng.random() < 0.3 else T.reword(title, int(rng.integers(0, 12)))
             ns = ev.anchor_ns + int(rng.integers(5, 360)) * MIN + int(rng.integers(0, 60)) * NS
             day = et_date(ns) if rng.random() < P.DATE_ONLY_P["rereport"] else None
@@ -222,11 +241,22 @@ class NewsBuilder:
                 art_re, sums_re = article, sums
             rows.append(NewsRow(ds, t_re, c.ticker, self._url(b2, t_re, ev.event_id, "re", k), p2, _pick(rng, T.AUTHORS),
                                 art_re, sums_re, pn, do, "rereport", ev.event_id, ev.event_type, ev.news_tone))
-        if peers and rng.random() < P.SAME_URL_PEER_P:
-            pt = _pick(rng, peers)
-            rows.append(NewsRow(anchor.date_str, title, pt, url, pub, author, article, sums, pns, donly, "rereport",
-                                ev.event_id, ev.event_type, ev.news_tone))
-        # companions before decision_time(D)
+        return rows
+
+    def _same_url_peer(self, ev: Event, anchor: NewsRow, peers: list[str]) -> list[NewsRow]:
+        """Sometimes the anchor again, same URL, under a same-sector peer's ticker."""
+        rows: list[NewsRow] = []
+        if peers and self.rng.random() < P.SAME_URL_PEER_P:
+            pt = _pick(self.rng, peers)
+            a = anchor
+            rows.append(NewsRow(a.date_str, a.title, pt, a.url, a.publisher, a.author, a.article, a.summaries, a.public_ns,
+                                a.date_only, "rereport", ev.event_id, ev.event_type, ev.news_tone))
+        return rows
+
+    def _companions(self, c: Company, ev: Event, kw: dict, tp) -> list[NewsRow]:
+        """0-2 companion articles before decision_time(D), carrying the planted news tone."""
+        rng = self.rng
+        rows: list[NewsRow] = []
         close_d = int(self.wd.closes[ev.d_idx])
         n_comp = int(rng.choice(3, p=P.COMPANION_P))
         for k in range(n_comp):
@@ -241,7 +271,12 @@ class NewsBuilder:
                     continue
                 ns = int(rng.integers(lo, hi))
             rows.append(self._commentary(c, ev, kw, tone, ns, day, "companion", T.COMPANION_TITLES, c.ticker, k))
-        # follow-ups on later sessions
+        return rows
+
+    def _followups(self, c: Company, ev: Event, kw: dict, tp) -> list[NewsRow]:
+        """0-2 follow-ups on later sessions (D+1 .. D+8)."""
+        rng = self.rng
+        rows: list[NewsRow] = []
         n_fu = int(rng.choice(3, p=P.FOLLOWUP_P))
         for k in range(n_fu):
             i = ev.d_idx + int(rng.integers(1, 9))
@@ -250,7 +285,13 @@ class NewsBuilder:
             tone = draw_tone(rng, ev.d_short, tp.rho_news)
             ns, day = self._time_on(i, P.DATE_ONLY_P["followup"])
             rows.append(self._commentary(c, ev, kw, tone, ns, day, "followup", T.FOLLOWUP_TITLES, c.ticker, k))
-        # same-sector peer article mentioning the event
+        return rows
+
+    def _peer_article(self, c: Company, ev: Event, kw: dict, tp, peers: list[str]) -> list[NewsRow]:
+        """Sometimes a same-sector peer's article mentioning the event."""
+        rng = self.rng
+        rows: list[NewsRow] = []
+        close_d = int(self.wd.closes[ev.d_idx])
         if peers and rng.random() < P.PEER_P:
             pt = _pick(rng, peers)
             tone = draw_tone(rng, ev.d_short, tp.rho_news)
@@ -261,13 +302,17 @@ class NewsBuilder:
                 ns, day = self._time_on(i, 0.0)
             pkw = dict(kw, peer=self.co[pt].short_name)
             rows.append(self._commentary(c, ev, pkw, tone, ns, day, "peer", T.PEER_TITLES, pt, 0))
-        # leakage traps
-        n_trap = int(rng.choice(3, p=P.TRAP_P))
+        return rows
+
+    def _traps(self, c: Company, ev: Event, kw: dict) -> list[NewsRow]:
+        """0-2 leakage traps published after close(D) that reveal the realised move."""
+        rows: list[NewsRow] = []
+        n_trap = int(self.rng.choice(3, p=P.TRAP_P))
         for k in range(n_trap):
             row = self._trap(c, ev, kw, k)
             if row is not None:
                 rows.append(row)
-        return rows, title, subject
+        return rows
 
     def _time_on(self, i: int, p_date_only: float) -> tuple[int, dt.date | None]:
         day = self.wd.days[i]

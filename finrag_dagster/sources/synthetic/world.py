@@ -123,51 +123,100 @@ def build_world(s: WorldSettings) -> _World:
     companies = select_universe(s.n_tickers, s.n_sectors, s.market_ticker)
     stocks, market = companies[:-1], companies[-1]
     mk = simulate_market(seed, n)
+    sector_paths = _sector_paths(seed, stocks, mk)
+    first_idx = _first_news_index(s, wd)
+    prices, events, stock_info, event_price_ids = _stock_markets(s, wd, stocks, sector_paths, mk, first_idx)
+    prices[market.ticker], event_price_ids[market.ticker] = _market_proxy(seed, market, mk, n)
+    by_ticker = _events_by_ticker(stocks, events)
+    fin = _fundamentals(seed, wd, stocks, by_ticker)
+    news, anchor_title, subject = _news(seed, wd, companies, stocks, prices, fin, by_ticker, first_idx)
+    filings, texts = _filings(s, wd, stocks, fin, by_ticker, anchor_title, subject)
+    events.sort(key=lambda e: (e.d_idx, e.ticker))
+    filings.sort(key=lambda f: (f.accept_ns, f.accession))
+    return _World(wd, companies, prices, events, event_price_ids, news, filings, texts, {"stocks": stock_info, "regime": mk.regime})
+
+
+def _sector_paths(seed: int, stocks: list[Company], mk) -> dict[str, tuple[np.ndarray, float]]:
+    """One simulated sector factor path per sector, in order of the first stock of each sector."""
     sector_paths: dict[str, tuple[np.ndarray, float]] = {}
     for c in stocks:
         if c.sector not in sector_paths:
             key = SECTOR_ORDER.index(c.sector) if c.sector in SECTOR_ORDER else 99
             sector_paths[c.sector] = simulate_sector(seed, key, mk.regime)
+    return sector_paths
+
+
+def _first_news_index(s: WorldSettings, wd: WorldDays) -> int:
+    """The session index of news_start; it must leave room for events before the end."""
     first_idx = wd.index_on_or_after(s.news_start)
-    if first_idx >= n - 6:
+    if first_idx >= len(wd) - 6:
         raise ValueError(f"news_start {s.news_start} leaves no room for events before {s.end}")
+    return first_idx
+
+
+def _stock_markets(s: WorldSettings, wd: WorldDays, stocks: list[Company], sector_paths, mk, first_idx: int):
+    """Each stock's events and prices, stock by stock; returns (prices, events, stock_info, event_price_ids)."""
     prices: dict[str, PriceSeries] = {}
     events: list[Event] = []
     stock_info: dict[str, dict] = {}
     event_price_ids: dict[str, np.ndarray] = {}
     for c in stocks:
-        f, fvol = sector_paths[c.sector]
-        sp = stock_params(seed, c, fvol, mk.pi_turb, s.events_per_ticker_year)
-        rng = rng_for(seed, S_EVENTS, c.uid)
-        evs = schedule_events(rng, c, wd, first_idx, s.events_per_ticker_year)
-        abn, spike = realise_events(rng, evs, wd, sp.unit, n)
-        prices[c.ticker] = build_prices(seed, c, sp, mk, f, abn, spike)
-        ids = np.full(n, "", dtype=object)
-        for e in evs:
-            for k in range(1, 6):
-                if abs(abn[e.d_idx + k]) > 0:
-                    ids[e.d_idx + k] = e.event_id
+        series, evs, ids, info = _stock_market(s, wd, c, sector_paths, mk, first_idx)
+        prices[c.ticker] = series
         event_price_ids[c.ticker] = ids
         events.extend(evs)
-        stock_info[c.ticker] = {
-            "beta": sp.beta, "gamma": sp.gamma, "alpha": sp.alpha, "sigma_idio": sp.sigma_idio,
-            "sector_vol": sp.sector_vol, "residual_sd_no_events": sp.s_base, "unit_u": sp.unit,
-            "dividend_yield": sp.dividend_yield, "price0": sp.price0,
-        }
-    msp = stock_params(seed, market, 0.0, mk.pi_turb, 0.0)
-    prices[market.ticker] = build_prices(seed, market, msp, mk, np.zeros(n), np.zeros(n), np.zeros(n))
-    event_price_ids[market.ticker] = np.full(n, "", dtype=object)
+        stock_info[c.ticker] = info
+    return prices, events, stock_info, event_price_ids
 
-    # fundamentals (numbers lean toward the tone of each quarter's earnings 8-K)
-    fin: dict[str, dict[dt.date, QuarterFin]] = {}
+
+def _stock_market(s: WorldSettings, wd: WorldDays, c: Company, sector_paths, mk, first_idx: int):
+    """One stock's parameters, scheduled events and prices; returns (prices, events, event id per session, parameters)."""
+    seed, n = s.seed, len(wd)
+    f, fvol = sector_paths[c.sector]
+    sp = stock_params(seed, c, fvol, mk.pi_turb, s.events_per_ticker_year)
+    rng = rng_for(seed, S_EVENTS, c.uid)
+    evs = schedule_events(rng, c, wd, first_idx, s.events_per_ticker_year)
+    abn, spike = realise_events(rng, evs, wd, sp.unit, n)
+    series = build_prices(seed, c, sp, mk, f, abn, spike)
+    ids = np.full(n, "", dtype=object)
+    for e in evs:
+        for k in range(1, 6):
+            if abs(abn[e.d_idx + k]) > 0:
+                ids[e.d_idx + k] = e.event_id
+    info = {
+        "beta": sp.beta, "gamma": sp.gamma, "alpha": sp.alpha, "sigma_idio": sp.sigma_idio,
+        "sector_vol": sp.sector_vol, "residual_sd_no_events": sp.s_base, "unit_u": sp.unit,
+        "dividend_yield": sp.dividend_yield, "price0": sp.price0,
+    }
+    return series, evs, ids, info
+
+
+def _market_proxy(seed: int, market: Company, mk, n: int) -> tuple[PriceSeries, np.ndarray]:
+    """The market proxy's prices (no events) and its empty event ids."""
+    msp = stock_params(seed, market, 0.0, mk.pi_turb, 0.0)
+    return build_prices(seed, market, msp, mk, np.zeros(n), np.zeros(n), np.zeros(n)), np.full(n, "", dtype=object)
+
+
+def _events_by_ticker(stocks: list[Company], events: list[Event]) -> dict[str, list[Event]]:
+    """Each stock's events, in the order generated."""
     by_ticker: dict[str, list[Event]] = {c.ticker: [] for c in stocks}
     for e in events:
         by_ticker[e.ticker].append(e)
+    return by_ticker
+
+
+def _fundamentals(seed: int, wd: WorldDays, stocks: list[Company], by_ticker) -> dict[str, dict[dt.date, QuarterFin]]:
+    """Quarterly fundamentals per stock (numbers lean toward the tone of each quarter's earnings 8-K)."""
+    fin: dict[str, dict[dt.date, QuarterFin]] = {}
     for c in stocks:
         tones = {e.fq.end: int(e.sec_tone) for e in by_ticker[c.ticker] if e.quarterly and e.fq and e.sec_tone is not None}
         fin[c.ticker] = fundamentals(seed, c, wd.days[0], wd.days[-1], tones)
+    return fin
 
-    # news
+
+def _news(seed: int, wd: WorldDays, companies: list[Company], stocks: list[Company], prices, fin, by_ticker, first_idx: int):
+    """Event and background news of every stock, published by the world's end and in file order;
+    returns (rows, anchor title per event, subject per event)."""
     cmap = {c.ticker: c for c in companies}
     closes = {t: p.close for t, p in prices.items()}
     peers = {c.ticker: [o.ticker for o in stocks if o.sector == c.sector and o.ticker != c.ticker] for c in stocks}
@@ -186,50 +235,64 @@ def build_world(s: WorldSettings) -> _World:
     last_ns = int(wd.closes[-1])
     news = [r for r in news if r.public_ns <= last_ns]
     news.sort(key=lambda r: (r.date_str, r.ticker, r.url, r.role))
+    return news, anchor_title, subject
 
-    # filings
+
+def _filings(s: WorldSettings, wd: WorldDays, stocks: list[Company], fin, by_ticker, anchor_title, subject):
+    """Every stock's filings and their full-submission texts; returns (filings, text per accession)."""
     filings: list[Filing] = []
     texts: dict[str, str] = {}
     for c in stocks:
-        evs = by_ticker[c.ticker]
-        frng = rng_for(seed, S_FILINGS, c.uid, 1)
-        fl = periodic_filings(seed, c, wd, fin[c.ticker], evs)
-        for e in evs:
-            if e.k8_ns is None:
-                continue
-            items = event_items(e, anchor_title[e.event_id], frng)
-            fl.append(Filing(c.ticker, c.cik, "8-K", int(e.k8_ns), et_date(e.event_ns), items, e.event_id,
-                             int(e.sec_tone), "companion", e.fq))
-        assign_accessions(fl, wd, frng)
-        ev_by_id = {e.event_id: e for e in evs}
-        legal_events = [e for e in evs if e.event_type == P.LEGAL]
-        execs = T.EXECUTIVES
-        for f in fl:
-            exec_name = execs[(c.uid + f.report_date.year) % len(execs)]
-            cfo_name = execs[(c.uid + f.report_date.year + 3) % len(execs)]
-            if f.form == "8-K":
-                e = ev_by_id[f.event_id]
-                fq = e.fq or current_quarter(c, f.report_date)
-                info = {"qf": fin[c.ticker].get(fq.end), "long": fq_long(fq), "next_long": fq_long(next_fq(fq, c.fye_month))}
-                echo = press_release_echo(anchor_title[e.event_id]) if s.press_release_echo else ""
-                docs = render_8k_body(c, f, e, exec_name, cfo_name, f.report_date, subject[e.event_id], info, echo)
-            else:
-                notes = [
-                    f"In {to_utc(le.event_ns).strftime('%B %Y')}, the Company reported a matter described as the {subject[le.event_id]}."
-                    for le in legal_events
-                    if le.event_ns < f.accept_ns
-                ][-3:]
-                body = render_periodic(c, f, fin[c.ticker], notes, exec_name)
-                docs = [(f.form, f.primary_doc, body)]
-            texts[f.accession] = full_submission(c, f, docs)
-        filings.extend(fl)
-        for e in evs:
-            e.extra["accession"] = next((f.accession for f in fl if f.event_id == e.event_id), None)
-            e.extra["anchor_title"] = anchor_title[e.event_id]
-            e.extra["subject"] = subject[e.event_id]
-    events.sort(key=lambda e: (e.d_idx, e.ticker))
-    filings.sort(key=lambda f: (f.accept_ns, f.accession))
-    return _World(wd, companies, prices, events, event_price_ids, news, filings, texts, {"stocks": stock_info, "regime": mk.regime})
+        filings.extend(_company_filings(s, wd, c, fin, by_ticker[c.ticker], anchor_title, subject, texts))
+    return filings, texts
+
+
+def _company_filings(s: WorldSettings, wd: WorldDays, c: Company, fin, evs: list[Event], anchor_title, subject,
+                     texts: dict[str, str]) -> list[Filing]:
+    """One company's periodic filings and 8-Ks with accessions, their texts added to ``texts``, and
+    each event's accession, anchor title and subject noted on the event."""
+    frng = rng_for(s.seed, S_FILINGS, c.uid, 1)
+    fl = periodic_filings(s.seed, c, wd, fin[c.ticker], evs)
+    for e in evs:
+        if e.k8_ns is None:
+            continue
+        items = event_items(e, anchor_title[e.event_id], frng)
+        fl.append(Filing(c.ticker, c.cik, "8-K", int(e.k8_ns), et_date(e.event_ns), items, e.event_id,
+                         int(e.sec_tone), "companion", e.fq))
+    assign_accessions(fl, wd, frng)
+    ev_by_id = {e.event_id: e for e in evs}
+    legal_events = [e for e in evs if e.event_type == P.LEGAL]
+    for f in fl:
+        texts[f.accession] = _filing_text(s, c, f, fin, ev_by_id, legal_events, anchor_title, subject)
+    for e in evs:
+        e.extra["accession"] = next((f.accession for f in fl if f.event_id == e.event_id), None)
+        e.extra["anchor_title"] = anchor_title[e.event_id]
+        e.extra["subject"] = subject[e.event_id]
+    return fl
+
+
+def _filing_text(s: WorldSettings, c: Company, f: Filing, fin, ev_by_id: dict[str, Event], legal_events: list[Event],
+                 anchor_title, subject) -> str:
+    """The full submission of one filing: an 8-K's body from its event, a periodic report's with the
+    legal matters reported before it."""
+    execs = T.EXECUTIVES
+    exec_name = execs[(c.uid + f.report_date.year) % len(execs)]
+    cfo_name = execs[(c.uid + f.report_date.year + 3) % len(execs)]
+    if f.form == "8-K":
+        e = ev_by_id[f.event_id]
+        fq = e.fq or current_quarter(c, f.report_date)
+        info = {"qf": fin[c.ticker].get(fq.end), "long": fq_long(fq), "next_long": fq_long(next_fq(fq, c.fye_month))}
+        echo = press_release_echo(anchor_title[e.event_id]) if s.press_release_echo else ""
+        docs = render_8k_body(c, f, e, exec_name, cfo_name, f.report_date, subject[e.event_id], info, echo)
+    else:
+        notes = [
+            f"In {to_utc(le.event_ns).strftime('%B %Y')}, the Company reported a matter described as the {subject[le.event_id]}."
+            for le in legal_events
+            if le.event_ns < f.accept_ns
+        ][-3:]
+        body = render_periodic(c, f, fin[c.ticker], notes, exec_name)
+        docs = [(f.form, f.primary_doc, body)]
+    return full_submission(c, f, docs)
 
 
 def current_quarter(c: Company, day: dt.date):
