@@ -107,3 +107,18 @@ def test_book_and_rank_ic_are_the_same_to_the_bit_under_any_hash_seed():
     outs = {subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True, text=True, check=True).stdout
             for seed in ("1", "2", "3")}
     assert len(outs) == 1
+
+
+def test_a_lora_familys_figure_line_is_the_seeds_mean_daily_book():
+    """Figure 2's LoRA line: each day's gross, turnover and net averaged over the seeds' books, the
+    most names any seed held, in date order (books given out of order)."""
+    from finrag_dagster.core.evaluation.tables import seed_mean_book
+
+    days = [dt.date(2021, 1, 5), dt.date(2021, 1, 4)]
+    b0 = pl.DataFrame({"date": days, "gross": [0.01, 0.02], "turnover": [0.5, 1.0], "net": [0.009, 0.019], "n_names": [10, 8]})
+    b1 = pl.DataFrame({"date": days, "gross": [-0.03, 0.00], "turnover": [0.1, 0.2], "net": [-0.031, -0.001], "n_names": [9, 12]})
+    out = seed_mean_book({"s0": b0, "s1": b1}, ["s0", "s1"])
+    assert out.columns == b0.columns and out["date"].to_list() == sorted(days)
+    assert out["net"].to_list() == pytest.approx([0.009, -0.011])
+    assert out["gross"].to_list() == pytest.approx([0.01, -0.01]) and out["turnover"].to_list() == pytest.approx([0.6, 0.3])
+    assert out["n_names"].to_list() == [12, 10] and out.schema["n_names"] == pl.Int64

@@ -187,9 +187,19 @@ def evaluate(s: Settings, lake: Lake, cal: TradingCalendar) -> tuple[pl.DataFram
             mean = {k: float(np.nanmean([x[k] for x in sums])) for k in keys}
             std = {k: float(np.nanstd([x[k] for x in sums], ddof=1)) for k in keys} if len(sums) > 1 else None
             rows += long_rows("Table 4", split, VARIANT_LABEL[f], mean, seed_books[names[0]].height, std)
+            daily.append(seed_mean_book(seed_books, names).with_columns(
+                pl.lit(VARIANT_LABEL[f]).alias("strategy"), pl.lit(split).alias("split"), (pl.col("net") + 1).cum_prod().sub(1).alias("cum_net")))
     ev = pl.DataFrame(rows, schema=LONG_SCHEMA)
     pdaily = pl.concat(daily) if daily else pl.DataFrame()
     return ev, pdaily
+
+
+def seed_mean_book(books: dict[str, pl.DataFrame], names: list[str]) -> pl.DataFrame:
+    """A LoRA family's daily book for Figure 2: each day's gross, turnover and net averaged over the
+    seeds' books (an equal-weight mix of the seeds' portfolios), names held: the most of any seed."""
+    both = pl.concat([books[n].select("date", "gross", "turnover", "net", "n_names") for n in names])
+    return (both.group_by("date").agg(pl.col("gross", "turnover", "net").mean(), pl.col("n_names").max().cast(pl.Int64))
+            .sort("date").select(books[names[0]].columns))
 
 
 def run_evaluation(s: Settings, lake: Lake, cal: TradingCalendar) -> pl.DataFrame:
