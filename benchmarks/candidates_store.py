@@ -30,9 +30,11 @@ from finrag_dagster.core.retrieval.store_cache import load_store  # noqa: E402
 
 def same(a: Store, b: Store) -> bool:
     cols = ("passage_id", "public_ns", "ticker", "family", "url_code", "title_code", "cluster_code", "emb")
-    return (all(np.array_equal(getattr(a, f), getattr(b, f)) for f in cols)
-            and all(np.array_equal(getattr(a.tm.X, f), getattr(b.tm.X, f)) for f in ("indptr", "indices", "data"))
-            and list(a.tm.vocab.ids) == list(b.tm.vocab.ids))
+    return (
+        all(np.array_equal(getattr(a, f), getattr(b, f)) for f in cols)
+        and all(np.array_equal(getattr(a.tm.X, f), getattr(b.tm.X, f)) for f in ("indptr", "indices", "data"))
+        and list(a.tm.vocab.ids) == list(b.tm.vocab.ids)
+    )
 
 
 def main() -> None:

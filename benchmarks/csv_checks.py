@@ -47,8 +47,11 @@ print(None, ok, rows)
 
 
 def write_csv(path: Path, gb: float) -> None:
-    row = ('2021-03-01 00:00:00 UTC,"Apple Beats Estimates, Raises Guidance",AAPL,https://example.com/a,Pub,Auth,"'
-           + "Revenue grew strongly in the quarter, the company said. " * 22 + '"\n')
+    row = (
+        '2021-03-01 00:00:00 UTC,"Apple Beats Estimates, Raises Guidance",AAPL,https://example.com/a,Pub,Auth,"'
+        + "Revenue grew strongly in the quarter, the company said. " * 22
+        + '"\n'
+    )
     block = row * 10_000
     with open(path, "w", encoding="utf-8") as f:
         f.write("Date,Article_title,Stock_symbol,Url,Publisher,Author,Article\n")

@@ -29,9 +29,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from finrag_dagster.core.storage.lake import _WRITE_OPTS, Lake  # noqa: E402
 from finrag_dagster.core.experience.store import CONTENT, STATE, read_rows  # noqa: E402
 
-ONLY = ["universe", "prices", "news_raw", "filings_raw", "returns", "evidence", "anchors", "context_cards", "candidates", "labels",
-        "experience_tree", "toe/experience_tree", "toe/contexts", "toe/reader_outputs", "source_memory_toe/memory_snapshot",
-        "source_memory_toe/experience_tree", "source_memory_toe/contexts", "source_memory_toe/reader_outputs"]
+ONLY = [
+    "universe",
+    "prices",
+    "news_raw",
+    "filings_raw",
+    "returns",
+    "evidence",
+    "anchors",
+    "context_cards",
+    "candidates",
+    "labels",
+    "experience_tree",
+    "toe/experience_tree",
+    "toe/contexts",
+    "toe/reader_outputs",
+    "source_memory_toe/memory_snapshot",
+    "source_memory_toe/experience_tree",
+    "source_memory_toe/contexts",
+    "source_memory_toe/reader_outputs",
+]
 
 
 def build(root: Path, end: dt.date) -> Lake:
@@ -62,8 +79,18 @@ def measure(lake: Lake) -> list[dict]:
         state = [lake.path(STATE, tree_id=tree_id, date=d).stat().st_size for d in days]
         content = [f.stat().st_size for f in lake.partition_files(CONTENT, tree_id=tree_id)]
         snap = [snapshot_bytes(lake, tree_id, d) for d in days]
-        out.append({"tree_id": tree_id, "days": len(days), "snapshot": sum(snap), "snapshot_first_last": (snap[0], snap[-1]),
-                    "state": sum(state), "state_first_last": (state[0], state[-1]), "content": sum(content), "content_files": len(content)})
+        out.append(
+            {
+                "tree_id": tree_id,
+                "days": len(days),
+                "snapshot": sum(snap),
+                "snapshot_first_last": (snap[0], snap[-1]),
+                "state": sum(state),
+                "state_first_last": (state[0], state[-1]),
+                "content": sum(content),
+                "content_files": len(content),
+            }
+        )
     return out
 
 
@@ -81,14 +108,18 @@ def main() -> None:
     rows = measure(lake)
     print(f"{'tree_id':<18} {'days':>4} {'snapshots':>11} {'(first, last)':>18} {'state':>9} {'(first, last)':>14} {'content':>9} {'files':>5}")
     for r in rows:
-        print(f"{r['tree_id']:<18} {r['days']:>4} {r['snapshot']:>11,} {str(r['snapshot_first_last']):>18} {r['state']:>9,} "
-              f"{str(r['state_first_last']):>14} {r['content']:>9,} {r['content_files']:>5}")
+        print(
+            f"{r['tree_id']:<18} {r['days']:>4} {r['snapshot']:>11,} {str(r['snapshot_first_last']):>18} {r['state']:>9,} "
+            f"{str(r['state_first_last']):>14} {r['content']:>9,} {r['content_files']:>5}"
+        )
     days = max((r["days"] for r in rows), default=0)
     before = sum(r["snapshot"] for r in rows)
     after = sum(r["state"] + r["content"] for r in rows)
     if days:
-        print(f"per decision day: {before / days:,.0f} bytes as full snapshots, {after / days:,.0f} as state + content "
-              f"({before / max(after, 1):.1f}x less)")
+        print(
+            f"per decision day: {before / days:,.0f} bytes as full snapshots, {after / days:,.0f} as state + content "
+            f"({before / max(after, 1):.1f}x less)"
+        )
 
 
 if __name__ == "__main__":

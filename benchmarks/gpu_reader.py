@@ -27,10 +27,21 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 LLAMA_8B = {
-    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
-    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "max_position_embeddings": 8192,
-    "rms_norm_eps": 1e-5, "rope_theta": 500000.0, "hidden_act": "silu", "tie_word_embeddings": False, "torch_dtype": "bfloat16",
-    "bos_token_id": 1, "eos_token_id": 2,
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "max_position_embeddings": 8192,
+    "rms_norm_eps": 1e-5,
+    "rope_theta": 500000.0,
+    "hidden_act": "silu",
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "bos_token_id": 1,
+    "eos_token_id": 2,
 }
 
 
@@ -72,7 +83,9 @@ def pipeline_prompts(lake_dir: str, n: int):
         ev = evidence_items(lake, c["passage_id"].to_list())
         for r in a.iter_rows(named=True):
             ctx = c.filter(pl.col("anchor_id") == r["anchor_id"]).sort("position")["passage_id"].to_list()
-            info = AnchorInfo(r["anchor_id"], r["ticker"], names.get(r["ticker"], r["ticker"]), r["headline"], r["summary"], d, r["event_type"], r["session"])
+            info = AnchorInfo(
+                r["anchor_id"], r["ticker"], names.get(r["ticker"], r["ticker"]), r["headline"], r["summary"], d, r["event_type"], r["session"]
+            )
             prompts.append(build_prompt(info, [ev[p] for p in ctx], card.get(r["ticker"], "")))
         if len(prompts) >= n:
             break
@@ -99,8 +112,14 @@ def main() -> None:
         model = str(make_dummy_model(Path(args.make_dummy_model)))
         args.dummy_weights = True
     prompts = pipeline_prompts(args.lake, args.n)
-    cfg = BackendConfig(backend="vllm", model=model, max_tokens=args.max_tokens, tensor_parallel_size=args.tp,
-                        max_model_len=args.max_model_len, dummy_weights=args.dummy_weights)
+    cfg = BackendConfig(
+        backend="vllm",
+        model=model,
+        max_tokens=args.max_tokens,
+        tensor_parallel_size=args.tp,
+        max_model_len=args.max_model_len,
+        dummy_weights=args.dummy_weights,
+    )
     t0 = time.perf_counter()
     be = VllmBackend(cfg)
     load = time.perf_counter() - t0
@@ -114,7 +133,9 @@ def main() -> None:
     valid = sum(parse_output(g.text, p.allowed_ids).valid_json for g, p in zip(gens, prompts))
     print(f"model {model} ({'dummy weights' if args.dummy_weights else 'real weights'}), tp={args.tp}, load {load:.0f}s")
     print(f"{len(gens)} anchors in {wall:.1f}s: {len(gens) / wall:.1f} anchors/s")
-    print(f"prompt tokens {p_tok / len(gens):.0f}/anchor, {p_tok / wall:,.0f} tok/s; output tokens {o_tok / len(gens):.0f}/anchor, {o_tok / wall:,.0f} tok/s")
+    print(
+        f"prompt tokens {p_tok / len(gens):.0f}/anchor, {p_tok / wall:,.0f} tok/s; output tokens {o_tok / len(gens):.0f}/anchor, {o_tok / wall:,.0f} tok/s"
+    )
     print(f"valid JSON: {valid}/{len(gens)}")
 
 

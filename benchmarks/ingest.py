@@ -31,10 +31,23 @@ import polars as pl
 ROOT = Path(__file__).resolve().parents[1]
 UNIVERSE = [f"U{i:03d}" for i in range(89)]
 OTHERS = [f"X{i:04d}" for i in range(3911)]
-COLUMNS = ["Date", "Article_title", "Stock_symbol", "Url", "Publisher", "Author", "Article",
-           "Lsa_summary", "Luhn_summary", "Textrank_summary", "Lexrank_summary"]
-WORDS = ("revenue grew strongly in the quarter , the company said ; margins \"expanded\" while guidance "
-         "was raised and analysts upgraded the stock after the earnings call").split()
+COLUMNS = [
+    "Date",
+    "Article_title",
+    "Stock_symbol",
+    "Url",
+    "Publisher",
+    "Author",
+    "Article",
+    "Lsa_summary",
+    "Luhn_summary",
+    "Textrank_summary",
+    "Lexrank_summary",
+]
+WORDS = (
+    'revenue grew strongly in the quarter , the company said ; margins "expanded" while guidance '
+    "was raised and analysts upgraded the stock after the earnings call"
+).split()
 
 HWM = """def hwm():  # peak RSS of this process image in MiB (ru_maxrss would carry the parent's over exec)
     for ln in open("/proc/self/status"):
@@ -77,15 +90,21 @@ def _chunk(rng: np.random.Generator, n: int, start: int) -> pl.DataFrame:
     arts = [" ".join(words[rng.integers(0, len(words), k)]) for k in lens]
     arts = [a.replace(" ; ", "\n", 1) if i % 5 == 0 else a for i, a in enumerate(arts)]
     ids = np.arange(start, start + n)
-    return pl.DataFrame({
-        "Date": [f"{base + int(d)} 00:00:00 UTC" for d in days],
-        "Article_title": [f"Company {t}, update {i}" for t, i in zip(tick, ids)],
-        "Stock_symbol": tick,
-        "Url": [f"https://example.com/{t.lower()}/{i}" for t, i in zip(tick, ids)],
-        "Publisher": "Bench Wire", "Author": "",
-        "Article": arts,
-        "Lsa_summary": [a[:200] for a in arts], "Luhn_summary": "", "Textrank_summary": "", "Lexrank_summary": "",
-    }).select(COLUMNS)
+    return pl.DataFrame(
+        {
+            "Date": [f"{base + int(d)} 00:00:00 UTC" for d in days],
+            "Article_title": [f"Company {t}, update {i}" for t, i in zip(tick, ids)],
+            "Stock_symbol": tick,
+            "Url": [f"https://example.com/{t.lower()}/{i}" for t, i in zip(tick, ids)],
+            "Publisher": "Bench Wire",
+            "Author": "",
+            "Article": arts,
+            "Lsa_summary": [a[:200] for a in arts],
+            "Luhn_summary": "",
+            "Textrank_summary": "",
+            "Lexrank_summary": "",
+        }
+    ).select(COLUMNS)
 
 
 def write_csv(path: Path, gb: float, start: int = 0, header: bool = True, seed: int = 0) -> int:
@@ -122,9 +141,11 @@ def run(code: str) -> dict:
 def line(name: str, r: dict, mb: float) -> str:
     if "error" in r:
         return f"{name:34s}: failed ({r['error']})"
-    return (f"{name:34s}: {r['wall']:7.1f} s, {mb / max(r['wall'], 1e-9):7.1f} MB/s, "
-            f"{r['rows_read'] / max(r['wall'], 1e-9):9.0f} rows/s read, peak RSS {r['rss_mib']:7.0f} MiB, "
-            f"rows in {r['rows_in']}, read {r['rows_read']}, accepted {r['accepted']}")
+    return (
+        f"{name:34s}: {r['wall']:7.1f} s, {mb / max(r['wall'], 1e-9):7.1f} MB/s, "
+        f"{r['rows_read'] / max(r['wall'], 1e-9):9.0f} rows/s read, peak RSS {r['rss_mib']:7.0f} MiB, "
+        f"rows in {r['rows_in']}, read {r['rows_read']}, accepted {r['accepted']}"
+    )
 
 
 def main() -> None:
@@ -158,11 +179,15 @@ def main() -> None:
         print(line("re-run, nothing new", s_again, 0.0))
         print(line(f"re-run after {added} rows appended", s_grown, args.append_mb))
         if "error" not in b_small and "error" not in s_small:
-            print(f"peak RSS, baseline / streaming on {small_mb / 1e3:.2f} GB: {b_small['rss_mib'] / s_small['rss_mib']:.1f}x; "
-                  f"time: {b_small['wall'] / s_small['wall']:.2f}x")
+            print(
+                f"peak RSS, baseline / streaming on {small_mb / 1e3:.2f} GB: {b_small['rss_mib'] / s_small['rss_mib']:.1f}x; "
+                f"time: {b_small['wall'] / s_small['wall']:.2f}x"
+            )
         if "error" not in s_big and "error" not in s_small:
-            print(f"streaming peak RSS, {size_mb / 1e3:.2f} GB / {small_mb / 1e3:.2f} GB: {s_big['rss_mib'] / s_small['rss_mib']:.2f}x "
-                  f"for {size_mb / small_mb:.1f}x the bytes")
+            print(
+                f"streaming peak RSS, {size_mb / 1e3:.2f} GB / {small_mb / 1e3:.2f} GB: {s_big['rss_mib'] / s_small['rss_mib']:.2f}x "
+                f"for {size_mb / small_mb:.1f}x the bytes"
+            )
 
 
 if __name__ == "__main__":

@@ -65,12 +65,14 @@ def main() -> None:
             ctx.setdefault((lam, delta), []).append(stamp(rerank(cands, keys, mem, lam, s.retrieval.m), d))
     ctx = {k: pl.concat(v) for k, v in ctx.items()}
     rows = []
-    for (lam, delta) in settings:
+    for lam, delta in settings:
         c = ctx[(lam, delta)]
         k, n = changed_contexts(c, ctx["static"])
         g = useful_share_gain(c, ctx["static"], anchors, planted, "1y")
-        print(f"\nlambda={lam} delta={delta}, memory = planted utilities: top-5 set differs for {k} of {n} anchors ({k / n:.1%}), "
-              f"set or order for {changed_order(c, ctx['static'])} ({changed_order(c, ctx['static']) / n:.1%})")
+        print(
+            f"\nlambda={lam} delta={delta}, memory = planted utilities: top-5 set differs for {k} of {n} anchors ({k / n:.1%}), "
+            f"set or order for {changed_order(c, ctx['static'])} ({changed_order(c, ctx['static']) / n:.1%})"
+        )
         print("  useful family's share of the top 5, with minus without memory, by year:", [round(x, 4) for x in g["gain"].to_list()])
         rows.append({"lambda": lam, "delta": delta, "set_changed": k / n, "share_gain_last_year": g["gain"].to_list()[-1]})
     for name, be in backends.items():
@@ -79,16 +81,27 @@ def main() -> None:
             frames = []
             for d in days:
                 data = env.day_data(d)
-                o, _ = read_day(d, data.anchors, c.filter(pl.col("date") == dt.date.fromisoformat(d)).drop("date"), env.evidence, data.cards,
-                                env.companies, be, NoCache(), {})
+                o, _ = read_day(
+                    d,
+                    data.anchors,
+                    c.filter(pl.col("date") == dt.date.fromisoformat(d)).drop("date"),
+                    env.evidence,
+                    data.cards,
+                    env.companies,
+                    be,
+                    NoCache(),
+                    {},
+                )
                 frames.append(stamp(o, d))
             outs[kind] = metrics(pl.concat(frames), c, labels)
         base = outs["static"]
         print(f"\nreader {name}: static Macro-F1 {base['Macro-F1']:.4f}, Non-neutral F1 {base['Non-neutral F1']:.4f}, Rank IC {base['Rank IC']:.4f}")
-        for (lam, delta) in settings:
+        for lam, delta in settings:
             m = outs[(lam, delta)]
-            print(f"  lambda={lam} delta={delta}: Macro-F1 {m['Macro-F1'] - base['Macro-F1']:+.4f}, Non-neutral F1 "
-                  f"{m['Non-neutral F1'] - base['Non-neutral F1']:+.4f}, Rank IC {m['Rank IC'] - base['Rank IC']:+.4f} (perfect memory minus none)")
+            print(
+                f"  lambda={lam} delta={delta}: Macro-F1 {m['Macro-F1'] - base['Macro-F1']:+.4f}, Non-neutral F1 "
+                f"{m['Non-neutral F1'] - base['Non-neutral F1']:+.4f}, Rank IC {m['Rank IC'] - base['Rank IC']:+.4f} (perfect memory minus none)"
+            )
 
 
 if __name__ == "__main__":

@@ -23,7 +23,14 @@ import polars as pl
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from finrag_dagster.core.evaluation.oracle import (  # noqa: E402
-    changed_contexts, family_ordering, memory_terms, pairwise_concordance, planted_table, trend, useful_family, useful_share_by_period,
+    changed_contexts,
+    family_ordering,
+    memory_terms,
+    pairwise_concordance,
+    planted_table,
+    trend,
+    useful_family,
+    useful_share_by_period,
     useful_share_gain,
 )
 from finrag_dagster.core.storage.lake import Lake  # noqa: E402
@@ -47,9 +54,15 @@ def main() -> None:
     pl.Config.set_tbl_rows(40)
     pl.Config.set_tbl_cols(12)
     print(f"snapshot {last} (test split {s.splits.test[0]}..{s.splits.test[1]}, memory reset at its start)")
-    print(snap.join(planted, on=["source_family", "event_type", "horizon"]).select("source_family", "event_type", "horizon", "n", "u_hat", "planted").sort("event_type", "horizon", "source_family"))
-    print(f"cells where both families have n >= {args.min_n:g}: {order.height}; family ordering agrees in {order['agree'].sum() if order.height else 0} "
-          f"({(order['agree'].mean() if order.height else float('nan')):.0%})")
+    print(
+        snap.join(planted, on=["source_family", "event_type", "horizon"])
+        .select("source_family", "event_type", "horizon", "n", "u_hat", "planted")
+        .sort("event_type", "horizon", "source_family")
+    )
+    print(
+        f"cells where both families have n >= {args.min_n:g}: {order.height}; family ordering agrees in {order['agree'].sum() if order.height else 0} "
+        f"({(order['agree'].mean() if order.height else float('nan')):.0%})"
+    )
     print(f"pairwise concordance of û with planted utility over cells with n >= {args.min_n:g}: {conc:.2f} over {pairs} pairs")
     print(order)
     anchors = lake.read("anchors", dates=test)
@@ -62,8 +75,13 @@ def main() -> None:
     gains = g["gain"].to_list()
     print(f"source_memory minus no_memory by quarter: {[round(x, 4) for x in gains]} (trend {trend(gains):+.4f}/quarter)")
     first = sorted(set(test))[:10]
-    early = useful_share_gain(ctx["source_memory"].filter(pl.col("date").cast(pl.Utf8).is_in(first)),
-                              ctx["no_memory"].filter(pl.col("date").cast(pl.Utf8).is_in(first)), anchors, planted, "1y")
+    early = useful_share_gain(
+        ctx["source_memory"].filter(pl.col("date").cast(pl.Utf8).is_in(first)),
+        ctx["no_memory"].filter(pl.col("date").cast(pl.Utf8).is_in(first)),
+        anchors,
+        planted,
+        "1y",
+    )
     print(f"... over the first 10 test days (memory just reset): {early['gain'][0]:+.4f}")
     use = useful_family(planted)
     for et in sorted(use):

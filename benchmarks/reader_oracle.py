@@ -30,7 +30,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from finrag_dagster.core.calendar import TradingCalendar  # noqa: E402
 from finrag_dagster.core.evaluation.metrics import event_metrics, rank_ic  # noqa: E402
 from finrag_dagster.core.evaluation.oracle import (  # noqa: E402
-    changed_contexts, family_ordering, planted_table, useful_share_gain,
+    changed_contexts,
+    family_ordering,
+    planted_table,
+    useful_share_gain,
 )
 from finrag_dagster.core.evaluation.sensitivity import stock_day_from  # noqa: E402
 from finrag_dagster.core.storage.lake import Lake  # noqa: E402
@@ -105,8 +108,10 @@ def main() -> None:
     truth = s.world_dir / "truth" / "source_utility.parquet"
     planted = planted_table(pl.read_parquet(truth)) if truth.exists() else None  # real data: no planted utilities
     params = MemoryParams(kappa=s.memory.kappa, delta=s.memory.delta, lam=s.memory.lam)
-    print(f"{args.split} split {days[0]}..{days[-1]}: {len(days)} days, {anchors.height} anchors; memory kappa={params.kappa} "
-          f"delta={params.delta} lambda={params.lam}, reset on {days[0]}")
+    print(
+        f"{args.split} split {days[0]}..{days[-1]}: {len(days)} days, {anchors.height} anchors; memory kappa={params.kappa} "
+        f"delta={params.delta} lambda={params.lam}, reset on {days[0]}"
+    )
     report = {}
     extra = json.loads(args.rules)
     for reader in [r for r in args.readers.split(",") if r] + list(extra):
@@ -134,8 +139,14 @@ def main() -> None:
         fam_rows = []
         for fam, ms in by_fam.items():
             keys = ("Non-neutral F1", "Macro-F1", "Rank IC")
-            fam_rows.append({"family": fam, "seeds": len(ms), **{k: round(float(np.mean([m[k] for m in ms])), 4) for k in keys},
-                             **{f"{k} sd": round(float(np.std([m[k] for m in ms], ddof=1)), 4) if len(ms) > 1 else None for k in keys}})
+            fam_rows.append(
+                {
+                    "family": fam,
+                    "seeds": len(ms),
+                    **{k: round(float(np.mean([m[k] for m in ms])), 4) for k in keys},
+                    **{f"{k} sd": round(float(np.std([m[k] for m in ms], ddof=1)), 4) if len(ms) > 1 else None for k in keys},
+                }
+            )
         print(pl.DataFrame(fam_rows))
         rep = {"variants": rows, "families": fam_rows}
         if planted is not None and "source_memory" in runs and "no_memory" in runs:
@@ -149,8 +160,9 @@ def main() -> None:
             print("useful-family share of the top 5 by year, with minus without memory:", [round(x, 4) for x in g["gain"].to_list()])
             k, n = changed_contexts(ctx_m, ctx_0)
             print(f"anchors whose top 5 differs with the memory: {k} of {n} ({k / max(1, n):.1%})")
-            rep.update(ordering_agree=agree, ordering_cells=order.height, share_gain_by_year=g["gain"].to_list(), changed=[k, n],
-                       ordering=order.to_dicts())
+            rep.update(
+                ordering_agree=agree, ordering_cells=order.height, share_gain_by_year=g["gain"].to_list(), changed=[k, n], ordering=order.to_dicts()
+            )
         report[reader] = rep
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1, default=str))

@@ -83,7 +83,9 @@ def build_store(n_tickers: int, work: Path):
         a, _ = build_anchors(g.drop("date"), ev.select("passage_id", "ticker", "dup_cluster"), d, cal, {"QQQ"}, sectors)
         anchors.append(a.with_columns(pl.lit(d).alias("date")))
     anchors = pl.concat(anchors)
-    print(f"store: {ev.height:,} passages ({news.height:,} news rows, {fil.height:,} filings), {anchors.height:,} anchors, built in {time.perf_counter() - t0:.0f}s")
+    print(
+        f"store: {ev.height:,} passages ({news.height:,} news rows, {fil.height:,} filings), {anchors.height:,} anchors, built in {time.perf_counter() - t0:.0f}s"
+    )
     return ev, anchors
 
 
@@ -144,8 +146,12 @@ def main() -> None:
     ap.add_argument("--cache", default=None, help="folder to keep the built store in (re-runs skip the ~7-15 min world build)")
     ap.add_argument("--workers", type=int, default=None, help="threads for finrag's (day, sector) groups (default: every CPU this process may use)")
     ap.add_argument("--repeat", type=int, default=3, help="time finrag this many times, report the best")
-    ap.add_argument("--reference", action=argparse.BooleanOptionalAction, default=True,
-                    help="also time the numpy reference (kernel='numpy') and check identical output")
+    ap.add_argument(
+        "--reference",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also time the numpy reference (kernel='numpy') and check identical output",
+    )
     args = ap.parse_args()
     cache = Path(args.cache) / f"tickers{args.tickers}" if args.cache else None
     if cache is not None and (cache / "evidence.parquet").exists() and (cache / "anchors.parquet").exists():
@@ -195,7 +201,7 @@ def main() -> None:
     from finrag_dagster.core.embeddings import load_model
 
     model = load_model(128)
-    sample_days = days[-max(1, len(days) // 8):]
+    sample_days = days[-max(1, len(days) // 8) :]
     sample = anchors.filter(pl.col("date").is_in([dt.date.fromisoformat(d) for d in sample_days])).head(args.baseline_anchors)
     sdays = sorted({d.isoformat() for d in sample["date"].to_list()})
     t1 = time.perf_counter()
@@ -203,14 +209,24 @@ def main() -> None:
     t_base = time.perf_counter() - t1
     rate_base = sample.height / t_base
     print(f"visible store: {store_ev.height:,} passages; anchors timed: {anchors.height:,} over {len(days)} days ({n_ours:,} with a pool)")
-    print(f"load average (1 min) at the finrag timing: {load0:.2f} before, {load1:.2f} after; runs: {', '.join(f'{t:.2f}s' for t in runs)} (best reported)")
+    print(
+        f"load average (1 min) at the finrag timing: {load0:.2f} before, {load1:.2f} after; runs: {', '.join(f'{t:.2f}s' for t in runs)} (best reported)"
+    )
     print(f"numba kernels compiled or loaded from cache before timing: {t_jit:.2f}s")
-    print(f"finrag candidates_for_days, {workers} worker thread(s): {rate_ours:,.0f} anchors/s end to end ({t_ours:.2f}s, of which {t_store:.2f}s building the store); {rate_scoring:,.0f} anchors/s for scoring+selection")
+    print(
+        f"finrag candidates_for_days, {workers} worker thread(s): {rate_ours:,.0f} anchors/s end to end ({t_ours:.2f}s, of which {t_store:.2f}s building the store); {rate_scoring:,.0f} anchors/s for scoring+selection"
+    )
     if runs1:
-        print(f"finrag candidates_for_days, 1 worker thread: {anchors.height / min(runs1):,.0f} anchors/s end to end ({min(runs1):.2f}s); output identical to {workers} workers: {same_workers}")
+        print(
+            f"finrag candidates_for_days, 1 worker thread: {anchors.height / min(runs1):,.0f} anchors/s end to end ({min(runs1):.2f}s); output identical to {workers} workers: {same_workers}"
+        )
     if t_ref is not None:
-        print(f"numpy reference (kernel='numpy'): {anchors.height / t_ref:,.0f} anchors/s end to end ({t_ref:.2f}s); output identical to the bit: {same}")
-    print(f"naive baseline (rank_bm25.BM25Okapi per anchor + SentenceTransformer.encode per anchor): {rate_base:,.1f} anchors/s ({n_base} anchors in {t_base:.1f}s)")
+        print(
+            f"numpy reference (kernel='numpy'): {anchors.height / t_ref:,.0f} anchors/s end to end ({t_ref:.2f}s); output identical to the bit: {same}"
+        )
+    print(
+        f"naive baseline (rank_bm25.BM25Okapi per anchor + SentenceTransformer.encode per anchor): {rate_base:,.1f} anchors/s ({n_base} anchors in {t_base:.1f}s)"
+    )
     print(f"ratio (end to end / naive): {rate_ours / rate_base:,.0f}x")
 
 

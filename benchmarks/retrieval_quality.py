@@ -69,8 +69,15 @@ def recall_at(ranked: list[str], rel: set[str], k: int = 20) -> float:
     return len(set(ranked[:k]) & rel) / len(rel) if rel else 0.0
 
 
-def build_queries(ev: pl.DataFrame, truth_docs: pl.DataFrame | None, events: pl.DataFrame | None, universe: pl.DataFrame,
-                  as_of: dt.date, per_kind: int, rng: np.random.Generator) -> list[dict]:
+def build_queries(
+    ev: pl.DataFrame,
+    truth_docs: pl.DataFrame | None,
+    events: pl.DataFrame | None,
+    universe: pl.DataFrame,
+    as_of: dt.date,
+    per_kind: int,
+    rng: np.random.Generator,
+) -> list[dict]:
     cutoff = dt.datetime.combine(as_of, dt.time(23, 59), tzinfo=dt.timezone.utc)
     vis = ev.filter(pl.col("public_time") < cutoff)
     names = dict(zip(universe["ticker"], universe["company"]))
@@ -85,7 +92,9 @@ def build_queries(ev: pl.DataFrame, truth_docs: pl.DataFrame | None, events: pl.
     metrics = list(METRIC_PHRASES)
     for i, r in enumerate(picks.iter_rows(named=True)):
         m = metrics[i % len(metrics)]
-        rel = low.filter((pl.col("ticker") == r["ticker"]) & (pl.col("fiscal_period") == r["fiscal_period"]) & pl.col("low").str.contains(METRIC_PHRASES[m]))
+        rel = low.filter(
+            (pl.col("ticker") == r["ticker"]) & (pl.col("fiscal_period") == r["fiscal_period"]) & pl.col("low").str.contains(METRIC_PHRASES[m])
+        )
         if rel.height:
             qs.append({"kind": "metric", "query": f"{r['ticker']} {m} {r['fiscal_period']}", "rel": set(rel["passage_id"])})
     # comparison queries
@@ -96,7 +105,13 @@ def build_queries(ev: pl.DataFrame, truth_docs: pl.DataFrame | None, events: pl.
         m = ("operating margin", "gross margin")[i % 2]
         rel = low.filter(pl.col("ticker").is_in(ts) & (pl.col("fiscal_period") == r["fiscal_period"]) & pl.col("low").str.contains(m))
         if rel.height:
-            qs.append({"kind": "compare", "query": f"Compare {m}s across {', '.join(ts[:4])} and {ts[4]} in {r['fiscal_period']}", "rel": set(rel["passage_id"])})
+            qs.append(
+                {
+                    "kind": "compare",
+                    "query": f"Compare {m}s across {', '.join(ts[:4])} and {ts[4]} in {r['fiscal_period']}",
+                    "rel": set(rel["passage_id"]),
+                }
+            )
     # guidance queries
     recent = vis.filter(pl.col("public_time") >= cutoff - dt.timedelta(days=180)).with_columns(pl.col("text").str.to_lowercase().alias("low"))
     tick = sorted(set(recent["ticker"].to_list()) - {"QQQ"})
@@ -140,8 +155,9 @@ def main() -> None:
     ap.add_argument("--as-of", nargs="*", default=["2019-06-28", "2019-12-31"])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--real", action="store_true", help="the hand-judged query set on the real development sample")
-    ap.add_argument("--sample", default=str(DEFAULT_SAMPLE),
-                    help="the real sample folder (with --real; default: $FINRAG_REAL_SAMPLE, else data/real)")
+    ap.add_argument(
+        "--sample", default=str(DEFAULT_SAMPLE), help="the real sample folder (with --real; default: $FINRAG_REAL_SAMPLE, else data/real)"
+    )
     ap.add_argument("--queries", default=str(REAL_QUERIES), help="the real query set (with --real)")
     ap.add_argument("--per-query", action="store_true", help="with --real: also print each query's nDCG@10 per method")
     args = ap.parse_args()
@@ -202,7 +218,7 @@ def ndcg_graded(ranked: list[str], grades: dict[str, int], k: int = 10) -> float
     """nDCG@k with gain 2^grade - 1 (grades 1-2), log2 discount."""
     dcg = sum((2 ** grades[p] - 1) / math.log2(i + 2) for i, p in enumerate(ranked[:k]) if p in grades)
     ideal = sorted(grades.values(), reverse=True)[:k]
-    idcg = sum((2 ** g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
+    idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
     return dcg / idcg if idcg else 0.0
 
 
@@ -229,8 +245,13 @@ def real_settings(lake_dir: Path, sample: Path):
             return p
 
     src = s.sources
-    sources = {"universe": move(src.universe), "news": [move(p) for p in src.news], "prices": [move(p) for p in src.prices],
-               "filings_index": [move(p) for p in src.filings_index], "filings_text": [move(p) for p in src.filings_text]}
+    sources = {
+        "universe": move(src.universe),
+        "news": [move(p) for p in src.news],
+        "prices": [move(p) for p in src.prices],
+        "filings_index": [move(p) for p in src.filings_index],
+        "filings_text": [move(p) for p in src.filings_text],
+    }
     return s.with_overrides(lake_dir=str(lake_dir.resolve()), sources=sources, calendar={"end": REAL_END})
 
 
@@ -241,8 +262,10 @@ def ensure_real_lake(lake_dir: Path, sample: Path) -> tuple[Lake, float | None]:
         return lake, None
     missing = [f for f in SAMPLE_FILES if not (sample / f).exists()]
     if missing:
-        raise SystemExit(f"the real development sample is not at {sample} (missing {', '.join(missing)}): "
-                         "pass --sample <folder> or set FINRAG_REAL_SAMPLE (the folder with PROVENANCE.md, news/, filings/, universe/)")
+        raise SystemExit(
+            f"the real development sample is not at {sample} (missing {', '.join(missing)}): "
+            "pass --sample <folder> or set FINRAG_REAL_SAMPLE (the folder with PROVENANCE.md, news/, filings/, universe/)"
+        )
     from finrag_dagster.cli import lake_lock
     from finrag_dagster.pipeline import run_range
 
@@ -298,8 +321,11 @@ def main_real(lake_dir: Path, sample: Path, queries_path: Path, per_query: bool 
     judged = {p for q in queries for p in (*q["grades"], *q["future"])}
     absent = judged - known
     if absent:
-        print(f"WARNING: {len(absent)} of {len(judged)} judged passage ids are not in {lake.root} "
-              "(a lake built from another sample or calendar?); they count as not retrieved", flush=True)
+        print(
+            f"WARNING: {len(absent)} of {len(judged)} judged passage ids are not in {lake.root} "
+            "(a lake built from another sample or calendar?); they count as not retrieved",
+            flush=True,
+        )
     by_day: dict[str, list[dict]] = defaultdict(list)
     for q in queries:
         by_day[q["as_of"]].append(q)
@@ -343,12 +369,18 @@ def main_real(lake_dir: Path, sample: Path, queries_path: Path, per_query: bool 
     n_kind = {k: sum(1 for q in queries if q["kind"] == k) for k in REAL_KINDS}
     n_scored = sum(n_kind[k] for k in kinds)
     names = {**MODE_NAMES, "baseline": "plain baseline (rank_bm25 + cosine)"}
-    print(f"\nReal-data query set {queries_path.name}: {len(queries)} queries ("
-          + ", ".join(f"{k} {n_kind[k]}" for k in REAL_KINDS) + f") over {len(by_day)} as-of dates; "
-          f"lake {lake.root} ({ev.height} passages{'' if built is None else f', built in {built:.0f} s'})")
+    print(
+        f"\nReal-data query set {queries_path.name}: {len(queries)} queries ("
+        + ", ".join(f"{k} {n_kind[k]}" for k in REAL_KINDS)
+        + f") over {len(by_day)} as-of dates; "
+        f"lake {lake.root} ({ev.height} passages{'' if built is None else f', built in {built:.0f} s'})"
+    )
     print("nDCG@10 (graded, gain 2^g-1) / Recall@20 (grade >= 1); pit_trap: future passages returned in the top 20\n")
-    print("| method | " + " | ".join(f"{k} (n={n_kind[k]})" for k in kinds)
-          + f" | all scored (n={n_scored}) | pit_trap violations (n={n_kind['pit_trap']}) |")
+    print(
+        "| method | "
+        + " | ".join(f"{k} (n={n_kind[k]})" for k in kinds)
+        + f" | all scored (n={n_scored}) | pit_trap violations (n={n_kind['pit_trap']}) |"
+    )
     print("|---|" + "---|" * (len(kinds) + 2))
     for m in methods:
         cells = []
@@ -369,9 +401,11 @@ def main_real(lake_dir: Path, sample: Path, queries_path: Path, per_query: bool 
     for m in methods:
         label = f"`SearchEngine.search` {names[m]}" if m != "baseline" else names[m]
         print(f"| {label} | {_pct(lat[m], 50):.1f} | {_pct(lat[m], 95):.1f} | {len(lat[m])} |")
-    print(f"\nbenchmark wall time {time.perf_counter() - t_start:.0f} s"
-          + ("" if built is None else f" (of which the lake build {built:.0f} s)")
-          + ". The synthetic set is the default run (without --real).")
+    print(
+        f"\nbenchmark wall time {time.perf_counter() - t_start:.0f} s"
+        + ("" if built is None else f" (of which the lake build {built:.0f} s)")
+        + ". The synthetic set is the default run (without --real)."
+    )
 
 
 if __name__ == "__main__":

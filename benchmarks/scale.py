@@ -81,19 +81,24 @@ def reset_peak() -> bool:
 
 
 # ---------------------------------------------------------------------------- settings
-def settings_for(lake: Path, tickers: int, days: int, families: list[str], history_start: dt.date,
-                 decision_start: dt.date, echo: bool, events: float | None = None) -> Settings:
+def settings_for(
+    lake: Path, tickers: int, days: int, families: list[str], history_start: dt.date, decision_start: dt.date, echo: bool, events: float | None = None
+) -> Settings:
     cal = nyse()
     sessions = cal.sessions_in_range(decision_start, decision_start + dt.timedelta(days=days * 2 + 30))[:days]
     end = sessions[-1]
     a, b = sessions[len(sessions) // 3 - 1], sessions[2 * len(sessions) // 3 - 1]
     return Settings(
         lake_dir=lake,
-        world={"n_tickers": tickers, "start": history_start, "end": max(end, dt.date(2019, 12, 31)),
-               "press_release_echo": echo, **({"events_per_ticker_year": events} if events else {})},
+        world={
+            "n_tickers": tickers,
+            "start": history_start,
+            "end": max(end, dt.date(2019, 12, 31)),
+            "press_release_echo": echo,
+            **({"events_per_ticker_year": events} if events else {}),
+        },
         calendar={"start": history_start, "end": end, "decision_start": decision_start},
-        splits={"train": (decision_start, a), "validation": (a + dt.timedelta(days=1), b),
-                "test": (b + dt.timedelta(days=1), end)},
+        splits={"train": (decision_start, a), "validation": (a + dt.timedelta(days=1), b), "test": (b + dt.timedelta(days=1), end)},
         variants={"families": tuple(families)},
     )
 
@@ -120,8 +125,16 @@ def twin_assets(defs: dg.Definitions) -> list[dg.AssetsDefinition]:
         body = _empty_body(tuple(ad.keys), tuple(checks))
 
         name = "twin_" + "_".join("__".join(k.path) for k in ad.keys)[:60] + f"_{len(out)}"
-        out.append(dg.multi_asset(specs=specs, check_specs=checks or None, name=name, partitions_def=ad.partitions_def,
-                                  backfill_policy=ad.backfill_policy, can_subset=len(specs) > 1)(body))
+        out.append(
+            dg.multi_asset(
+                specs=specs,
+                check_specs=checks or None,
+                name=name,
+                partitions_def=ad.partitions_def,
+                backfill_policy=ad.backfill_policy,
+                can_subset=len(specs) > 1,
+            )(body)
+        )
     return out
 
 
@@ -138,8 +151,14 @@ def run_twin(settings: Settings, instance: dg.DagsterInstance) -> dict[str, floa
             d = hist if st.span == "history" else dec
             tags = {RANGE_START: d[0].isoformat(), RANGE_END: d[-1].isoformat()}
         t0 = time.perf_counter()
-        dg.materialize(twins, selection=[dg.AssetKey.from_user_string(n) for n in st.assets], instance=instance,
-                       tags=tags, raise_on_error=True, run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
+        dg.materialize(
+            twins,
+            selection=[dg.AssetKey.from_user_string(n) for n in st.assets],
+            instance=instance,
+            tags=tags,
+            raise_on_error=True,
+            run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+        )
         out[st.name] = time.perf_counter() - t0
     return out
 
@@ -179,8 +198,15 @@ def loop_day_costs(inst: dg.DagsterInstance, run_id: str, days: list[str]) -> li
         pts[0] = (0, t0)
         for (a, ta), (b, tb) in zip(pts, pts[1:]):
             if b > a:
-                out.append({"family": fam, "day": days[(b - 1) % len(days)], "variant": (b - 1) // len(days),
-                            "days": b - a, "s_per_day": (tb - ta) / (b - a)})
+                out.append(
+                    {
+                        "family": fam,
+                        "day": days[(b - 1) % len(days)],
+                        "variant": (b - 1) // len(days),
+                        "days": b - a,
+                        "s_per_day": (tb - ta) / (b - a),
+                    }
+                )
     return out
 
 
@@ -206,8 +232,14 @@ def measure(settings: Settings) -> dict:
     def close_stage(now: float, cpu: float) -> None:
         name, start, c0 = marks[-1]
         peaks[name] = _status("VmHWM")
-        line = {"stage": name, "wall_s": round(now - start, 1), "cpu_s": round(cpu - c0, 1), "peak_mib": peaks[name],
-                "at": dt.datetime.now().isoformat(timespec="seconds"), "since_start_s": round(now - t0, 1)}
+        line = {
+            "stage": name,
+            "wall_s": round(now - start, 1),
+            "cpu_s": round(cpu - c0, 1),
+            "peak_mib": peaks[name],
+            "at": dt.datetime.now().isoformat(timespec="seconds"),
+            "since_start_s": round(now - t0, 1),
+        }
         print("STAGE " + json.dumps(line), flush=True)
 
     def on_stage(st, names):
@@ -246,10 +278,21 @@ def measure(settings: Settings) -> dict:
     from finrag_dagster.core.storage.lake import Lake
 
     lake = Lake(settings.lake_dir)
-    rows = {t: sum(pq.ParquetFile(f).metadata.num_rows for f in lake.partition_files(t))
-            for t in ("news_raw", "evidence", "anchors", "candidates", "labels")}
-    return {"wall": wall, "cpu": cpu, "peak_mib": peaks, "steps": steps, "twin": twin, "total": t_end - t0,
-            "rows": rows, "lake_bytes": lake_bytes(Path(settings.lake_dir)), "loop_quarters": quarter_costs(day_costs)}
+    rows = {
+        t: sum(pq.ParquetFile(f).metadata.num_rows for f in lake.partition_files(t))
+        for t in ("news_raw", "evidence", "anchors", "candidates", "labels")
+    }
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "peak_mib": peaks,
+        "steps": steps,
+        "twin": twin,
+        "total": t_end - t0,
+        "rows": rows,
+        "lake_bytes": lake_bytes(Path(settings.lake_dir)),
+        "loop_quarters": quarter_costs(day_costs),
+    }
 
 
 # ---------------------------------------------------------------------------- one settings file, year by year
@@ -282,10 +325,9 @@ def chunk_plan(settings: Settings) -> list[tuple[str, list[str], dict]]:
     for i, y in enumerate(years):
         days = [d for d in dec if d.year == y]
         rng = {"end": days[-1], "decision_start": days[0]}
-        plan.append((str(y), ["history"], {**rng, "history_start": settings.calendar.start if i == 0 else days[0],
-                                           "only": st["history"]}))
+        plan.append((str(y), ["history"], {**rng, "history_start": settings.calendar.start if i == 0 else days[0], "only": st["history"]}))
         if prev:
-            tail = prev[-(max(HORIZONS) + 1):]
+            tail = prev[-(max(HORIZONS) + 1) :]
             plan.append((str(y), ["labels_matured"], {"end": tail[-1], "decision_start": tail[0], "only": matured}))
         plan.append((str(y), ["decisions"], {**rng, "only": st["decisions"]}))
         if not selected and days[-1] >= val_end:
@@ -313,8 +355,10 @@ def check_resumable(settings: Settings, progress: Path) -> None:
     lines = [json.loads(ln) for ln in progress.read_text().splitlines() if ln.strip()] if progress.exists() else []
     have = [r["settings_digest"] for r in lines if "settings_digest" in r]
     if have and have[0] != want:
-        raise SystemExit(f"{progress} was written under other settings (digest {have[0]}, now {want}): "
-                         "resume with the settings it started with, or give another --progress and --dir")
+        raise SystemExit(
+            f"{progress} was written under other settings (digest {have[0]}, now {want}): "
+            "resume with the settings it started with, or give another --progress and --dir"
+        )
     if not have:
         with open(progress, "a") as fh:
             fh.write(json.dumps({"settings_digest": want}) + "\n")
@@ -337,8 +381,14 @@ def measure_chunked(settings: Settings, progress: Path, stop_file: Path | None =
         with dg.instance_for_test() as inst:
             results = run_range(settings, instance=inst, **kw)
             wall, cpu = time.perf_counter() - t0, _cpu() - c0
-            line = {"chunk": chunk, "stage": stage, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
-                    "peak_mib": _status("VmHWM"), "at": dt.datetime.now().isoformat(timespec="seconds")}
+            line = {
+                "chunk": chunk,
+                "stage": stage,
+                "wall_s": round(wall, 1),
+                "cpu_s": round(cpu, 1),
+                "peak_mib": _status("VmHWM"),
+                "at": dt.datetime.now().isoformat(timespec="seconds"),
+            }
             if stage == "loop":
                 days = [d.isoformat() for d in cal.sessions_in_range(kw["decision_start"], kw["end"])]
                 rows = [r for res in results for r in loop_day_costs(inst, res.run_id, days)]
@@ -352,8 +402,13 @@ def measure_chunked(settings: Settings, progress: Path, stop_file: Path | None =
             return None
         with dg.instance_for_test() as inst:
             tw = run_twin(settings, inst)
-        line = {"chunk": "all", "stage": "twin", "wall_s": round(sum(tw.values()), 1), "stages": tw,
-                "at": dt.datetime.now().isoformat(timespec="seconds")}
+        line = {
+            "chunk": "all",
+            "stage": "twin",
+            "wall_s": round(sum(tw.values()), 1),
+            "stages": tw,
+            "at": dt.datetime.now().isoformat(timespec="seconds"),
+        }
         with open(progress, "a") as fh:
             fh.write(json.dumps(line) + "\n")
         done = _done(progress)
@@ -381,10 +436,20 @@ def summarise(settings: Settings, done: dict[tuple[str, str], dict]) -> dict:
         quarters.update(r.get("loop_quarters", {}))
     twin = done.get(("all", "twin"), {}).get("stages", {})
     lake = Lake(settings.lake_dir)
-    rows = {t: sum(pq.ParquetFile(f).metadata.num_rows for f in lake.partition_files(t))
-            for t in ("news_raw", "evidence", "anchors", "candidates", "labels")}
-    return {"wall": wall, "cpu": cpu, "peak_mib": peak, "twin": twin, "total": sum(wall.values()),
-            "rows": rows, "lake_bytes": lake_bytes(Path(settings.lake_dir)), "loop_quarters": dict(sorted(quarters.items()))}
+    rows = {
+        t: sum(pq.ParquetFile(f).metadata.num_rows for f in lake.partition_files(t))
+        for t in ("news_raw", "evidence", "anchors", "candidates", "labels")
+    }
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "peak_mib": peak,
+        "twin": twin,
+        "total": sum(wall.values()),
+        "rows": rows,
+        "lake_bytes": lake_bytes(Path(settings.lake_dir)),
+        "loop_quarters": dict(sorted(quarters.items())),
+    }
 
 
 def partition_growth(root: Path, n: int = 60) -> list[dict]:
@@ -440,21 +505,30 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="write the measurements as JSON here")
     ap.add_argument("--dir", default=None, help="where the lakes go (default: a temporary folder)")
     ap.add_argument("--config", default=None, help="run this settings file as one size (its own splits and families)")
-    ap.add_argument("--progress", default=None,
-                    help="with --config: append each finished phase here as a JSON line; phases already there are skipped "
-                         "(default: progress.jsonl beside the lake)")
+    ap.add_argument(
+        "--progress",
+        default=None,
+        help="with --config: append each finished phase here as a JSON line; phases already there are skipped "
+        "(default: progress.jsonl beside the lake)",
+    )
     ap.add_argument("--stop-file", default=None, help="with --config: stop cleanly before the next phase once this file exists")
     ap.add_argument("--no-twin", action="store_true", help="with --config: skip the empty-bodied twin (Dagster's share)")
-    ap.add_argument("--growth", default=None, metavar="LAKE",
-                    help="only report, for an existing lake, how each table's daily partition size changes from its first to its last 60 days")
+    ap.add_argument(
+        "--growth",
+        default=None,
+        metavar="LAKE",
+        help="only report, for an existing lake, how each table's daily partition size changes from its first to its last 60 days",
+    )
     ap.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.growth:
         rows = partition_growth(Path(args.growth))
         print(f"{'table':44s} {'days':>5s} {'rows/day first 60':>18s} {'last 60':>8s} {'bytes/row first':>16s} {'last':>7s} {'ratio':>6s}")
         for r in rows:
-            print(f"{r['table']:44s} {r['days']:5d} {r['rows_first']:18,.0f} {r['rows_last']:8,.0f} {r['bytes_per_row_first']:16,.0f} "
-                  f"{r['bytes_per_row_last']:7,.0f} {r['bytes_per_row_ratio']:6.2f}")
+            print(
+                f"{r['table']:44s} {r['days']:5d} {r['rows_first']:18,.0f} {r['rows_last']:8,.0f} {r['bytes_per_row_first']:16,.0f} "
+                f"{r['bytes_per_row_last']:7,.0f} {r['bytes_per_row_ratio']:6.2f}"
+            )
         if args.out:
             Path(args.out).write_text(json.dumps(rows, indent=1))
         return
@@ -465,8 +539,10 @@ def main() -> None:
         if args.dir:
             s = s.with_overrides(lake_dir=str(Path(args.dir) / "lake"))
         n_days = len(nyse().sessions_in_range(s.calendar.decision_start, s.calendar.end))
-        print(f"{args.config}: {s.world.n_tickers} tickers, {n_days} decision days, families {', '.join(s.variants.families)}; "
-              f"lake {s.lake_dir}", flush=True)
+        print(
+            f"{args.config}: {s.world.n_tickers} tickers, {n_days} decision days, families {', '.join(s.variants.families)}; lake {s.lake_dir}",
+            flush=True,
+        )
         progress = Path(args.progress or Path(s.lake_dir).parent / "progress.jsonl")
         m = measure_chunked(s, progress, Path(args.stop_file) if args.stop_file else None, twin=not args.no_twin)
         if m is None:
@@ -474,12 +550,16 @@ def main() -> None:
             return
         m.update(config=args.config, days=n_days, tickers=s.world.n_tickers)
         lake_mb = sum(v for k, v in m["lake_bytes"].items() if not k.startswith("_")) / 1e6
-        print(f"total {m['total']:.0f} s (sum of the phases); peak RSS {max(m['peak_mib'].values())} MiB; lake {lake_mb:.0f} MB "
-              f"({lake_mb / n_days:.2f} MB per decision day)")
+        print(
+            f"total {m['total']:.0f} s (sum of the phases); peak RSS {max(m['peak_mib'].values())} MiB; lake {lake_mb:.0f} MB "
+            f"({lake_mb / n_days:.2f} MB per decision day)"
+        )
         for n in m["wall"]:
             tw = m["twin"].get(n)
-            print(f"  {n:12s} wall {m['wall'][n]:9.1f} s  cpu {m['cpu'][n]:9.1f} s  peak {m['peak_mib'][n]:6d} MiB  "
-                  + (f"dagster twin {tw:7.1f} s ({tw / max(m['wall'][n], 1e-9):.0%})" if tw is not None else ""))
+            print(
+                f"  {n:12s} wall {m['wall'][n]:9.1f} s  cpu {m['cpu'][n]:9.1f} s  peak {m['peak_mib'][n]:6d} MiB  "
+                + (f"dagster twin {tw:7.1f} s ({tw / max(m['wall'][n], 1e-9):.0%})" if tw is not None else "")
+            )
         q = m["loop_quarters"]
         print("loop s per decision day by quarter: " + ", ".join(f"{k} {v:.2f}" for k, v in q.items()))
         if q:
@@ -501,8 +581,16 @@ def main() -> None:
         n_days = size if args.axis == "days" else days[0]
         n_tick = size if args.axis == "tickers" else tickers[0]
         lake = Path(args.dir) / f"lake_{size}"
-        s = settings_for(lake, n_tick, n_days, args.families.split(","), dt.date.fromisoformat(args.history_start),
-                         dt.date.fromisoformat(args.decision_start), args.echo, args.events)
+        s = settings_for(
+            lake,
+            n_tick,
+            n_days,
+            args.families.split(","),
+            dt.date.fromisoformat(args.history_start),
+            dt.date.fromisoformat(args.decision_start),
+            args.echo,
+            args.events,
+        )
         m = measure(s)
         m.update(size=size, tickers=n_tick, days=n_days)
         print("RESULT " + json.dumps(m, default=str))
@@ -512,10 +600,30 @@ def main() -> None:
     try:
         for size in sizes:
             print(f"size {size} ...", flush=True)
-            cmd = [sys.executable, __file__, "--one", str(size), "--dir", str(tmp), "--axis", args.axis, "--days", args.days,
-                   "--tickers", args.tickers, "--families", args.families, "--history-start", args.history_start,
-                   "--decision-start", args.decision_start] + (["--echo"] if args.echo else []) \
+            cmd = (
+                [
+                    sys.executable,
+                    __file__,
+                    "--one",
+                    str(size),
+                    "--dir",
+                    str(tmp),
+                    "--axis",
+                    args.axis,
+                    "--days",
+                    args.days,
+                    "--tickers",
+                    args.tickers,
+                    "--families",
+                    args.families,
+                    "--history-start",
+                    args.history_start,
+                    "--decision-start",
+                    args.decision_start,
+                ]
+                + (["--echo"] if args.echo else [])
                 + (["--events", str(args.events)] if args.events else [])
+            )
             out = subprocess.run(cmd, capture_output=True, text=True)
             lines = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
             if out.returncode or not lines:
@@ -523,25 +631,44 @@ def main() -> None:
             m = json.loads(lines[-1][7:])
             runs.append(m)
             shutil.rmtree(tmp / f"lake_{size}", ignore_errors=True)
-            print(f"  {m['tickers']} tickers, {m['days']} decision days: total {m['total']:.0f} s; "
-                  + ", ".join(f"{k} {v:.0f} s" for k, v in m["wall"].items()), flush=True)
+            print(
+                f"  {m['tickers']} tickers, {m['days']} decision days: total {m['total']:.0f} s; "
+                + ", ".join(f"{k} {v:.0f} s" for k, v in m["wall"].items()),
+                flush=True,
+            )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
     names = list(runs[0]["wall"])
     print(f"\naxis: {args.axis}; sizes {sizes}; families {args.families}")
-    print(f"{'stage':12s} " + " ".join(f"{'wall@' + str(s):>10s}" for s in sizes) + f" {'exponent':>9s} "
-          + " ".join(f"{'RSS@' + str(s):>9s}" for s in sizes) + " " + " ".join(f"{'dagster@' + str(s):>11s}" for s in sizes))
+    print(
+        f"{'stage':12s} "
+        + " ".join(f"{'wall@' + str(s):>10s}" for s in sizes)
+        + f" {'exponent':>9s} "
+        + " ".join(f"{'RSS@' + str(s):>9s}" for s in sizes)
+        + " "
+        + " ".join(f"{'dagster@' + str(s):>11s}" for s in sizes)
+    )
     for n in [*names, "total"]:
         w = [r["wall"][n] if n != "total" else r["total"] for r in runs]
         tw = [r["twin"][n] if n != "total" else sum(r["twin"].values()) for r in runs]
         rss = [str(r["peak_mib"].get(n, "")) if n != "total" else str(max(r["peak_mib"].values())) for r in runs]
-        print(f"{n:12s} " + " ".join(f"{x:10.1f}" for x in w) + f" {exponent(sizes, w):9.2f} "
-              + " ".join(f"{x:>9s}" for x in rss) + " " + " ".join(f"{t / x:11.0%}" for t, x in zip(tw, w)))
-    print("\nslowest asset steps at the largest size (s): "
-          + ", ".join(f"{k} {v:.0f}" for k, v in sorted(runs[-1]["steps"].items(), key=lambda kv: -kv[1])[:8]))
-    print("lake MB per decision day: " + ", ".join(
-        f"{r['size']}: {sum(v for k, v in r['lake_bytes'].items() if not k.startswith('_')) / 1e6 / r['days']:.2f}" for r in runs))
+        print(
+            f"{n:12s} "
+            + " ".join(f"{x:10.1f}" for x in w)
+            + f" {exponent(sizes, w):9.2f} "
+            + " ".join(f"{x:>9s}" for x in rss)
+            + " "
+            + " ".join(f"{t / x:11.0%}" for t, x in zip(tw, w))
+        )
+    print(
+        "\nslowest asset steps at the largest size (s): "
+        + ", ".join(f"{k} {v:.0f}" for k, v in sorted(runs[-1]["steps"].items(), key=lambda kv: -kv[1])[:8])
+    )
+    print(
+        "lake MB per decision day: "
+        + ", ".join(f"{r['size']}: {sum(v for k, v in r['lake_bytes'].items() if not k.startswith('_')) / 1e6 / r['days']:.2f}" for r in runs)
+    )
     print("rows: " + "; ".join(f"{r['size']}: " + ", ".join(f"{k} {v}" for k, v in r["rows"].items()) for r in runs))
     if args.out:
         Path(args.out).write_text(json.dumps({"axis": args.axis, "sizes": sizes, "runs": runs}, indent=1, default=str))

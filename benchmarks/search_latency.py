@@ -104,8 +104,10 @@ def main() -> None:
                 engine.search(q, mode=m, cfg=cfg)
             lat[m].append(time.perf_counter() - t0)
     b50, b95 = pct(lat["baseline"], 50), pct(lat["baseline"], 95)
-    print(f"lake {lake.root}{f' tiled x{args.tile}' if args.tile > 1 else ''}: {ev.height} passages, {n_vis} public before {as_of}; "
-          f"{len(qs)} queries, each timed once per method after {min(args.warm, len(qs))} untimed per mode")
+    print(
+        f"lake {lake.root}{f' tiled x{args.tile}' if args.tile > 1 else ''}: {ev.height} passages, {n_vis} public before {as_of}; "
+        f"{len(qs)} queries, each timed once per method after {min(args.warm, len(qs))} untimed per mode"
+    )
     print(f"load: SearchEngine {t_engine:.1f} s, baseline index {t_base:.1f} s\n")
     print("| method | p50 ms | p95 ms | p50 / baseline p50 | p95 / baseline p95 |")
     print("|---|---|---|---|---|")

@@ -12,8 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="finrag: point-in-time financial RAG on Dagster.")
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, help="finrag: point-in-time financial RAG on Dagster.")
 console = Console()
 _state = {"debug": False}
 
@@ -152,11 +151,18 @@ def demo(
         timings.append((st.name, ", ".join(names), time.perf_counter()))
         console.print(f"  [cyan]▶ {st.name}[/cyan]: {', '.join(names)}")
 
-    with lake_lock(s.lake_dir), (dg.DagsterInstance.ephemeral() if os.environ.get("FINRAG_EPHEMERAL") else dg.DagsterInstance.get()) as inst:
+    with lake_lock(s.lake_dir), dg.DagsterInstance.ephemeral() if os.environ.get("FINRAG_EPHEMERAL") else dg.DagsterInstance.get() as inst:
         for run_id in fail_orphaned_runs(inst):
             console.print(f"  marked run {run_id[:8]} FAILED: its finrag process was killed before it finished")
-        run_range(s, end=end_d, decision_start=start_d, instance=inst, world_config=world_cfg or None, on_stage=on_stage,
-                  log_level="WARNING" if _state["debug"] else "CRITICAL")
+        run_range(
+            s,
+            end=end_d,
+            decision_start=start_d,
+            instance=inst,
+            world_config=world_cfg or None,
+            on_stage=on_stage,
+            log_level="WARNING" if _state["debug"] else "CRITICAL",
+        )
         _timing(timings, time.perf_counter())
     console.print(f"done in {time.perf_counter() - t_all:.0f}s")
     print_summary(s.lake_dir, start_d, end_d)
@@ -267,7 +273,9 @@ def summary(
 @app.command()
 def search(
     query: Annotated[str, typer.Argument(help='e.g. "NVDA gross margin Q3 2021"')],
-    as_of: Annotated[Optional[str], typer.Option("--as-of", help="only documents public before this time (YYYY-MM-DD = end of that New York day); default: now")] = None,
+    as_of: Annotated[
+        Optional[str], typer.Option("--as-of", help="only documents public before this time (YYYY-MM-DD = end of that New York day); default: now")
+    ] = None,
     k: Annotated[int, typer.Option("--k", help="results to show")] = 10,
     budget: Annotated[int, typer.Option("--budget", help="context token budget")] = 5000,
     mode: Annotated[str, typer.Option(help="full | hybrid | bm25 | dense")] = "full",
@@ -366,8 +374,14 @@ def instigators() -> list[dict]:
         out = []
         for state in inst.all_instigator_state():
             data = state.instigator_data
-            out.append({"name": state.instigator_name, "kind": state.instigator_type.value.lower(), "status": state.status.value.lower(),
-                        "cursor": getattr(data, "cursor", None) if data is not None else None})
+            out.append(
+                {
+                    "name": state.instigator_name,
+                    "kind": state.instigator_type.value.lower(),
+                    "status": state.status.value.lower(),
+                    "cursor": getattr(data, "cursor", None) if data is not None else None,
+                }
+            )
         return sorted(out, key=lambda x: (x["kind"], x["name"]))
 
 

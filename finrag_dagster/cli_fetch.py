@@ -47,24 +47,34 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 def edgar(
     tickers: Annotated[list[str], typer.Option("--tickers", "-t", help="tickers, comma-separated or repeated (AAPL,MSFT)")],
     since: Annotated[str, typer.Option(help="first acceptance day to download, YYYY-MM-DD (US/Eastern)")],
-    forms: Annotated[Optional[list[str]], typer.Option(
-        "--forms", show_default=",".join(DEFAULT_FORMS), help="form types, comma-separated or repeated")] = None,
-    amendments: Annotated[bool, typer.Option(
-        "--amendments/--no-amendments", help="also download each form's /A amendments (kept in the base form's folder)")] = True,
+    forms: Annotated[
+        Optional[list[str]], typer.Option("--forms", show_default=",".join(DEFAULT_FORMS), help="form types, comma-separated or repeated")
+    ] = None,
+    amendments: Annotated[
+        bool, typer.Option("--amendments/--no-amendments", help="also download each form's /A amendments (kept in the base form's folder)")
+    ] = True,
     out: Annotated[Path, typer.Option(help="output folder (writes submissions/ and sec-edgar-filings/ in it)")] = Path("edgar"),
-    user_agent: Annotated[Optional[str], typer.Option(
-        "--user-agent", envvar=USER_AGENT_ENV, show_envvar=True,
-        help='your name and contact email, sent with every request as the SEC requires ("Jane Doe jane@example.com")')] = None,
+    user_agent: Annotated[
+        Optional[str],
+        typer.Option(
+            "--user-agent",
+            envvar=USER_AGENT_ENV,
+            show_envvar=True,
+            help='your name and contact email, sent with every request as the SEC requires ("Jane Doe jane@example.com")',
+        ),
+    ] = None,
     max_rps: Annotated[float, typer.Option(help="at most this many requests per second (the SEC allows 10)")] = DEFAULT_MAX_RPS,
-    universe: Annotated[Optional[Path], typer.Option(
-        help="CSV with ticker,cik columns (e.g. universe/tickers.csv); tickers not in it use the SEC's ticker map")] = None,
-    base_url: Annotated[str, typer.Option(
-        envvar=BASE_URL_ENV, show_envvar=True, help="www.sec.gov base URL (for a mirror)")] = DEFAULT_BASE_URL,
-    data_base_url: Annotated[str, typer.Option(
-        envvar=DATA_BASE_URL_ENV, show_envvar=True, help="data.sec.gov base URL (for a mirror)")] = DEFAULT_DATA_BASE_URL,
+    universe: Annotated[
+        Optional[Path], typer.Option(help="CSV with ticker,cik columns (e.g. universe/tickers.csv); tickers not in it use the SEC's ticker map")
+    ] = None,
+    base_url: Annotated[str, typer.Option(envvar=BASE_URL_ENV, show_envvar=True, help="www.sec.gov base URL (for a mirror)")] = DEFAULT_BASE_URL,
+    data_base_url: Annotated[
+        str, typer.Option(envvar=DATA_BASE_URL_ENV, show_envvar=True, help="data.sec.gov base URL (for a mirror)")
+    ] = DEFAULT_DATA_BASE_URL,
     max_retries: Annotated[int, typer.Option(help="retries per request on 429, 5xx and dropped connections")] = 5,
-    refresh_hours: Annotated[float, typer.Option(
-        help="refetch a company's submissions JSON when the copy on disk is older than this (0: always)")] = 24.0,
+    refresh_hours: Annotated[
+        float, typer.Option(help="refetch a company's submissions JSON when the copy on disk is older than this (0: always)")
+    ] = 24.0,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="progress bar on stderr")] = True,
 ):
     """Download SEC submissions JSON and full-submission.txt filings, politely and resumably.
@@ -89,8 +99,15 @@ def edgar(
         raise _fail(f"--universe {universe} is not a file")
     with make_client() as client:
         fetcher = EdgarFetcher(
-            client, ua, out, base_url=base_url, data_base_url=data_base_url, max_rps=max_rps,
-            max_retries=max_retries, submissions_max_age_s=refresh_hours * 3600.0, progress=progress,
+            client,
+            ua,
+            out,
+            base_url=base_url,
+            data_base_url=data_base_url,
+            max_rps=max_rps,
+            max_retries=max_retries,
+            submissions_max_age_s=refresh_hours * 3600.0,
+            progress=progress,
         )
         try:
             summary = fetcher.run(names, since_day, form_list, include_amendments=amendments, universe=universe)

@@ -22,16 +22,28 @@ def _day(value: str, name: str) -> dt.date:
 @replay_app.callback(invoke_without_command=True)
 def replay(
     landing: Annotated[Path, typer.Option("--landing", help="landing folder the files are released into (created; a re-run resumes)")],
-    from_: Annotated[str, typer.Option("--from", metavar="YYYY-MM-DD", help="first day of the replay (YYYY-MM-DD); everything public before it is released at the start")],
+    from_: Annotated[
+        str,
+        typer.Option(
+            "--from", metavar="YYYY-MM-DD", help="first day of the replay (YYYY-MM-DD); everything public before it is released at the start"
+        ),
+    ],
     to: Annotated[str, typer.Option("--to", metavar="YYYY-MM-DD", help="last day (YYYY-MM-DD); the replay ends once this day's close is released")],
     speed: Annotated[float, typer.Option(help="simulated seconds per wall-clock second (0: as fast as possible, one step after another)")] = 0.0,
     config: Annotated[Optional[Path], typer.Option(help="settings TOML (default: $FINRAG_CONFIG or built-in); gives the embedded world")] = None,
-    source_raw: Annotated[Optional[Path], typer.Option("--source-raw", help="raw folder to replay (default: the settings' embedded world, built if missing)")] = None,
-    lake: Annotated[Optional[Path], typer.Option(help="lake folder written into the settings snippet for the pipeline over the landing folder (default: <landing>/_lake)")] = None,
+    source_raw: Annotated[
+        Optional[Path], typer.Option("--source-raw", help="raw folder to replay (default: the settings' embedded world, built if missing)")
+    ] = None,
+    lake: Annotated[
+        Optional[Path],
+        typer.Option(help="lake folder written into the settings snippet for the pipeline over the landing folder (default: <landing>/_lake)"),
+    ] = None,
     post_close: Annotated[float, typer.Option(help="minutes after each close when that day's bars are released")] = 5.0,
     pre_open: Annotated[float, typer.Option(help="minutes before each open when the night's news is released")] = 30.0,
     intraday_hours: Annotated[float, typer.Option(help="hours between release steps during a session (0: none)")] = 2.0,
-    max_wait: Annotated[Optional[float], typer.Option(help="longest wall-clock wait between two steps, in seconds (shortens nights and weekends)")] = None,
+    max_wait: Annotated[
+        Optional[float], typer.Option(help="longest wall-clock wait between two steps, in seconds (shortens nights and weekends)")
+    ] = None,
 ):
     """Replay the world (or any raw folder of the same layout) day by day into a landing folder.
 
@@ -69,8 +81,7 @@ def replay(
             generate_world(s.world, s.world_dir)
             stamp.write_text(want)
         elif stamp.exists() and stamp.read_text() != want:
-            typer.echo(f"note: the world under {s.world_dir} was built with other world settings; replaying it "
-                       "as it is (`finrag world` rebuilds it)")
+            typer.echo(f"note: the world under {s.world_dir} was built with other world settings; replaying it as it is (`finrag world` rebuilds it)")
         market = s.world.market_ticker
     else:
         source_raw = source_raw.resolve()
@@ -82,8 +93,7 @@ def replay(
 
     try:
         rp = Replayer(source_raw, landing, news_clock=clock)
-        snippet = write_settings_snippet(landing, lake_dir, s, first_day=d0, last_day=d1, market_ticker=market,
-                                         news_clock=clock)
+        snippet = write_settings_snippet(landing, lake_dir, s, first_day=d0, last_day=d1, market_ticker=market, news_clock=clock)
     except (SourceError, ReplayError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None
@@ -102,16 +112,23 @@ def replay(
 
     try:
         reports = rp.run(
-            d0, d1, speed, on_session=show,
-            pre_open=dt.timedelta(minutes=pre_open), post_close=dt.timedelta(minutes=post_close),
-            intraday_every=dt.timedelta(hours=intraday_hours) if intraday_hours > 0 else None, max_wait=max_wait,
+            d0,
+            d1,
+            speed,
+            on_session=show,
+            pre_open=dt.timedelta(minutes=pre_open),
+            post_close=dt.timedelta(minutes=post_close),
+            intraday_every=dt.timedelta(hours=intraday_hours) if intraday_hours > 0 else None,
+            max_wait=max_wait,
         )
     except ReplayError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
-        typer.echo(f"stopped; the replay clock is {rp.now.isoformat() if rp.now is not None else 'not started'} "
-                   "(run the same command again to resume)", err=True)
+        typer.echo(
+            f"stopped; the replay clock is {rp.now.isoformat() if rp.now is not None else 'not started'} (run the same command again to resume)",
+            err=True,
+        )
         raise typer.Exit(130) from None
     if not reports:
         typer.echo(f"nothing to do: the replay clock ({rp.now.isoformat()}) is already past {d1}'s close")

@@ -38,10 +38,7 @@ def build_definitions(settings: Settings | None = None, resource: FinragResource
     assets.append(build_experience_tree_asset(dec))
     for family in s.variants.families:
         assets += build_variant_assets(family, dec, s)
-    table_assets = {
-        t: [dg.AssetKey([f, t]) for f in s.variants.families]
-        for t in ("contexts", "reader_outputs", "feedback")
-    }
+    table_assets = {t: [dg.AssetKey([f, t]) for f in s.variants.families] for t in ("contexts", "reader_outputs", "feedback")}
     table_assets["memory_snapshot"] = [dg.AssetKey([f, "memory_snapshot"]) for f in s.variants.families if "memory_snapshot" in family_assets(f)]
     assets += [build_sql_asset(m, dec if m.spec.decision_time else days, table_assets) for m in load_models()]
     assets += build_evaluation_assets(s)
@@ -68,9 +65,11 @@ def build_definitions(settings: Settings | None = None, resource: FinragResource
         assets=assets,
         jobs=[ingest, daily],
         schedules=[build_daily_schedule(ingest)],
-        sensors=[build_matured_feedback_sensor(tuple(s.variants.families), interval_s=s.sensors.matured_feedback_interval_s),
-                 build_new_market_data_sensor(ingest, interval_s=s.sensors.new_market_data_interval_s),
-                 build_decisions_after_ingest_sensor(ingest, daily)],
+        sensors=[
+            build_matured_feedback_sensor(tuple(s.variants.families), interval_s=s.sensors.matured_feedback_interval_s),
+            build_new_market_data_sensor(ingest, interval_s=s.sensors.new_market_data_interval_s),
+            build_decisions_after_ingest_sensor(ingest, daily),
+        ],
         resources={"finrag": resource or FinragResource()},
     )
 

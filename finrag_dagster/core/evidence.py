@@ -43,22 +43,39 @@ ITEM_NAMES_8K = {
 }
 
 ITEM_NAMES_10K = {
-    "Item 1": "Business", "Item 1A": "Risk Factors", "Item 1B": "Unresolved Staff Comments", "Item 1C": "Cybersecurity",
-    "Item 2": "Properties", "Item 3": "Legal Proceedings", "Item 4": "Mine Safety Disclosures",
-    "Item 5": "Market for Registrant's Common Equity", "Item 7": "Management's Discussion and Analysis",
-    "Item 7A": "Quantitative and Qualitative Disclosures About Market Risk", "Item 8": "Financial Statements and Supplementary Data",
-    "Item 9A": "Controls and Procedures", "Item 9B": "Other Information", "Item 10": "Directors, Executive Officers and Corporate Governance",
-    "Item 11": "Executive Compensation", "Item 12": "Security Ownership of Certain Beneficial Owners and Management",
-    "Item 13": "Certain Relationships and Related Transactions", "Item 14": "Principal Accountant Fees and Services",
+    "Item 1": "Business",
+    "Item 1A": "Risk Factors",
+    "Item 1B": "Unresolved Staff Comments",
+    "Item 1C": "Cybersecurity",
+    "Item 2": "Properties",
+    "Item 3": "Legal Proceedings",
+    "Item 4": "Mine Safety Disclosures",
+    "Item 5": "Market for Registrant's Common Equity",
+    "Item 7": "Management's Discussion and Analysis",
+    "Item 7A": "Quantitative and Qualitative Disclosures About Market Risk",
+    "Item 8": "Financial Statements and Supplementary Data",
+    "Item 9A": "Controls and Procedures",
+    "Item 9B": "Other Information",
+    "Item 10": "Directors, Executive Officers and Corporate Governance",
+    "Item 11": "Executive Compensation",
+    "Item 12": "Security Ownership of Certain Beneficial Owners and Management",
+    "Item 13": "Certain Relationships and Related Transactions",
+    "Item 14": "Principal Accountant Fees and Services",
     "Item 15": "Exhibits and Financial Statement Schedules",
 }
 # A 10-Q numbers its items again in Part II: "Item 1" there is Legal Proceedings, not the Financial Statements
 ITEM_NAMES_10Q = {
-    "Item 1": "Financial Statements", "Item 2": "Management's Discussion and Analysis",
-    "Item 3": "Quantitative and Qualitative Disclosures About Market Risk", "Item 4": "Controls and Procedures",
-    "Part II Item 1": "Legal Proceedings", "Part II Item 1A": "Risk Factors",
-    "Part II Item 2": "Unregistered Sales of Equity Securities and Use of Proceeds", "Part II Item 3": "Defaults Upon Senior Securities",
-    "Part II Item 4": "Mine Safety Disclosures", "Part II Item 5": "Other Information", "Part II Item 6": "Exhibits",
+    "Item 1": "Financial Statements",
+    "Item 2": "Management's Discussion and Analysis",
+    "Item 3": "Quantitative and Qualitative Disclosures About Market Risk",
+    "Item 4": "Controls and Procedures",
+    "Part II Item 1": "Legal Proceedings",
+    "Part II Item 1A": "Risk Factors",
+    "Part II Item 2": "Unregistered Sales of Equity Securities and Use of Proceeds",
+    "Part II Item 3": "Defaults Upon Senior Securities",
+    "Part II Item 4": "Mine Safety Disclosures",
+    "Part II Item 5": "Other Information",
+    "Part II Item 6": "Exhibits",
 }
 
 

@@ -129,7 +129,9 @@ def compute_labels(
     mk = P[:, m]
     last_market = int(np.max(np.flatnonzero(~np.isnan(mk)))) if np.any(~np.isnan(mk)) else -1
     want = [t for t in (tickers if tickers is not None else names) if t != market and t in names]
-    rows: dict[str, list] = {k: [] for k in ("date", "ticker", "horizon", "maturity_day", "status", "n_obs", "R", "Rm", "alpha", "beta", "sigma", "epsilon", "z", "y")}
+    rows: dict[str, list] = {
+        k: [] for k in ("date", "ticker", "horizon", "maturity_day", "status", "n_obs", "R", "Rm", "alpha", "beta", "sigma", "epsilon", "z", "y")
+    }
     for h in horizons:
         win = window - h  # overlapping h-day returns with both ends inside the window
         # h-day return starting at t: P[t+h]/P[t]-1 (index t relative to lo)
@@ -143,7 +145,13 @@ def compute_labels(
                 i = k - lo
                 end = int(ends[w])
                 mat = cal.sessions[k + h].item() if k + h < len(cal.sessions) else None
-                rec = dict(date=dt.date.fromisoformat(d), ticker=t, horizon=HORIZON_NAMES.get(h, f"{h}D"), maturity_day=mat, n_obs=int(nobs[w]) if end >= 0 else 0)
+                rec = dict(
+                    date=dt.date.fromisoformat(d),
+                    ticker=t,
+                    horizon=HORIZON_NAMES.get(h, f"{h}D"),
+                    maturity_day=mat,
+                    n_obs=int(nobs[w]) if end >= 0 else 0,
+                )
                 vals = dict(R=None, Rm=None, alpha=None, beta=None, sigma=None, epsilon=None, z=None, y=None)
                 if i + h > last_market:
                     status = "pending"
@@ -157,17 +165,38 @@ def compute_labels(
                     Rm = mk[i + h] / mk[i] - 1
                     eps = R - (alpha[w] + beta[w] * Rm)
                     z = eps / sigma[w]
-                    vals = dict(R=R, Rm=Rm, alpha=alpha[w], beta=beta[w], sigma=sigma[w], epsilon=eps, z=z,
-                                y=1 if z > z_threshold else (-1 if z < -z_threshold else 0))
+                    vals = dict(
+                        R=R,
+                        Rm=Rm,
+                        alpha=alpha[w],
+                        beta=beta[w],
+                        sigma=sigma[w],
+                        epsilon=eps,
+                        z=z,
+                        y=1 if z > z_threshold else (-1 if z < -z_threshold else 0),
+                    )
                 rec["status"] = status
                 rec.update(vals)
                 for key, v in rec.items():
                     rows[key].append(v)
     return pl.DataFrame(
         rows,
-        schema={"date": pl.Date, "ticker": pl.Utf8, "horizon": pl.Utf8, "maturity_day": pl.Date, "status": pl.Utf8, "n_obs": pl.Int32,
-                "R": pl.Float64, "Rm": pl.Float64, "alpha": pl.Float64, "beta": pl.Float64, "sigma": pl.Float64,
-                "epsilon": pl.Float64, "z": pl.Float64, "y": pl.Int8},
+        schema={
+            "date": pl.Date,
+            "ticker": pl.Utf8,
+            "horizon": pl.Utf8,
+            "maturity_day": pl.Date,
+            "status": pl.Utf8,
+            "n_obs": pl.Int32,
+            "R": pl.Float64,
+            "Rm": pl.Float64,
+            "alpha": pl.Float64,
+            "beta": pl.Float64,
+            "sigma": pl.Float64,
+            "epsilon": pl.Float64,
+            "z": pl.Float64,
+            "y": pl.Int8,
+        },
     )
 
 

@@ -57,8 +57,17 @@ CONTEXTS = TableSpec(
 )
 
 
-VARIANT_FAMILIES = ("no_memory", "source_memory", "top5_all_source", "shuffled_labels", "shuffled_event_types", "toe", "source_memory_toe",
-                    "lora_no_memory", "lora_source_memory")
+VARIANT_FAMILIES = (
+    "no_memory",
+    "source_memory",
+    "top5_all_source",
+    "shuffled_labels",
+    "shuffled_event_types",
+    "toe",
+    "source_memory_toe",
+    "lora_no_memory",
+    "lora_source_memory",
+)
 LORA_FAMILIES = ("lora_no_memory", "lora_source_memory")  # read by base model + the seed's LoRA adapter
 
 
@@ -269,8 +278,9 @@ def step(
     return StepResult(d, snapshot, contexts, outputs, applied, stats, table, selections, updates), memory, tree
 
 
-def run_days(days: list[str], v: Variant, env: LoopEnv, memory: SourceMemory | None, tree: ExperienceTree | None = None,
-             on_day=None) -> list[StepResult]:
+def run_days(
+    days: list[str], v: Variant, env: LoopEnv, memory: SourceMemory | None, tree: ExperienceTree | None = None, on_day=None
+) -> list[StepResult]:
     """Step the loop over consecutive decision days; ``memory`` (and ``tree`` for a toe variant)
     is the state of the day before. ``on_day(day)`` is called after each day (progress)."""
     recent: dict[str, Past] = {}

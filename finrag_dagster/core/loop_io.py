@@ -59,8 +59,9 @@ def weights_for(s: Settings, cal: TradingCalendar, lake: Lake, start: str) -> tu
     return class_weights(freq), freq
 
 
-def test_split_params(s: Settings, lake: Lake, cal: TradingCalendar, base: MemoryParams, days: list[str],
-                      overridden: bool = False) -> tuple[Callable[[str], MemoryParams], str]:
+def test_split_params(
+    s: Settings, lake: Lake, cal: TradingCalendar, base: MemoryParams, days: list[str], overridden: bool = False
+) -> tuple[Callable[[str], MemoryParams], str]:
     """(params for a decision day, a line saying what the test split uses).
 
     With ``memory.test_params = "selected"`` the test split runs with Table 6's selection (the
@@ -95,8 +96,7 @@ def evidence_items(lake: Lake, passage_ids: list[str]) -> dict[str, EvidenceItem
     con = lake.duckdb(tables=["evidence"])
     con.register("wanted", pa.table({"passage_id": pa.array(sorted(set(passage_ids)))}))
     rows = con.execute(
-        "SELECT e.passage_id, source_family, title, text, public_time, form_type, item FROM evidence e "
-        "JOIN wanted w USING (passage_id)"
+        "SELECT e.passage_id, source_family, title, text, public_time, form_type, item FROM evidence e JOIN wanted w USING (passage_id)"
     ).fetchall()
     con.close()
     return {r[0]: EvidenceItem(r[0], r[1], r[2], r[3], r[4].isoformat(), r[5], r[6]) for r in rows}
@@ -129,8 +129,9 @@ def labels_reader(lake: Lake, cal: TradingCalendar, s: Settings):
     return labels_of
 
 
-def build_env(s: Settings, lake: Lake, cal: TradingCalendar, days: list[str], backend, params: MemoryParams, decoding: dict,
-              toe_needed: bool = False) -> LoopEnv:
+def build_env(
+    s: Settings, lake: Lake, cal: TradingCalendar, days: list[str], backend, params: MemoryParams, decoding: dict, toe_needed: bool = False
+) -> LoopEnv:
     """The loop's environment for ``days``: their anchors, pools, cards and cited evidence, labels,
     the stored outputs of earlier days, the class weights per split (and the toe inputs)."""
     anchors = _by_day(lake.read("anchors", dates=days))
@@ -213,7 +214,9 @@ def toe_env(s: Settings, lake: Lake, cal: TradingCalendar, anchors_by_day: dict[
 
     def past_selections(d: str, v: Variant) -> pl.DataFrame:
         if not lake.exists("principle_selections", variant=v.name, date=d):
-            raise MissingInput(f"{v.name}: principle_selections of {d} are needed for the tree's updates but not materialised; run the loop from the split start")
+            raise MissingInput(
+                f"{v.name}: principle_selections of {d} are needed for the tree's updates but not materialised; run the loop from the split start"
+            )
         return _drop_hive(lake.read("principle_selections", dates=[d], variant=v.name))
 
     judge = None
@@ -221,8 +224,14 @@ def toe_env(s: Settings, lake: Lake, cal: TradingCalendar, anchors_by_day: dict[
         from .experience.llm import llm_judge
 
         judge = llm_judge(backend)
-    return ToEEnv(prior=prior, states=states, past_selections=past_selections, expansion_cap=s.experience.expansion_cap,
-                  judge=judge, embed_fn=lambda texts: embed(texts, ev.embed_batch_size, ev.embed_max_seq_length))
+    return ToEEnv(
+        prior=prior,
+        states=states,
+        past_selections=past_selections,
+        expansion_cap=s.experience.expansion_cap,
+        judge=judge,
+        embed_fn=lambda texts: embed(texts, ev.embed_batch_size, ev.embed_max_seq_length),
+    )
 
 
 # ------------------------------------------------------------------ the state of the day before a range
@@ -232,7 +241,9 @@ def initial_tree(lake: Lake, cal: TradingCalendar, s: Settings, v: Variant, firs
         return None
     prev = cal.offset(first, -1).isoformat()
     if not lake.exists("experience_tree", tree_id=v.name, date=prev):
-        raise MissingInput(f"{v.name}: experience_tree (tree_id {v.name}) for {prev} is missing; materialise from the split start {split_start_of(s, cal, first)}")
+        raise MissingInput(
+            f"{v.name}: experience_tree (tree_id {v.name}) for {prev} is missing; materialise from the split start {split_start_of(s, cal, first)}"
+        )
     return read_tree(lake, v.name, prev, ToEParams.from_settings(s))
 
 
@@ -261,8 +272,11 @@ class FamilyRun:
     """What :func:`run_family` wrote, for the assets' metadata."""
 
     test_note: str
-    written: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
-        ("memory_snapshot", "contexts", "reader_outputs", "experience_tree", "experience_leaves", "principle_selections", "principle_updates"), 0))
+    written: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(
+            ("memory_snapshot", "contexts", "reader_outputs", "experience_tree", "experience_leaves", "principle_selections", "principle_updates"), 0
+        )
+    )
     toe_outcomes: dict[str, int] = field(default_factory=dict)
     last_tree: tuple[str, str, pa.Table] | None = None  # (variant, day, the tree's rows) of the last toe day written
     previews: dict[str, pl.DataFrame] = field(default_factory=dict)  # first reader outputs/contexts, last snapshot
@@ -271,9 +285,19 @@ class FamilyRun:
     skipped: dict[str, int] = field(default_factory=dict)  # LoRA variants: days before the test split, not read
 
 
-def run_family(s: Settings, lake: Lake, cal: TradingCalendar, variants: list[Variant], days: list[str], params: MemoryParams,
-               backend, decoding: dict, params_overridden: bool = False, on_day: Callable[[str], None] | None = None,
-               backend_for: Callable[[Variant], object] | None = None) -> FamilyRun:
+def run_family(
+    s: Settings,
+    lake: Lake,
+    cal: TradingCalendar,
+    variants: list[Variant],
+    days: list[str],
+    params: MemoryParams,
+    backend,
+    decoding: dict,
+    params_overridden: bool = False,
+    on_day: Callable[[str], None] | None = None,
+    backend_for: Callable[[Variant], object] | None = None,
+) -> FamilyRun:
     """Step every variant of a family over ``days`` (from the state of the day before) and write
     its memory snapshots, experience trees, contexts and reader outputs, variant after variant.
     A LoRA variant (``lora_seed`` set) reads with ``backend_for(variant)`` (base model + its
@@ -359,7 +383,7 @@ def family_feedback(s: Settings, lake: Lake, cal: TradingCalendar, variants: lis
     correct = []
     weights: dict[str, dict] = {}  # by split start: the labels behind them are read once, not once per day and variant
     for v in variants:
-        for d in (lora_days(s, cal, days) if v.lora_seed is not None else days):
+        for d in lora_days(s, cal, days) if v.lora_seed is not None else days:
             out = _drop_hive(lake.read("reader_outputs", dates=[d], variant=v.name))
             ctx = _drop_hive(lake.read("contexts", dates=[d], variant=v.name))
             lab = lake.read("labels", dates=[d])
@@ -370,7 +394,11 @@ def family_feedback(s: Settings, lake: Lake, cal: TradingCalendar, variants: lis
             if start not in weights:
                 weights[start] = weights_for(s, cal, lake, start)[0]
             w = weights[start]
-            fb = build_feedback(out, lab, ctx, as_of, w, memory_keys(a, v), v.credit) if v.uses_memory else build_feedback(out, lab, ctx, as_of, w, memory_keys(a, v), "cited")
+            fb = (
+                build_feedback(out, lab, ctx, as_of, w, memory_keys(a, v), v.credit)
+                if v.uses_memory
+                else build_feedback(out, lab, ctx, as_of, w, memory_keys(a, v), "cited")
+            )
             lake.write("feedback", fb, variant=v.name, date=d)
             n += fb.height
             for o, k in fb.group_by("outcome").len().rows():

@@ -56,8 +56,12 @@ def lora_window(s: Settings, cal: TradingCalendar) -> dict:
     if "train" not in b or "validation" not in b:
         raise ValueError("LoRA training needs sessions in both the train and the validation split")
     test_start = lora_first_day(s, cal)
-    return {"train": list(b["train"]), "train_labels_matured_before": b["validation"][0],
-            "validation": list(b["validation"]), "validation_labels_matured_before": test_start}
+    return {
+        "train": list(b["train"]),
+        "train_labels_matured_before": b["validation"][0],
+        "validation": list(b["validation"]),
+        "validation_labels_matured_before": test_start,
+    }
 
 
 def split_examples(s: Settings, lake: Lake, split: tuple[str, str], cutoff: str, limit: int = 0) -> list[RawExample]:
@@ -88,8 +92,9 @@ def split_examples(s: Settings, lake: Lake, split: tuple[str, str], cutoff: str,
     out = []
     for r in anchors.iter_rows(named=True):
         day = r["date"].isoformat()
-        info = AnchorInfo(r["anchor_id"], r["ticker"], companies.get(r["ticker"], r["ticker"]), r["headline"], r["summary"], day,
-                          r["event_type"], r["session"])
+        info = AnchorInfo(
+            r["anchor_id"], r["ticker"], companies.get(r["ticker"], r["ticker"]), r["headline"], r["summary"], day, r["event_type"], r["session"]
+        )
         p = build_prompt(info, [ev[x] for x in by_anchor.get(r["anchor_id"], [])], card.get((day, r["ticker"]), ""))
         out.append(RawExample(r["anchor_id"], day, p, r["event_type"], targets[r["anchor_id"]]))
     return out
@@ -105,8 +110,7 @@ def base_model_of(s: Settings) -> str:
     return default_gguf()
 
 
-def train_adapters(s: Settings, lake: Lake, cal: TradingCalendar, seeds: list[int] | None = None,
-                   log: Callable[[str], None] = print) -> list[dict]:
+def train_adapters(s: Settings, lake: Lake, cal: TradingCalendar, seeds: list[int] | None = None, log: Callable[[str], None] = print) -> list[dict]:
     """Train one adapter per seed and write each to ``<lake>/lora_adapters/<adapter_id>/`` with its
     metadata (data window, seed, steps, validation scores). Returns the metadata written."""
     h = LoraHyper.from_settings(s)
@@ -115,11 +119,13 @@ def train_adapters(s: Settings, lake: Lake, cal: TradingCalendar, seeds: list[in
     raw_train = split_examples(s, lake, tuple(win["train"]), win["train_labels_matured_before"], s.lora.max_train_examples)
     raw_val = split_examples(s, lake, tuple(win["validation"]), win["validation_labels_matured_before"], s.lora.max_validation_examples)
     if not raw_train:
-        raise ValueError(f"no train-split anchor has labels matured before {win['train_labels_matured_before']}: materialise anchors, "
-                         "candidates, context_cards and labels over the train split first")
+        raise ValueError(
+            f"no train-split anchor has labels matured before {win['train_labels_matured_before']}: materialise anchors, "
+            "candidates, context_cards and labels over the train split first"
+        )
     log(f"lora: {len(raw_train)} train / {len(raw_val)} validation anchors; base {base}")
     metas = []
-    for seed in (seeds if seeds is not None else list(s.lora.seeds)):
+    for seed in seeds if seeds is not None else list(s.lora.seeds):
         t0 = time.perf_counter()
         model, tok = load_base(base)
         enc = lambda xs: [encode_example(tok, x.anchor_id, x.prompt, x.event_type, x.targets, h.max_length) for x in xs]  # noqa: E731
@@ -128,10 +134,21 @@ def train_adapters(s: Settings, lake: Lake, cal: TradingCalendar, seeds: list[in
         res = train_lora(pm, tok, train, val, h, seed, log=lambda m, seed=seed: log(f"lora s{seed}: {m}"))
         aid = adapter_id(base, seed, win, h, len(train))
         meta = {
-            "adapter_id": aid, "base_model": base, "seed": seed, "window": win, "hyper": asdict(h), "prompt_version": PROMPT_VERSION,
-            "n_train": len(train), "n_validation": len(val), "truncated_examples": sum(e.truncated for e in train + val),
-            "train_days": [raw_train[0].day, raw_train[-1].day], "steps": res.steps, "best_epoch": res.best_epoch,
-            "stopped": res.stopped, "validation": res.best_scores, "history": res.history,
+            "adapter_id": aid,
+            "base_model": base,
+            "seed": seed,
+            "window": win,
+            "hyper": asdict(h),
+            "prompt_version": PROMPT_VERSION,
+            "n_train": len(train),
+            "n_validation": len(val),
+            "truncated_examples": sum(e.truncated for e in train + val),
+            "train_days": [raw_train[0].day, raw_train[-1].day],
+            "steps": res.steps,
+            "best_epoch": res.best_epoch,
+            "stopped": res.stopped,
+            "validation": res.best_scores,
+            "history": res.history,
             "trainable_parameters": sum(p.numel() for p in pm.parameters() if p.requires_grad),
             "train_seconds": round(time.perf_counter() - t0, 1),
         }
@@ -149,12 +166,19 @@ def find_adapter(s: Settings, lake_dir, cal: TradingCalendar, seed: int) -> dict
 
     base, win, h = base_model_of(s), lora_window(s, cal), asdict(LoraHyper.from_settings(s))
     hyper_keys = [k for k in h if k not in ("max_steps",)]  # a capped smoke run is still the same recipe
-    found = [m for m in list_adapters(lake_dir)
-             if m.get("seed") == seed and m.get("base_model") == base and m.get("window") == win
-             and all(m.get("hyper", {}).get(k) == (list(v) if isinstance(v, tuple) else v) for k, v in h.items() if k in hyper_keys)]
+    found = [
+        m
+        for m in list_adapters(lake_dir)
+        if m.get("seed") == seed
+        and m.get("base_model") == base
+        and m.get("window") == win
+        and all(m.get("hyper", {}).get(k) == (list(v) if isinstance(v, tuple) else v) for k, v in h.items() if k in hyper_keys)
+    ]
     if not found:
-        raise MissingInput(f"no LoRA adapter for seed {seed} (base {base}, train window {win['train']}) in {lake_dir}/lora_adapters; "
-                           "run `finrag lora train` (or materialise the lora_adapters asset) first")
+        raise MissingInput(
+            f"no LoRA adapter for seed {seed} (base {base}, train window {win['train']}) in {lake_dir}/lora_adapters; "
+            "run `finrag lora train` (or materialise the lora_adapters asset) first"
+        )
     return sorted(found, key=lambda m: m["adapter_id"])[-1]
 
 

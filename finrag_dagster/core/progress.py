@@ -27,13 +27,27 @@ def progress_line(desc: str, done: int, total: int, elapsed: float, unit: str) -
 class Progress:
     """``update()`` after each item; ``close()`` at the end (or use as a context manager)."""
 
-    def __init__(self, total: int, desc: str, log: Callable[[str], None] | None = None, every: int = 20, unit: str = "days",
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        total: int,
+        desc: str,
+        log: Callable[[str], None] | None = None,
+        every: int = 20,
+        unit: str = "days",
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.total, self.desc, self.log, self.every, self.unit, self.clock = total, desc, log, max(1, every), unit, clock
         self.done = 0
         self.t0 = clock()
-        self.bar = tqdm(total=total, desc=desc, unit=unit.rstrip("s") or "it", leave=False, mininterval=1,
-                        disable=total < 2 or not sys.stderr.isatty(), file=sys.stderr)
+        self.bar = tqdm(
+            total=total,
+            desc=desc,
+            unit=unit.rstrip("s") or "it",
+            leave=False,
+            mininterval=1,
+            disable=total < 2 or not sys.stderr.isatty(),
+            file=sys.stderr,
+        )
 
     def update(self, n: int = 1) -> None:
         self.done += n

@@ -150,7 +150,15 @@ class ReaderSettings(_M):
 class VariantSettings(_M):
     """Memory variants run by the pipeline (seed 000 §4.2-4.3); shuffles repeat ``shuffle_seeds`` times."""
 
-    families: tuple[str, ...] = ("no_memory", "source_memory", "top5_all_source", "shuffled_labels", "shuffled_event_types", "toe", "source_memory_toe")
+    families: tuple[str, ...] = (
+        "no_memory",
+        "source_memory",
+        "top5_all_source",
+        "shuffled_labels",
+        "shuffled_event_types",
+        "toe",
+        "source_memory_toe",
+    )
     shuffle_seeds: int = 5
 
 

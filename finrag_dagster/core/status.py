@@ -61,12 +61,14 @@ def quarantine_summary(lake: Lake) -> list[dict]:
         df = pl.read_parquet(f)
         w = pl.col("rows").sum() if "rows" in df.columns else pl.len()
         top = df.group_by("reason").agg(w.alias("len")).sort(["len", "reason"], descending=[True, False]).head(1) if df.height else None
-        out.append({
-            "source_table": f.parent.name.split("=", 1)[1],
-            "rows": int(df["rows"].sum()) if df.height and "rows" in df.columns else df.height,
-            "written_at": dt.datetime.fromtimestamp(os.stat(f).st_mtime, dt.timezone.utc).isoformat(timespec="seconds"),
-            "top_reason": (f"{top['reason'][0]} ({top['len'][0]})" if top is not None and top.height else ""),
-        })
+        out.append(
+            {
+                "source_table": f.parent.name.split("=", 1)[1],
+                "rows": int(df["rows"].sum()) if df.height and "rows" in df.columns else df.height,
+                "written_at": dt.datetime.fromtimestamp(os.stat(f).st_mtime, dt.timezone.utc).isoformat(timespec="seconds"),
+                "top_reason": (f"{top['reason'][0]} ({top['len'][0]})" if top is not None and top.height else ""),
+            }
+        )
     return out
 
 
@@ -74,8 +76,11 @@ def lake_status(lake: Lake, market: str, families: list[str] | tuple[str, ...]) 
     last = {t: _last(lake, t) for t in ("news_raw", "evidence", "anchors", "candidates", "labels")}
     for f in families:
         if (lake.root / "reader_outputs").exists():
-            names = sorted(p.name.split("=", 1)[1] for p in (lake.root / "reader_outputs").glob("variant=*")
-                           if p.name.split("=", 1)[1] == f or p.name.split("=", 1)[1].startswith(f + "_s"))
+            names = sorted(
+                p.name.split("=", 1)[1]
+                for p in (lake.root / "reader_outputs").glob("variant=*")
+                if p.name.split("=", 1)[1] == f or p.name.split("=", 1)[1].startswith(f + "_s")
+            )
             days = [_last(lake, "reader_outputs", variant=v) for v in names]
             days = [d for d in days if d]
             last[f"{f}/reader_outputs"] = min(days) if days else None  # the family is as far as its slowest seed

@@ -30,9 +30,7 @@ class FinragResource(dg.ConfigurableResource):
         return cls(settings_json=s.model_dump_json(), lake_dir=str(s.lake_dir))
 
     def settings(self) -> Settings:
-        return _settings(
-            self.settings_json, self.config_path, self.lake_dir, os.environ.get("FINRAG_CONFIG", ""), os.environ.get("FINRAG_LAKE", "")
-        )
+        return _settings(self.settings_json, self.config_path, self.lake_dir, os.environ.get("FINRAG_CONFIG", ""), os.environ.get("FINRAG_LAKE", ""))
 
     def lake(self) -> Lake:
         return Lake(self.settings().lake_dir)

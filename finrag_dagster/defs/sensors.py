@@ -55,7 +55,9 @@ def matured_decision_days(new_market_days: list[str], first_day: str) -> dict[st
     return dict(sorted(out.items()))
 
 
-def build_matured_feedback_sensor(families: tuple[str, ...], job: dg.UnresolvedAssetJobDefinition | None = None, interval_s: int = 300) -> dg.SensorDefinition:
+def build_matured_feedback_sensor(
+    families: tuple[str, ...], job: dg.UnresolvedAssetJobDefinition | None = None, interval_s: int = 300
+) -> dg.SensorDefinition:
     targets = [dg.AssetKey("labels")] + [dg.AssetKey([f, "feedback"]) for f in families]
 
     @dg.sensor(

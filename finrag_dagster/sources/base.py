@@ -13,8 +13,7 @@ from ..core.text import stable_hash
 
 QUARANTINE_COLUMNS = {"source_file": pl.Utf8, "source_row": pl.Int64, "reason": pl.Utf8, "raw": pl.Utf8, "rows": pl.Int64}
 # Rows kept but worth a look (a repaired encoding, an unexplained price move, a missing session).
-FLAG_COLUMNS = {"source_file": pl.Utf8, "source_row": pl.Int64, "ticker": pl.Utf8, "date": pl.Date,
-                "flag": pl.Utf8, "detail": pl.Utf8}
+FLAG_COLUMNS = {"source_file": pl.Utf8, "source_row": pl.Int64, "ticker": pl.Utf8, "date": pl.Date, "flag": pl.Utf8, "detail": pl.Utf8}
 
 
 def empty_flags() -> pl.DataFrame:
@@ -51,10 +50,7 @@ class LoadResult:
     def check(self) -> LoadResult:
         got = self.accepted.height + self.quarantined
         if got != self.rows_in:
-            raise AssertionError(
-                f"{self.table}: rows in {self.rows_in} != accepted {self.accepted.height} + "
-                f"quarantined {self.quarantined}"
-            )
+            raise AssertionError(f"{self.table}: rows in {self.rows_in} != accepted {self.accepted.height} + quarantined {self.quarantined}")
         return self
 
 

@@ -161,8 +161,7 @@ def parse_submission_header(text: str) -> dict:
 class _TextExtractor(HTMLParser):
     """HTML -> plain text: block elements become line breaks, hidden/inline-XBRL headers dropped."""
 
-    BLOCK = {"p", "div", "br", "tr", "li", "h1", "h2", "h3", "h4", "h5", "h6", "table", "section", "ul", "ol",
-             "page", "hr", "center", "title"}
+    BLOCK = {"p", "div", "br", "tr", "li", "h1", "h2", "h3", "h4", "h5", "h6", "table", "section", "ul", "ol", "page", "hr", "center", "title"}
     SKIP = {"script", "style", "head", "ix:header", "xbrl"}
 
     def __init__(self) -> None:
@@ -269,8 +268,7 @@ _MONTHS = r"(January|February|March|April|May|June|July|August|September|October
 _PERIOD_PATTERNS = [
     ("fy_ord", re.compile(rf"\bfiscal\s+(?:year\s+)?(\d{{4}})\s+{_ORD_RE}\s+quarter", re.IGNORECASE)),
     ("ord_fy", re.compile(rf"\b{_ORD_RE}\s+(?:fiscal\s+)?quarter\s+(?:of\s+)?(?:fiscal\s+(?:year\s+)?)(\d{{4}})\b", re.IGNORECASE)),
-    ("ended", re.compile(
-        rf"\b(?:{_ORD_RE}\s+(?:fiscal\s+)?)?quarter\s+ended\s+{_MONTHS}\s+(\d{{1,2}}),?\s+(\d{{4}})", re.IGNORECASE)),
+    ("ended", re.compile(rf"\b(?:{_ORD_RE}\s+(?:fiscal\s+)?)?quarter\s+ended\s+{_MONTHS}\s+(\d{{1,2}}),?\s+(\d{{4}})", re.IGNORECASE)),
     ("q_n", re.compile(r"\bQ([1-4])\s*(?:of\s+)?(?:fiscal\s+(?:year\s+)?|FY\s*)?(\d{4})\b", re.IGNORECASE)),
     ("fyq", re.compile(r"\b(?:fiscal\s+(?:year\s+)?|FY\s*)(\d{4})\s+Q([1-4])\b", re.IGNORECASE)),
     ("ord_cal", re.compile(rf"\b{_ORD_RE}\s+quarter\s+(?:of\s+)?(\d{{4}})\b", re.IGNORECASE)),
@@ -311,7 +309,7 @@ def period_in_text(text: str, fye: str | None = None, limit: int = 20000) -> str
 
 
 def fiscal_period(form_type: str, report_date: dt.date | None, fye: str | None, text: str = "") -> str | None:
-    """"Qn YYYY" for 10-Q, "FYYYYY" for 10-K (from the report date), the text's period for 8-K."""
+    """ "Qn YYYY" for 10-Q, "FYYYYY" for 10-K (from the report date), the text's period for 8-K."""
     form = (form_type or "").upper()
     if form.startswith("10-Q") and report_date:
         fy, q = fiscal_year_quarter(report_date, fye)
@@ -379,7 +377,7 @@ def _chunk(text: str, max_words: int) -> list[str]:
 
 
 def _item_label(num: str) -> str:
-    """"1a" -> "Item 1A", "2.02" -> "Item 2.02"."""
+    """ "1a" -> "Item 1A", "2.02" -> "Item 2.02"."""
     return "Item " + num.upper()
 
 
@@ -423,13 +421,13 @@ def split_filing_passages(text: str, form_type: str, max_words: int = 160) -> li
     bounds = [0] + [m.start() for m, _, _ in heads] + [len(text)]
     out: list[dict] = []
     for i in range(len(bounds) - 1):
-        seg = text[bounds[i]:bounds[i + 1]]
+        seg = text[bounds[i] : bounds[i + 1]]
         if i == 0:
             item, part, heading, body = "Cover", None, "", seg
         else:
             m, item, part = heads[i - 1]
             heading = seg[: seg.find("\n")] if "\n" in seg else seg
-            body = seg[len(heading):]
+            body = seg[len(heading) :]
             if m.group("ex") or _words(heading) > 25:  # marker line, or heading run into its paragraph
                 heading, body = "", (body if m.group("ex") else seg)
         body = _clean_block(body)
@@ -533,8 +531,15 @@ def read_submissions_json(path: Path, file_index: int) -> list[FilingRecord]:
         # parallel arrays that do not line up cannot be zipped: a time would go to another filing
         why = f"{R_UNEQUAL_ARRAYS} (accessionNumber {n}, " + ", ".join(f"{k} {m}" for k, m in sorted(short.items())) + ")"
         return [
-            FilingRecord(accession=_norm_accession(acc), source="submissions_json", source_file=path.name,
-                         source_row=i, file_index=file_index, cik=cik_i, problem=why)
+            FilingRecord(
+                accession=_norm_accession(acc),
+                source="submissions_json",
+                source_file=path.name,
+                source_row=i,
+                file_index=file_index,
+                cik=cik_i,
+                problem=why,
+            )
             for i, acc in enumerate(block["accessionNumber"])
         ]
     names = _former_names(doc)
@@ -545,16 +550,24 @@ def read_submissions_json(path: Path, file_index: int) -> list[FilingRecord]:
 
     out = []
     for i, (acc, form, acc_t, filed, rep, items) in enumerate(
-        zip(arr("accessionNumber"), arr("form"), arr("acceptanceDateTime"), arr("filingDate"),
-            arr("reportDate"), arr("items"), strict=True)
+        zip(arr("accessionNumber"), arr("form"), arr("acceptanceDateTime"), arr("filingDate"), arr("reportDate"), arr("items"), strict=True)
     ):
         accepted = _utc_ns(acc_t)
         out.append(
             FilingRecord(
-                accession=_norm_accession(acc), source="submissions_json", source_file=path.name, source_row=i,
-                file_index=file_index, form_type=(form or "").strip() or None, cik=cik_i,
-                company=_name_at(names, doc.get("name"), accepted), ticker=(tickers[0] if tickers else None),
-                accepted_ns=accepted, filed_date=_date(filed), report_date=_date(rep), items=(items or "").strip(),
+                accession=_norm_accession(acc),
+                source="submissions_json",
+                source_file=path.name,
+                source_row=i,
+                file_index=file_index,
+                form_type=(form or "").strip() or None,
+                cik=cik_i,
+                company=_name_at(names, doc.get("name"), accepted),
+                ticker=(tickers[0] if tickers else None),
+                accepted_ns=accepted,
+                filed_date=_date(filed),
+                report_date=_date(rep),
+                items=(items or "").strip(),
                 fye=fye if isinstance(fye, str) and re.fullmatch(r"\d{4}", fye) else None,
             )
         )
@@ -597,12 +610,21 @@ def read_full_submission(path: Path, file_index: int, with_text: bool) -> list[F
     acc = _norm_accession(h["accession"]) or _norm_accession(path.parent.name)
     return [
         FilingRecord(
-            accession=acc, source="sgml_header", source_file=f"{acc or path.parent.name}/{path.name}",
-            source_row=0, file_index=file_index, form_type=h["form_type"], cik=h["cik"],
-            company=h["company"], ticker=ticker,
+            accession=acc,
+            source="sgml_header",
+            source_file=f"{acc or path.parent.name}/{path.name}",
+            source_row=0,
+            file_index=file_index,
+            form_type=h["form_type"],
+            cik=h["cik"],
+            company=h["company"],
+            ticker=ticker,
             accepted_ns=int(h["acceptance_utc"].value) if h["acceptance_utc"] is not None else None,
-            filed_date=h["filed_date"], report_date=h["period_of_report"], items=h["items"],
-            fye=h["fiscal_year_end"], text=submission_text(raw, h["form_type"] or "") if with_text else "",
+            filed_date=h["filed_date"],
+            report_date=h["period_of_report"],
+            items=h["items"],
+            fye=h["fiscal_year_end"],
+            text=submission_text(raw, h["form_type"] or "") if with_text else "",
         )
     ]
 
@@ -622,16 +644,35 @@ def read_filings_parquet(path: Path, file_index: int) -> list[FilingRecord]:
     acc_col = next((c for c in ("acceptance_datetime_utc", "acceptance_utc", "public_time") if c in cols), None)
     out = []
     for i, (acc, form, cik, comp, tick, at, filed, rep, items, src) in enumerate(
-        zip(_pcol(df, "accession"), _pcol(df, "form_type"), _pcol(df, "cik"), _pcol(df, "company"),
-            _pcol(df, "ticker"), _pcol(df, acc_col) if acc_col else [None] * df.height, _pcol(df, "filed_date"),
-            _pcol(df, "report_date"), _pcol(df, "items"), _pcol(df, "acceptance_source"))
+        zip(
+            _pcol(df, "accession"),
+            _pcol(df, "form_type"),
+            _pcol(df, "cik"),
+            _pcol(df, "company"),
+            _pcol(df, "ticker"),
+            _pcol(df, acc_col) if acc_col else [None] * df.height,
+            _pcol(df, "filed_date"),
+            _pcol(df, "report_date"),
+            _pcol(df, "items"),
+            _pcol(df, "acceptance_source"),
+        )
     ):
         out.append(
             FilingRecord(
-                accession=_norm_accession(acc), source=_source_label(src, "filings_index"), source_file=path.name,
-                source_row=i, file_index=file_index, form_type=form, cik=int(cik) if cik is not None else None,
-                company=comp, ticker=tick, accepted_ns=_utc_ns(at), filed_date=_date(filed),
-                report_date=_date(rep), items=(items or "").strip(), fye=None,
+                accession=_norm_accession(acc),
+                source=_source_label(src, "filings_index"),
+                source_file=path.name,
+                source_row=i,
+                file_index=file_index,
+                form_type=form,
+                cik=int(cik) if cik is not None else None,
+                company=comp,
+                ticker=tick,
+                accepted_ns=_utc_ns(at),
+                filed_date=_date(filed),
+                report_date=_date(rep),
+                items=(items or "").strip(),
+                fye=None,
             )
         )
     return out
@@ -653,11 +694,19 @@ def _text_parquet_records(df: pl.DataFrame, path: Path, file_index: int) -> list
         at = r.get("acceptance_datetime_utc")
         out.append(
             FilingRecord(
-                accession=_norm_accession(acc), source=_source_label(r.get("acceptance_source"), "filings_text"),
-                source_file=path.name, source_row=int(g["_row"].min()), file_index=file_index,
-                form_type=r.get("form_type"), cik=r.get("cik"), company=r.get("company"), ticker=r.get("ticker"),
-                accepted_ns=_utc_ns(at), filed_date=_date(r.get("filed_date")),
-                report_date=_date(r.get("report_date")), text="\n\n".join(parts),
+                accession=_norm_accession(acc),
+                source=_source_label(r.get("acceptance_source"), "filings_text"),
+                source_file=path.name,
+                source_row=int(g["_row"].min()),
+                file_index=file_index,
+                form_type=r.get("form_type"),
+                cik=r.get("cik"),
+                company=r.get("company"),
+                ticker=r.get("ticker"),
+                accepted_ns=_utc_ns(at),
+                filed_date=_date(r.get("filed_date")),
+                report_date=_date(r.get("report_date")),
+                text="\n\n".join(parts),
             )
         )
     return out
@@ -680,8 +729,16 @@ def _read_records(index_paths, text_paths) -> list[FilingRecord]:
                 records += read_full_submission(f, i, with_text=f in txt_files)
             except (SourceError, OSError) as exc:  # one bad filing is quarantined; the others load
                 acc = _norm_accession(f.parent.name)
-                records.append(FilingRecord(accession=acc, source="sgml_header", source_file=f"{f.parent.name}/{f.name}",
-                                            source_row=0, file_index=i, problem=f"{R_CORRUPT}: {str(exc).split(': ', 1)[-1]}"))
+                records.append(
+                    FilingRecord(
+                        accession=acc,
+                        source="sgml_header",
+                        source_file=f"{f.parent.name}/{f.name}",
+                        source_row=0,
+                        file_index=i,
+                        problem=f"{R_CORRUPT}: {str(exc).split(': ', 1)[-1]}",
+                    )
+                )
         else:
             raise SourceError(f"{f.name}: unknown filings file format (expected .json, .parquet or full-submission .txt)")
     return records
@@ -753,11 +810,23 @@ def _group_records(records: list[FilingRecord]) -> tuple[list[dict], dict[str, l
     groups: dict[str, list[FilingRecord]] = {}
     for r in records:
         if r.problem is not None:
-            q_rows.append({"source_file": r.source_file, "source_row": r.source_row, "reason": r.problem,
-                           "raw": {"accession": r.accession, "cik": r.cik, "source": r.source}})
+            q_rows.append(
+                {
+                    "source_file": r.source_file,
+                    "source_row": r.source_row,
+                    "reason": r.problem,
+                    "raw": {"accession": r.accession, "cik": r.cik, "source": r.source},
+                }
+            )
         elif r.accession is None:
-            q_rows.append({"source_file": r.source_file, "source_row": r.source_row, "reason": R_NO_ACCESSION,
-                           "raw": {"form_type": r.form_type, "cik": r.cik, "source": r.source}})
+            q_rows.append(
+                {
+                    "source_file": r.source_file,
+                    "source_row": r.source_row,
+                    "reason": R_NO_ACCESSION,
+                    "raw": {"form_type": r.form_type, "cik": r.cik, "source": r.source},
+                }
+            )
         else:
             groups.setdefault(r.accession, []).append(r)
     return q_rows, groups
@@ -799,8 +868,7 @@ def _merge_reason(form: str, ticker: str | None, public: int | None, cal) -> str
 def _merge_quarantine_row(acc: str, g: list[FilingRecord], form: str, cik, public: int | None, reason: str) -> dict:
     """The quarantine row of a merged filing: at its first record, with what the sources agreed on."""
     head = g[0]
-    raw = {"accession": acc, "form_type": form, "cik": cik,
-           "sources": sorted({f"{r.source}:{r.source_file}" for r in g})}
+    raw = {"accession": acc, "form_type": form, "cik": cik, "sources": sorted({f"{r.source}:{r.source_file}" for r in g})}
     if public is not None:
         raw["public_time"] = pd.Timestamp(public, tz="UTC").isoformat()
     return {"source_file": head.source_file, "source_row": head.source_row, "reason": reason, "raw": raw}
@@ -907,8 +975,7 @@ def _accepted_frame(rows: list[dict], cal) -> pl.DataFrame:
         {
             **{k: [r[k] for r in rows] for k in ("accession", "cik", "ticker", "company", "form_type")},
             "public_time": pl.Series(public).cast(pl.Datetime("ns", "UTC")).dt.cast_time_unit("us"),
-            **{k: [r[k] for r in rows] for k in ("acceptance_source", "filed_date", "report_date", "fiscal_period",
-                                                 "items", "text", "source_file")},
+            **{k: [r[k] for r in rows] for k in ("acceptance_source", "filed_date", "report_date", "fiscal_period", "items", "text", "source_file")},
             "date": pl.Series(days).cast(pl.Date),
         },
         schema_overrides={"filed_date": pl.Date, "report_date": pl.Date, "fiscal_period": pl.Utf8, "cik": pl.Int64},
@@ -918,7 +985,16 @@ def _accepted_frame(rows: list[dict], cal) -> pl.DataFrame:
 
 
 __all__ = [
-    "load_filings", "split_filing_passages", "parse_submission_header", "submission_text", "html_to_text",
-    "fiscal_period", "fiscal_year_quarter", "period_in_text", "read_submissions_json", "read_full_submission",
-    "read_filings_parquet", "FORMS_USED",
+    "load_filings",
+    "split_filing_passages",
+    "parse_submission_header",
+    "submission_text",
+    "html_to_text",
+    "fiscal_period",
+    "fiscal_year_quarter",
+    "period_in_text",
+    "read_submissions_json",
+    "read_full_submission",
+    "read_filings_parquet",
+    "FORMS_USED",
 ]

@@ -104,10 +104,7 @@ def resolve_user_agent(option: str | None = None, environ: dict | None = None) -
             f'"{USER_AGENT_EXAMPLE}" or set {USER_AGENT_ENV}="{USER_AGENT_EXAMPLE}"'
         )
     if not _EMAIL.search(ua):
-        raise MissingUserAgentError(
-            f"User-Agent {ua!r} has no contact email; the SEC asks for a name and an email, "
-            f'e.g. "{USER_AGENT_EXAMPLE}"'
-        )
+        raise MissingUserAgentError(f'User-Agent {ua!r} has no contact email; the SEC asks for a name and an email, e.g. "{USER_AGENT_EXAMPLE}"')
     return ua
 
 
@@ -120,8 +117,13 @@ class RateLimiter:
     jitter between our clock and the server's.
     """
 
-    def __init__(self, max_rps: float = DEFAULT_MAX_RPS, headroom: float = 0.05,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        max_rps: float = DEFAULT_MAX_RPS,
+        headroom: float = 0.05,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         if not max_rps or max_rps <= 0:
             raise ValueError(f"max_rps must be positive, got {max_rps!r}")
         self.interval = (1.0 + headroom) / float(max_rps)
@@ -305,9 +307,11 @@ class FetchSummary:
         return not self.errors and self.aborted is None
 
     def line(self) -> str:
-        s = (f"EDGAR: {self.fetched} fetched, {self.skipped} skipped (already present), {self.failed} failed; "
-             f"submissions JSON {self.submissions_fetched} fetched, {self.submissions_reused} reused; "
-             f"{self.requests} requests")
+        s = (
+            f"EDGAR: {self.fetched} fetched, {self.skipped} skipped (already present), {self.failed} failed; "
+            f"submissions JSON {self.submissions_fetched} fetched, {self.submissions_reused} reused; "
+            f"{self.requests} requests"
+        )
         if self.aborted:
             s += f"; stopped early: {self.aborted}"
         return s
@@ -345,13 +349,26 @@ class EdgarFetcher:
         Wall clock (seconds since the epoch) for file ages and HTTP-date Retry-After.
     """
 
-    def __init__(self, client: httpx.Client, user_agent: str, out: str | Path, *,
-                 base_url: str = DEFAULT_BASE_URL, data_base_url: str = DEFAULT_DATA_BASE_URL,
-                 max_rps: float = DEFAULT_MAX_RPS, limiter: RateLimiter | None = None, max_retries: int = 5,
-                 backoff_base: float = 1.0, backoff_cap: float = 60.0, max_retry_after: float = 600.0,
-                 submissions_max_age_s: float = 86400.0, max_consecutive_failures: int = 5,
-                 sleep: Callable[[float], None] = time.sleep, now: Callable[[], float] = time.time,
-                 progress: bool = False):
+    def __init__(
+        self,
+        client: httpx.Client,
+        user_agent: str,
+        out: str | Path,
+        *,
+        base_url: str = DEFAULT_BASE_URL,
+        data_base_url: str = DEFAULT_DATA_BASE_URL,
+        max_rps: float = DEFAULT_MAX_RPS,
+        limiter: RateLimiter | None = None,
+        max_retries: int = 5,
+        backoff_base: float = 1.0,
+        backoff_cap: float = 60.0,
+        max_retry_after: float = 600.0,
+        submissions_max_age_s: float = 86400.0,
+        max_consecutive_failures: int = 5,
+        sleep: Callable[[float], None] = time.sleep,
+        now: Callable[[], float] = time.time,
+        progress: bool = False,
+    ):
         self.client = client
         self.user_agent = resolve_user_agent(user_agent, environ={})
         self.out = Path(out)
@@ -369,7 +386,7 @@ class EdgarFetcher:
 
     # ------------------------------------------------------------------ HTTP
     def _backoff(self, attempt: int) -> float:
-        return min(self.backoff_cap, self.backoff_base * (2 ** attempt))
+        return min(self.backoff_cap, self.backoff_base * (2**attempt))
 
     def _request(self, url: str, consume: Callable[[httpx.Response], object]):
         """GET ``url`` with rate limit and retries; ``consume`` reads a 200 response."""
@@ -391,8 +408,11 @@ class EdgarFetcher:
                 status, reason = None, f"{type(exc).__name__}: {exc}"
             if status == 403:
                 raise EdgarBlockedError(
-                    url, f"{reason}: the SEC refused the request (it blocks tools without a declared "
-                         f"User-Agent, e.g. \"{USER_AGENT_EXAMPLE}\", and clients above 10 requests/second)", status)
+                    url,
+                    f"{reason}: the SEC refused the request (it blocks tools without a declared "
+                    f'User-Agent, e.g. "{USER_AGENT_EXAMPLE}", and clients above 10 requests/second)',
+                    status,
+                )
             retryable = status is None or status == 429 or 500 <= status <= 599
             if not retryable:
                 raise EdgarHTTPError(url, reason, status)
@@ -403,8 +423,9 @@ class EdgarFetcher:
                 raise EdgarHTTPError(url, msg, status)
             wait = retry_after if retry_after is not None else self._backoff(attempt)
             if wait > self.max_retry_after:
-                raise EdgarBlockedError(url, f"{reason}: server asks to retry after {wait:.0f}s "
-                                             f"(more than {self.max_retry_after:.0f}s); try again later", status)
+                raise EdgarBlockedError(
+                    url, f"{reason}: server asks to retry after {wait:.0f}s (more than {self.max_retry_after:.0f}s); try again later", status
+                )
             self.sleep(wait)
             attempt += 1
 
@@ -504,8 +525,7 @@ class EdgarFetcher:
             url, path = f"{self.base_url}/files/{TICKERS_FILE}", self.out / TICKERS_FILE
             before = self.requests
             sec = _sec_ticker_map(self._json(url, path, None, max_age=False))
-            if (self.requests == before and not self._fresh(path)
-                    and any(_norm_ticker(t) not in sec for t in missing)):
+            if self.requests == before and not self._fresh(path) and any(_norm_ticker(t) not in sec for t in missing):
                 path.unlink(missing_ok=True)  # an old cached map may predate a listing: refresh it once
                 sec = _sec_ticker_map(self._json(url, path, None, max_age=False))
             still = []
@@ -536,9 +556,15 @@ class EdgarFetcher:
                 blocks.append(pdoc)
         return blocks
 
-    def plan(self, tickers: Sequence[str], since: dt.date, forms: Sequence[str] = DEFAULT_FORMS,
-             include_amendments: bool = True, universe: str | Path | None = None,
-             summary: FetchSummary | None = None) -> list[FilingRef]:
+    def plan(
+        self,
+        tickers: Sequence[str],
+        since: dt.date,
+        forms: Sequence[str] = DEFAULT_FORMS,
+        include_amendments: bool = True,
+        universe: str | Path | None = None,
+        summary: FetchSummary | None = None,
+    ) -> list[FilingRef]:
         """The filings to have on disk (present or not), one per accession."""
         summary = summary if summary is not None else FetchSummary()
         want = expand_forms(forms, include_amendments)
@@ -581,8 +607,14 @@ class EdgarFetcher:
                     pass
         return n
 
-    def run(self, tickers: Sequence[str], since: dt.date, forms: Sequence[str] = DEFAULT_FORMS,
-            include_amendments: bool = True, universe: str | Path | None = None) -> FetchSummary:
+    def run(
+        self,
+        tickers: Sequence[str],
+        since: dt.date,
+        forms: Sequence[str] = DEFAULT_FORMS,
+        include_amendments: bool = True,
+        universe: str | Path | None = None,
+    ) -> FetchSummary:
         """Download what is missing; never raises for one bad filing (see ``summary.errors``).
 
         Raises
@@ -651,13 +683,29 @@ def _check_submission(head: bytes) -> str | None:
 
 def make_client(timeout: float = 60.0) -> httpx.Client:
     """An httpx client fit for EDGAR (compressed transfers, redirects followed)."""
-    return httpx.Client(timeout=httpx.Timeout(timeout, connect=15.0), follow_redirects=True,
-                        headers={"Accept-Encoding": "gzip, deflate"})
+    return httpx.Client(timeout=httpx.Timeout(timeout, connect=15.0), follow_redirects=True, headers={"Accept-Encoding": "gzip, deflate"})
 
 
 __all__ = [
-    "EdgarFetcher", "FetchSummary", "FilingRef", "RateLimiter", "EdgarFetchError", "EdgarHTTPError",
-    "EdgarBlockedError", "MissingUserAgentError", "resolve_user_agent", "parse_retry_after", "select_filings",
-    "expand_forms", "read_universe_ciks", "make_client", "DEFAULT_BASE_URL", "DEFAULT_DATA_BASE_URL",
-    "DEFAULT_FORMS", "DEFAULT_MAX_RPS", "USER_AGENT_ENV", "BASE_URL_ENV", "DATA_BASE_URL_ENV",
+    "EdgarFetcher",
+    "FetchSummary",
+    "FilingRef",
+    "RateLimiter",
+    "EdgarFetchError",
+    "EdgarHTTPError",
+    "EdgarBlockedError",
+    "MissingUserAgentError",
+    "resolve_user_agent",
+    "parse_retry_after",
+    "select_filings",
+    "expand_forms",
+    "read_universe_ciks",
+    "make_client",
+    "DEFAULT_BASE_URL",
+    "DEFAULT_DATA_BASE_URL",
+    "DEFAULT_FORMS",
+    "DEFAULT_MAX_RPS",
+    "USER_AGENT_ENV",
+    "BASE_URL_ENV",
+    "DATA_BASE_URL_ENV",
 ]

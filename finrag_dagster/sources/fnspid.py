@@ -52,8 +52,17 @@ from .base import (
 from .csvcheck import csv_problem, is_utf8
 
 FNSPID_COLUMNS = (
-    "Date", "Article_title", "Stock_symbol", "Url", "Publisher", "Author", "Article",
-    "Lsa_summary", "Luhn_summary", "Textrank_summary", "Lexrank_summary",
+    "Date",
+    "Article_title",
+    "Stock_symbol",
+    "Url",
+    "Publisher",
+    "Author",
+    "Article",
+    "Lsa_summary",
+    "Luhn_summary",
+    "Textrank_summary",
+    "Lexrank_summary",
 )
 SUMMARY_COLUMNS = ("Lsa_summary", "Luhn_summary", "Textrank_summary", "Lexrank_summary")
 # Columns kept in a quarantine row's ``raw`` JSON (the article body is left out: it can be MBs).
@@ -101,8 +110,7 @@ class NewsClock:
         return np.array([(p or "").strip().lower() in pubs or file_ok[f] for p, f in zip(publishers, files)], dtype=bool)
 
     def describe(self) -> dict:
-        return {"dates_only": self.dates_only, "trusted_publishers": sorted(self.trusted_publishers),
-                "trusted_files": sorted(self.trusted_files)}
+        return {"dates_only": self.dates_only, "trusted_publishers": sorted(self.trusted_publishers), "trusted_files": sorted(self.trusted_files)}
 
 
 # ---------------------------------------------------------------------------- parsing
@@ -111,8 +119,7 @@ def parse_news_times(values: list[str | None]) -> np.ndarray:
 
     " UTC" / "GMT" / "Z" suffixes mean +00:00; a stamp without offset is taken as UTC.
     """
-    norm = pd.Series([None if v is None else _TZ_SUFFIX.sub("+00:00", str(v).strip()) or None for v in values],
-                     dtype=object)
+    norm = pd.Series([None if v is None else _TZ_SUFFIX.sub("+00:00", str(v).strip()) or None for v in values], dtype=object)
     ts = pd.to_datetime(norm, utc=True, format="ISO8601", errors="coerce")
     return ts.astype("datetime64[ns, UTC]").array.asi8.copy()
 
@@ -125,10 +132,7 @@ def _cols(df: pl.DataFrame, fname: str) -> dict[str, str]:
         if extra in lower:
             got[extra] = lower[extra]
     if "Date" not in got or "Stock_symbol" not in got or not ({"Article_title", "Url"} & got.keys()):
-        raise SourceError(
-            f"{fname}: not an FNSPID news file (needs Date, Stock_symbol and Article_title or Url; "
-            f"has {df.columns[:15]})"
-        )
+        raise SourceError(f"{fname}: not an FNSPID news file (needs Date, Stock_symbol and Article_title or Url; has {df.columns[:15]})")
     return got
 
 
@@ -162,8 +166,7 @@ def news_source(path: Path) -> tuple[pl.LazyFrame, dict[str, str], bool]:
     except SourceError:
         raise
     except Exception as exc:  # polars raises several types for malformed files
-        raise SourceError(f"{path.name}: cannot be read as {'CSV' if '.csv' in name else 'parquet'} "
-                          f"({str(exc).splitlines()[0]})") from exc
+        raise SourceError(f"{path.name}: cannot be read as {'CSV' if '.csv' in name else 'parquet'} ({str(exc).splitlines()[0]})") from exc
     return lf, _cols(head, path.name), repaired
 
 
@@ -199,7 +202,7 @@ def normalize_news(df: pl.DataFrame, cols: dict[str, str], source_file: str, rep
         ts_ns = d.dt.convert_time_zone("UTC").dt.cast_time_unit("ns").dt.epoch("ns")
         date_text = d.dt.to_string("%Y-%m-%d %H:%M:%S%z")
         wall_day = d.dt.date()
-        wall_sec = (d.dt.hour().cast(pl.Int32) * 3600 + d.dt.minute().cast(pl.Int32) * 60 + d.dt.second().cast(pl.Int32))
+        wall_sec = d.dt.hour().cast(pl.Int32) * 3600 + d.dt.minute().cast(pl.Int32) * 60 + d.dt.second().cast(pl.Int32)
     elif date.dtype == pl.Date:
         ts_ns = date.cast(pl.Datetime("ns")).dt.epoch("ns")
         date_text = date.cast(pl.Utf8)
@@ -288,7 +291,8 @@ def minute_stats(frame: pl.DataFrame, clock: NewsClock) -> pl.DataFrame:
     c = _clock_parts(frame, clock)
     return (
         pl.DataFrame({"f": frame["source_file"], "p": frame["Publisher"], "t": c["timed"], "m": c["timed"] & c["on_minute"]})
-        .group_by("f", "p").agg(pl.col("t").sum().cast(pl.Int64).alias("timed"), pl.col("m").sum().cast(pl.Int64).alias("on_minute"))
+        .group_by("f", "p")
+        .agg(pl.col("t").sum().cast(pl.Int64).alias("timed"), pl.col("m").sum().cast(pl.Int64).alias("on_minute"))
         .sort("f", "p")
     )
 
@@ -309,9 +313,12 @@ def news_public_ns(frame: pl.DataFrame, clock: NewsClock = NewsClock(), minute: 
     # minute precision: a trusted source (file, publisher) whose timed stamps all have zero seconds
     stats = minute_stats(frame, clock) if minute is None else minute
     src = pl.DataFrame({"f": frame["source_file"], "p": frame["Publisher"]})
-    all_minute = src.join(stats, on=["f", "p"], how="left", maintain_order="left").select(
-        (pl.col("timed") == pl.col("on_minute")).fill_null(False)
-    ).to_series().to_numpy()
+    all_minute = (
+        src.join(stats, on=["f", "p"], how="left", maintain_order="left")
+        .select((pl.col("timed") == pl.col("on_minute")).fill_null(False))
+        .to_series()
+        .to_numpy()
+    )
     is_minute = timed & all_minute
     public = ts.copy()
     public[is_minute] += 59 * _SEC_NS
@@ -353,8 +360,9 @@ def _empty_news() -> pl.DataFrame:
     return pl.from_arrow(NEWS_RAW.schema.empty_table()).with_columns(pl.lit(None, dtype=pl.Date).alias("date"))
 
 
-def check_news_rows(df: pl.DataFrame, universe: list[str], clock: NewsClock, cal, calendar_end: dt.date | None,
-                    minute: pl.DataFrame | None = None) -> pl.DataFrame:
+def check_news_rows(
+    df: pl.DataFrame, universe: list[str], clock: NewsClock, cal, calendar_end: dt.date | None, minute: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """:func:`normalize_news` rows with ``ticker``, ``public_ns``, ``precision`` and ``reason``
     (null: accepted so far; duplicates are found across all files later)."""
     rows_in = df.height
@@ -364,8 +372,11 @@ def check_news_rows(df: pl.DataFrame, universe: list[str], clock: NewsClock, cal
     in_cal = valid_ts & (public >= cal.opens_ns[0]) & (public <= cal.closes_ns[-1])
     after_end = np.zeros(rows_in, dtype=bool)
     if calendar_end is not None and in_cal.any():
-        end_close = int(cal.closes_for(np.array([cal.previous_session(calendar_end) if not cal.is_session(calendar_end)
-                                                 else calendar_end], dtype="datetime64[D]"))[0])
+        end_close = int(
+            cal.closes_for(
+                np.array([cal.previous_session(calendar_end) if not cal.is_session(calendar_end) else calendar_end], dtype="datetime64[D]")
+            )[0]
+        )
         after_end = in_cal & (public > end_close)
 
     df = df.with_columns(
@@ -375,13 +386,20 @@ def check_news_rows(df: pl.DataFrame, universe: list[str], clock: NewsClock, cal
         pl.Series("after_end", after_end, dtype=pl.Boolean),
     )
     reason = (
-        pl.when(pl.col("ts_ns").is_null() & (pl.col("Date") == "")).then(pl.lit(R_MISSING_DATE))
-        .when(pl.col("ts_ns").is_null()).then(pl.lit(R_BAD_DATE))
-        .when(pl.col("ticker") == "").then(pl.lit(R_NO_TICKER))
-        .when(~pl.col("ticker").is_in(universe)).then(pl.lit(R_NOT_UNIVERSE))
-        .when((pl.col("Article_title") == "") & (pl.col("Url") == "")).then(pl.lit(R_NO_TITLE_URL))
-        .when(~pl.col("in_cal")).then(pl.lit(R_OUT_OF_CALENDAR))
-        .when(pl.col("after_end")).then(pl.lit(R_AFTER_END))
+        pl.when(pl.col("ts_ns").is_null() & (pl.col("Date") == ""))
+        .then(pl.lit(R_MISSING_DATE))
+        .when(pl.col("ts_ns").is_null())
+        .then(pl.lit(R_BAD_DATE))
+        .when(pl.col("ticker") == "")
+        .then(pl.lit(R_NO_TICKER))
+        .when(~pl.col("ticker").is_in(universe))
+        .then(pl.lit(R_NOT_UNIVERSE))
+        .when((pl.col("Article_title") == "") & (pl.col("Url") == ""))
+        .then(pl.lit(R_NO_TITLE_URL))
+        .when(~pl.col("in_cal"))
+        .then(pl.lit(R_OUT_OF_CALENDAR))
+        .when(pl.col("after_end"))
+        .then(pl.lit(R_AFTER_END))
         .otherwise(pl.lit(None, dtype=pl.Utf8))
     )
     return df.with_columns(reason.alias("reason"))
@@ -399,8 +417,11 @@ def _repair_flags(good: pl.DataFrame, cal) -> pl.DataFrame:
     days = cal.decision_days(rep["public_ns"].to_numpy()).astype("datetime64[D]")
     return pl.DataFrame(
         {
-            "source_file": rep["source_file"], "source_row": rep["source_row"], "ticker": rep["ticker"],
-            "date": pl.Series(days).cast(pl.Date), "flag": [F_REPAIRED] * rep.height,
+            "source_file": rep["source_file"],
+            "source_row": rep["source_row"],
+            "ticker": rep["ticker"],
+            "date": pl.Series(days).cast(pl.Date),
+            "flag": [F_REPAIRED] * rep.height,
             "detail": ["the file is not valid UTF-8; undecodable bytes in this row were replaced"] * rep.height,
         },
         schema=FLAG_COLUMNS,
@@ -411,10 +432,7 @@ def _accepted_frame(good: pl.DataFrame, cal, keep_order: bool = False) -> pl.Dat
     """Build the NEWS_RAW columns (+ date) for rows that passed every check (in their order when
     ``keep_order``, else sorted by public time and id)."""
     titles = [_title(t, s, u) for t, s, u in zip(good["Article_title"], good["slug_title"], good["Url"])]
-    summaries = [
-        pick_summary(tuple(s), a)
-        for s, a in zip(zip(*(good[c] for c in SUMMARY_COLUMNS)), good["Article"])
-    ]
+    summaries = [pick_summary(tuple(s), a) for s, a in zip(zip(*(good[c] for c in SUMMARY_COLUMNS)), good["Article"])]
     src_time = good["ts_ns"].cast(pl.Datetime("ns", "UTC"))
     iso = [t.isoformat() for t in src_time.to_list()]
     ids = [stable_id("N", tk, u, s, ti) for tk, u, s, ti in zip(good["ticker"], good["Url"], iso, titles)]
@@ -441,5 +459,15 @@ def _accepted_frame(good: pl.DataFrame, cal, keep_order: bool = False) -> pl.Dat
     return out if keep_order else out.sort("public_time", "news_id")
 
 
-__all__ = ["NewsClock", "check_news_rows", "minute_stats", "news_public_ns", "news_source", "normalize_news",
-           "parse_news_times", "pick_summary", "read_news_file", "slug_title"]
+__all__ = [
+    "NewsClock",
+    "check_news_rows",
+    "minute_stats",
+    "news_public_ns",
+    "news_source",
+    "normalize_news",
+    "parse_news_times",
+    "pick_summary",
+    "read_news_file",
+    "slug_title",
+]

@@ -87,8 +87,10 @@ def _header_len(path: Path) -> int:
 
 def settings_key(universe: list[str], clock: fnspid.NewsClock, calendar_end: dt.date | None) -> str:
     """What the staged rows depend on besides the file's bytes."""
-    blob = json.dumps({"v": STAGE_VERSION, "universe": universe, "clock": clock.describe(),
-                       "calendar_end": str(calendar_end), "polars": pl.__version__}, sort_keys=True)
+    blob = json.dumps(
+        {"v": STAGE_VERSION, "universe": universe, "clock": clock.describe(), "calendar_end": str(calendar_end), "polars": pl.__version__},
+        sort_keys=True,
+    )
     return hashlib.sha1(blob.encode()).hexdigest()
 
 
@@ -187,8 +189,15 @@ class NewsStage:
                     if got.height:
                         raws.append(got)
             d = pl.concat(raws)
-            parts.append(d.select("source_file", "source_row", pl.lit(fnspid.R_DUPLICATE).alias("reason"),
-                                  pl.col("_raw").alias("raw"), pl.lit(1, dtype=pl.Int64).alias("rows")))
+            parts.append(
+                d.select(
+                    "source_file",
+                    "source_row",
+                    pl.lit(fnspid.R_DUPLICATE).alias("reason"),
+                    pl.col("_raw").alias("raw"),
+                    pl.lit(1, dtype=pl.Int64).alias("rows"),
+                )
+            )
         parts = [p for p in parts if p.height]
         if not parts:
             return empty_quarantine()
@@ -220,8 +229,15 @@ def _months(lo: dt.date, hi: dt.date):
 
 
 # ---------------------------------------------------------------------------- staging
-def stage_news(files: list[Path], universe_tickers: set[str], clock: fnspid.NewsClock, root: Path, *,
-               calendar_end: dt.date | None = None, batch_bytes: int = BATCH_BYTES) -> NewsStage:
+def stage_news(
+    files: list[Path],
+    universe_tickers: set[str],
+    clock: fnspid.NewsClock,
+    root: Path,
+    *,
+    calendar_end: dt.date | None = None,
+    batch_bytes: int = BATCH_BYTES,
+) -> NewsStage:
     """Bring the staging folder ``root`` up to date with ``files`` (in that order) and return it.
 
     Reads only what changed since the last call (see the module's notes); ``rows_read`` says how
@@ -246,8 +262,13 @@ def prune(root: Path, files: list[Path]) -> int:
     keep = {_file_dir(root, Path(f)).name for f in files}
     gone = 0
     for d in root.iterdir():
-        if d.is_dir() and d.name not in keep and len(d.name) == 16 and all(c in "0123456789abcdef" for c in d.name) \
-                and (d / "manifest.json").exists():
+        if (
+            d.is_dir()
+            and d.name not in keep
+            and len(d.name) == 16
+            and all(c in "0123456789abcdef" for c in d.name)
+            and (d / "manifest.json").exists()
+        ):
             shutil.rmtree(d, ignore_errors=True)
             gone += 1
     return gone
@@ -287,8 +308,14 @@ def _stage_file(path: Path, universe, clock, calendar_end, root: Path, key: str,
             return FileStage(path, d, old), 0, "unchanged"
         end = old["size"]
         csv = path.name.lower().endswith(".csv")
-        if (csv and st.st_size > end and old["head"] == _sha(path, 0, min(HEAD_BYTES, end)) and len(old["segments"]) < 1000
-                and old["tail"] == _sha(path, end - TAIL_BYTES, end) and _byte_at(path, end - 1) == b"\n"):
+        if (
+            csv
+            and st.st_size > end
+            and old["head"] == _sha(path, 0, min(HEAD_BYTES, end))
+            and len(old["segments"]) < 1000
+            and old["tail"] == _sha(path, end - TAIL_BYTES, end)
+            and _byte_at(path, end - 1) == b"\n"
+        ):
             appended = _stage_append(path, d, old, universe, clock, calendar_end, batch_bytes)
             if appended is not None:
                 manifest, read = appended
@@ -308,10 +335,18 @@ def _stage_file(path: Path, universe, clock, calendar_end, root: Path, key: str,
             tmp.unlink(missing_ok=True)
     else:
         seg, minute = _stage_segment(path, path, d, 0, universe, clock, calendar_end, batch_bytes, None)
-    manifest = {"version": STAGE_VERSION, "key": key, "path": str(path.resolve()), "size": st.st_size,
-                "mtime_ns": st.st_mtime_ns, "head": head, "tail": _sha(path, st.st_size - TAIL_BYTES, st.st_size),
-                "header_len": _header_len(path) if path.name.lower().endswith(".csv") and st.st_size else 0,
-                "minute": minute, "segments": [seg]}
+    manifest = {
+        "version": STAGE_VERSION,
+        "key": key,
+        "path": str(path.resolve()),
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "head": head,
+        "tail": _sha(path, st.st_size - TAIL_BYTES, st.st_size),
+        "header_len": _header_len(path) if path.name.lower().endswith(".csv") and st.st_size else 0,
+        "minute": minute,
+        "segments": [seg],
+    }
     _write_manifest(d, manifest)
     return FileStage(path, d, manifest), int(seg["rows"]), "read"
 
@@ -350,8 +385,9 @@ def _stage_append(path: Path, d: Path, old: dict, universe, clock, calendar_end,
     return manifest, int(seg["rows"])
 
 
-def _stage_segment(read_path: Path, source: Path, d: Path, row_offset: int, universe, clock, calendar_end,
-                   batch_bytes: int, prior_minute: list[list] | None):
+def _stage_segment(
+    read_path: Path, source: Path, d: Path, row_offset: int, universe, clock, calendar_end, batch_bytes: int, prior_minute: list[list] | None
+):
     """Read one file (or its appended part, ``read_path``) into a new segment folder under ``d``.
 
     Returns (segment entry, minute stats of the whole file), or (None, None) when ``prior_minute``
@@ -375,9 +411,12 @@ def _stage_segment(read_path: Path, source: Path, d: Path, row_offset: int, univ
         kept_path = tmp_dir / "kept.parquet"
         try:
             lf.filter(keep).sink_parquet(kept_path, row_group_size=KEPT_ROW_GROUP)
-            others = (lf.filter(~keep).group_by(tk.alias("ticker"))
-                      .agg(pl.len().cast(pl.Int64).alias("rows"), pl.col(fnspid.ROW_INDEX).min().cast(pl.Int64).alias("first"))
-                      .collect(engine="streaming"))
+            others = (
+                lf.filter(~keep)
+                .group_by(tk.alias("ticker"))
+                .agg(pl.len().cast(pl.Int64).alias("rows"), pl.col(fnspid.ROW_INDEX).min().cast(pl.Int64).alias("first"))
+                .collect(engine="streaming")
+            )
         except Exception as exc:
             raise SourceError(f"{name}: cannot be read ({str(exc).splitlines()[0]})") from exc
         kept = pq.ParquetFile(kept_path)
@@ -388,8 +427,9 @@ def _stage_segment(read_path: Path, source: Path, d: Path, row_offset: int, univ
         minute = [] if prior_minute is None else prior_minute
         if not clock.dates_only or clock.trusted_publishers or clock.trusted_files:
             clock_cols = [c for c in dict.fromkeys([cols["Date"], cols.get("Publisher"), cols.get("date_has_time")]) if c]
-            part = fnspid.normalize_news(pl.read_parquet(kept_path, columns=[*clock_cols, fnspid.ROW_INDEX]),
-                                         {k: v for k, v in cols.items() if v in clock_cols}, name, False)
+            part = fnspid.normalize_news(
+                pl.read_parquet(kept_path, columns=[*clock_cols, fnspid.ROW_INDEX]), {k: v for k, v in cols.items() if v in clock_cols}, name, False
+            )
             stats = fnspid.minute_stats(part, clock)
             new = [[p, int(t), int(m)] for p, t, m in stats.select("p", "timed", "on_minute").iter_rows()]
             merged = _merge_minute(minute, new)
@@ -398,8 +438,9 @@ def _stage_segment(read_path: Path, source: Path, d: Path, row_offset: int, univ
                 if any(after[p] != v for p, v in before.items()):
                     return None, None
             minute = merged
-        minute_frame = pl.DataFrame([[name, p, t, m] for p, t, m in minute], orient="row",
-                                    schema={"f": pl.Utf8, "p": pl.Utf8, "timed": pl.Int64, "on_minute": pl.Int64})
+        minute_frame = pl.DataFrame(
+            [[name, p, t, m] for p, t, m in minute], orient="row", schema={"f": pl.Utf8, "p": pl.Utf8, "timed": pl.Int64, "on_minute": pl.Int64}
+        )
 
         cal = nyse()
         q_parts = []
@@ -414,14 +455,14 @@ def _stage_segment(read_path: Path, source: Path, d: Path, row_offset: int, univ
                 checked = fnspid.check_news_rows(df, universe, clock, cal, calendar_end, minute_frame)
                 bad = checked.filter(pl.col("reason").is_not_null())
                 if bad.height:
-                    q_parts.append(bad.select("source_file", "source_row", "reason", fnspid.raw_json(bad),
-                                              pl.lit(1, dtype=pl.Int64).alias("rows")))
+                    q_parts.append(bad.select("source_file", "source_row", "reason", fnspid.raw_json(bad), pl.lit(1, dtype=pl.Int64).alias("rows")))
                 good = checked.filter(pl.col("reason").is_null())
                 if not good.height:
                     continue
                 flag_parts.append(fnspid._repair_flags(good, cal))
                 acc = fnspid._accepted_frame(good, cal, keep_order=True).with_columns(
-                    good["ts_ns"].alias("_ts_ns"), fnspid.raw_json(good).alias("_raw"))
+                    good["ts_ns"].alias("_ts_ns"), fnspid.raw_json(good).alias("_raw")
+                )
                 counts["accepted"] += acc.height
                 for (month,), g in acc.group_by(pl.col("date").dt.strftime("%Y-%m"), maintain_order=True):
                     t = g.to_arrow()
@@ -442,8 +483,7 @@ def _stage_segment(read_path: Path, source: Path, d: Path, row_offset: int, univ
     except BaseException:
         shutil.rmtree(tmp_dir, ignore_errors=True)
         raise
-    seg = {"name": seg_name, "rows": seg_rows, "row_offset": row_offset, "accepted": counts["accepted"],
-           "months": sorted(writers)}
+    seg = {"name": seg_name, "rows": seg_rows, "row_offset": row_offset, "accepted": counts["accepted"], "months": sorted(writers)}
     return seg, minute
 
 
@@ -452,15 +492,24 @@ def _summary_rows(others: pl.DataFrame, name: str) -> pl.DataFrame:
     if not others.height:
         return empty_quarantine()
     others = others.sort("first")
-    raws = [json.dumps({"Stock_symbol": t, "first_row": f, "rows": n}, sort_keys=True)
-            for t, f, n in others.select("ticker", "first", "rows").iter_rows()]
-    return pl.DataFrame({"source_file": [name] * others.height, "source_row": others["first"],
-                         "reason": [fnspid.R_NOT_UNIVERSE] * others.height, "raw": raws, "rows": others["rows"]},
-                        schema={"source_file": pl.Utf8, "source_row": pl.Int64, "reason": pl.Utf8, "raw": pl.Utf8, "rows": pl.Int64})
+    raws = [
+        json.dumps({"Stock_symbol": t, "first_row": f, "rows": n}, sort_keys=True) for t, f, n in others.select("ticker", "first", "rows").iter_rows()
+    ]
+    return pl.DataFrame(
+        {
+            "source_file": [name] * others.height,
+            "source_row": others["first"],
+            "reason": [fnspid.R_NOT_UNIVERSE] * others.height,
+            "raw": raws,
+            "rows": others["rows"],
+        },
+        schema={"source_file": pl.Utf8, "source_row": pl.Int64, "reason": pl.Utf8, "raw": pl.Utf8, "rows": pl.Int64},
+    )
 
 
-def load_news(paths, universe_tickers: set[str], dates_only: bool = True, *, clock: fnspid.NewsClock | None = None,
-              calendar_end: dt.date | None = None) -> LoadResult:
+def load_news(
+    paths, universe_tickers: set[str], dates_only: bool = True, *, clock: fnspid.NewsClock | None = None, calendar_end: dt.date | None = None
+) -> LoadResult:
     """Read FNSPID news files into ``news_raw`` rows plus quarantine, in memory.
 
     The same streaming loader as the ``news_raw`` asset (:func:`stage_news`), staged

@@ -102,9 +102,7 @@ def _is_number(s: str) -> bool:
 def _frame(path: Path, source: str, ticker: list[str], date: list, cols: dict[str, list]) -> pl.DataFrame:
     n = len(date)
     parsed = {f: _num(cols.get(f, [None] * n)) for f in FIELDS}
-    bad_number = [
-        "; ".join(f"{f}={parsed[f][1][i]!r}" for f in FIELDS if parsed[f][1][i] is not None) or None for i in range(n)
-    ]
+    bad_number = ["; ".join(f"{f}={parsed[f][1][i]!r}" for f in FIELDS if parsed[f][1][i] is not None) or None for i in range(n)]
     return pl.DataFrame(
         {
             "ticker": pl.Series(ticker, dtype=pl.Utf8),
@@ -181,8 +179,7 @@ def read_price_csv(path: Path) -> pl.DataFrame:
     adj = column("adj close", "adj_close", "adjclose")
     if all(a is None for a in adj) and "adj close" not in idx and "adj_close" not in idx:
         adj = close  # auto-adjusted export: Close is the adjusted close
-    cols = {"open": column("open"), "high": column("high"), "low": column("low"), "close": close,
-            "adj_close": adj, "volume": column("volume")}
+    cols = {"open": column("open"), "high": column("high"), "low": column("low"), "close": close, "adj_close": adj, "volume": column("volume")}
     return _frame(path, path.name, [ticker] * len(data), column("date"), cols)
 
 
@@ -200,17 +197,12 @@ def read_price_parquet(path: Path) -> pl.DataFrame:
     if date.dtype in (pl.Datetime, pl.Date):
         date = date.cast(pl.Date).cast(pl.Utf8)
     sub = lower.get("source_path") or lower.get("source_repo")
-    source = (
-        (pl.lit(path.name + ":") + df[sub].cast(pl.Utf8).fill_null("")) if sub else pl.lit(path.name)
-    )
+    source = (pl.lit(path.name + ":") + df[sub].cast(pl.Utf8).fill_null("")) if sub else pl.lit(path.name)
     try:
         out = df.select(
             pl.col(lower["ticker"]).cast(pl.Utf8).fill_null("").str.strip_chars().str.to_uppercase().alias("ticker"),
             date.alias("date_raw"),
-            *[
-                (pl.col(lower[f]).cast(pl.Float64) if f in lower else pl.lit(None, dtype=pl.Float64)).alias(f)
-                for f in FIELDS
-            ],
+            *[(pl.col(lower[f]).cast(pl.Float64) if f in lower else pl.lit(None, dtype=pl.Float64)).alias(f) for f in FIELDS],
             pl.lit(None, dtype=pl.Utf8).alias("bad_number"),
             pl.lit(path.name).alias("source_file"),
             source.alias("source"),
@@ -234,9 +226,7 @@ def _empty_prices() -> pl.DataFrame:
     return pl.from_arrow(PRICES.schema.empty_table()).with_columns(pl.lit(None, dtype=pl.Date).alias("date"))
 
 
-def load_prices(
-    paths, universe_tickers: set[str], max_abs_move: float = 0.5, ohlc_tolerance: float = 1e-3
-) -> LoadResult:
+def load_prices(paths, universe_tickers: set[str], max_abs_move: float = 0.5, ohlc_tolerance: float = 1e-3) -> LoadResult:
     """Read price files into ``prices`` rows plus quarantine and quality flags.
 
     Parameters
@@ -286,9 +276,9 @@ def load_prices(
     quarantine = _quarantine(bad)
     good = df.filter(pl.col("reason").is_null())
     accepted = _accepted(good)
-    flags = pl.concat(
-        [_large_moves(good, max_abs_move), _missing_sessions(good, bad, cal)], how="vertical"
-    ).sort("ticker", "date", "flag", "source_file")
+    flags = pl.concat([_large_moves(good, max_abs_move), _missing_sessions(good, bad, cal)], how="vertical").sort(
+        "ticker", "date", "flag", "source_file"
+    )
     return LoadResult("prices", accepted, quarantine, rows_in, flags).check()
 
 
@@ -321,12 +311,17 @@ def _with_source_owners(df: pl.DataFrame) -> pl.DataFrame:
     of a file by sorted name; the first source holding a ticker owns it (``_rank``, ``_owner_rank``,
     ``owner_source``)."""
     src_rank = (
-        df.group_by("_file", "source").len().sort("_file", "source")
-        .with_columns(pl.int_range(0, pl.len(), dtype=pl.Int64).alias("_rank")).drop("len")
+        df.group_by("_file", "source")
+        .len()
+        .sort("_file", "source")
+        .with_columns(pl.int_range(0, pl.len(), dtype=pl.Int64).alias("_rank"))
+        .drop("len")
     )
     df = df.join(src_rank, on=["_file", "source"], how="left", maintain_order="left")
     owner = (
-        df.filter(pl.col("ticker") != "").group_by("ticker").agg(pl.col("_rank").min().alias("_owner_rank"))
+        df.filter(pl.col("ticker") != "")
+        .group_by("ticker")
+        .agg(pl.col("_rank").min().alias("_owner_rank"))
         .join(src_rank.rename({"source": "owner_source", "_rank": "_owner_rank"}).drop("_file"), on="_owner_rank")
     )
     return df.join(owner, on="ticker", how="left", maintain_order="left")
@@ -340,9 +335,7 @@ def _with_calendar_checks(df: pl.DataFrame, cal: TradingCalendar) -> pl.DataFram
     has_date = ~df["date"].is_null().to_numpy()
     is_session = (cal.sessions[pos] == dates) & has_date
     in_range = has_date & (dates >= cal.sessions[0]) & (dates <= cal.sessions[-1])
-    return df.with_columns(
-        pl.Series("is_session", is_session, dtype=pl.Boolean), pl.Series("in_range", in_range, dtype=pl.Boolean)
-    )
+    return df.with_columns(pl.Series("is_session", is_session, dtype=pl.Boolean), pl.Series("in_range", in_range, dtype=pl.Boolean))
 
 
 def _with_reasons(df: pl.DataFrame, universe: list[str], ohlc_tolerance: float) -> pl.DataFrame:
@@ -369,18 +362,28 @@ def _reason(universe: list[str], ohlc_tolerance: float) -> pl.Expr:
     high_low = (hi < bottom).fill_null(False)
     outside = ((op > top) | (op < bottom) | (bar_close > top) | (bar_close < bottom)).fill_null(False)
     return (
-        pl.when(pl.col("date").is_null()).then(pl.lit(R_BAD_DATE))
-        .when(pl.col("ticker") == "").then(pl.lit(R_NO_TICKER))
-        .when(~pl.col("ticker").is_in(universe)).then(pl.lit(R_NOT_UNIVERSE))
+        pl.when(pl.col("date").is_null())
+        .then(pl.lit(R_BAD_DATE))
+        .when(pl.col("ticker") == "")
+        .then(pl.lit(R_NO_TICKER))
+        .when(~pl.col("ticker").is_in(universe))
+        .then(pl.lit(R_NOT_UNIVERSE))
         .when(pl.col("_rank") != pl.col("_owner_rank"))
         .then(pl.lit("ticker already supplied by an earlier source: ") + pl.col("owner_source"))
-        .when(~pl.col("in_range")).then(pl.lit(R_OUT_OF_CALENDAR))
-        .when(~pl.col("is_session")).then(pl.lit(R_NOT_SESSION))
-        .when(pl.col("bad_number").is_not_null()).then(pl.lit(R_BAD_NUMBER + ": ") + pl.col("bad_number"))
-        .when(adj.is_null() | adj.is_nan() | (adj <= 0)).then(pl.lit(R_BAD_ADJ))
-        .when(bad_close).then(pl.lit(R_BAD_CLOSE))
-        .when(high_low).then(pl.lit(R_HIGH_LOW))
-        .when(outside).then(pl.lit(R_OUTSIDE_RANGE))
+        .when(~pl.col("in_range"))
+        .then(pl.lit(R_OUT_OF_CALENDAR))
+        .when(~pl.col("is_session"))
+        .then(pl.lit(R_NOT_SESSION))
+        .when(pl.col("bad_number").is_not_null())
+        .then(pl.lit(R_BAD_NUMBER + ": ") + pl.col("bad_number"))
+        .when(adj.is_null() | adj.is_nan() | (adj <= 0))
+        .then(pl.lit(R_BAD_ADJ))
+        .when(bad_close)
+        .then(pl.lit(R_BAD_CLOSE))
+        .when(high_low)
+        .then(pl.lit(R_HIGH_LOW))
+        .when(outside)
+        .then(pl.lit(R_OUTSIDE_RANGE))
         .otherwise(pl.lit(None, dtype=pl.Utf8))
     )
 
@@ -401,13 +404,17 @@ def _quarantine(bad: pl.DataFrame) -> pl.DataFrame:
 def _accepted(good: pl.DataFrame) -> pl.DataFrame:
     """The kept rows as PRICES columns plus ``date`` (NaN prices and volume as null), sorted by (date, ticker)."""
     schema = _empty_prices().schema
-    return good.with_columns(
-        pl.col("close").fill_nan(None),
-        pl.col("open").fill_nan(None),
-        pl.col("high").fill_nan(None),
-        pl.col("low").fill_nan(None),
-        pl.when(pl.col("volume").is_nan()).then(None).otherwise(pl.col("volume")).round(0).cast(pl.Int64).alias("volume"),
-    ).select([pl.col(c).cast(t) for c, t in schema.items()]).sort("date", "ticker")
+    return (
+        good.with_columns(
+            pl.col("close").fill_nan(None),
+            pl.col("open").fill_nan(None),
+            pl.col("high").fill_nan(None),
+            pl.col("low").fill_nan(None),
+            pl.when(pl.col("volume").is_nan()).then(None).otherwise(pl.col("volume")).round(0).cast(pl.Int64).alias("volume"),
+        )
+        .select([pl.col(c).cast(t) for c, t in schema.items()])
+        .sort("date", "ticker")
+    )
 
 
 def _flag_frame(rows: list[tuple]) -> pl.DataFrame:
@@ -465,9 +472,11 @@ def _missing_sessions(good: pl.DataFrame, bad: pl.DataFrame, cal: TradingCalenda
     if gaps.height == 0:
         return empty_flags()
     seen: dict[tuple, tuple] = {}  # (ticker, date) -> first quarantined row for it
-    for r in bad.filter(pl.col("ticker").is_in(gaps["ticker"].unique().to_list()) & pl.col("date").is_not_null()).select(
-        "ticker", "date", "source_file", "source_row", "reason"
-    ).iter_rows():
+    for r in (
+        bad.filter(pl.col("ticker").is_in(gaps["ticker"].unique().to_list()) & pl.col("date").is_not_null())
+        .select("ticker", "date", "source_file", "source_row", "reason")
+        .iter_rows()
+    ):
         seen.setdefault((r[0], r[1]), r[2:])
     rows = []
     for r in gaps.iter_rows(named=True):

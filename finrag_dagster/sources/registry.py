@@ -43,8 +43,7 @@ def source_paths(settings: Settings) -> SourcePaths:
         raw = world_raw(settings)
         if not (raw / "universe" / "tickers.csv").exists():
             raise SourceError(
-                f"the embedded world is not built under {raw}: materialise the `synthetic_world` asset "
-                "or run `finrag world` (or `make demo`) first"
+                f"the embedded world is not built under {raw}: materialise the `synthetic_world` asset or run `finrag world` (or `make demo`) first"
             )
         return SourcePaths(
             universe=str(raw / "universe" / "tickers.csv"),

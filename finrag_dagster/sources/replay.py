@@ -93,9 +93,9 @@ def price_public_ns(date_raw: pl.Series) -> np.ndarray:
     """
     if len(date_raw) == 0:
         return np.zeros(0, dtype=np.int64)
-    dates = pl.DataFrame({"d": date_raw.cast(pl.Utf8)}).select(
-        pl.col("d").str.strip_chars().str.slice(0, 10).str.to_date("%Y-%m-%d", strict=False)
-    )["d"]
+    dates = pl.DataFrame({"d": date_raw.cast(pl.Utf8)}).select(pl.col("d").str.strip_chars().str.slice(0, 10).str.to_date("%Y-%m-%d", strict=False))[
+        "d"
+    ]
     valid = ~dates.is_null().to_numpy()
     days = dates.to_numpy().astype("datetime64[D]")
     cal = nyse()
@@ -166,12 +166,16 @@ class CsvSource:
         return int(np.searchsorted(self.public, t_ns, side="right"))
 
 
-def _csv_source(rel: str, kind: str, header: bytes, public: np.ndarray, keys: list[str],
-                data_records: list[bytes]) -> CsvSource:
+def _csv_source(rel: str, kind: str, header: bytes, public: np.ndarray, keys: list[str], data_records: list[bytes]) -> CsvSource:
     order = np.lexsort((np.arange(len(public)), public))
     return CsvSource(
-        rel=rel, kind=kind, header=header, records=[data_records[i] for i in order],
-        public=public[order].astype(np.int64), rows=order.astype(np.int64), keys=[keys[i] for i in order],
+        rel=rel,
+        kind=kind,
+        header=header,
+        records=[data_records[i] for i in order],
+        public=public[order].astype(np.int64),
+        rows=order.astype(np.int64),
+        keys=[keys[i] for i in order],
     )
 
 
@@ -184,10 +188,7 @@ def _news_source(path: Path, rel: str, clock: NewsClock) -> CsvSource:
     if len(body) != frame.height:  # ...except where it does not (e.g. blank lines at the end)
         body = [r for r in body if not _blank(r)]
     if len(body) != frame.height:
-        raise SourceError(
-            f"{rel}: {len(body)} CSV records but the news reader sees {frame.height} rows; "
-            "cannot replay this file row by row"
-        )
+        raise SourceError(f"{rel}: {len(body)} CSV records but the news reader sees {frame.height} rows; cannot replay this file row by row")
     public, _ = news_public_ns(frame, clock)
     keys = [f"{rel}#{i}" for i in range(frame.height)]
     src = _csv_source(rel, "news", records[0], public, keys, body)
@@ -253,13 +254,12 @@ def _json_source(path: Path, rel: str) -> JsonSource:
     n = len(block.get("accessionNumber") or [])
     style: dict = {}
     body = raw.rstrip("\r\n")
-    tail = raw[len(body):].encode("utf-8")
+    tail = raw[len(body) :].encode("utf-8")
     for cand in ({}, {"separators": (",", ":")}, {"indent": 1}, {"indent": 2}):
         if json.dumps(doc, **cand) == body:
             style = cand
             break
-    return JsonSource(rel=rel, doc=doc, block_path=block_path, n=n, public=np.full(n, NEVER, dtype=np.int64),
-                      style=style, style_tail=tail)
+    return JsonSource(rel=rel, doc=doc, block_path=block_path, n=n, public=np.full(n, NEVER, dtype=np.int64), style=style, style_tail=tail)
 
 
 @dataclass
@@ -326,8 +326,7 @@ def index_source(source_raw: str | os.PathLike, news_clock: NewsClock = NewsCloc
     txts = sorted((root / FILINGS_DIR).rglob(FULL_SUBMISSION), key=str) if (root / FILINGS_DIR).is_dir() else []
     if not universe.is_file() and not (news or prices or subs or txts):
         raise SourceError(
-            f"{root} does not look like a raw folder (expected {UNIVERSE}, {NEWS_GLOB}, {PRICES_GLOB}, "
-            f"{SUBMISSIONS_GLOB} or {FILINGS_DIR}/...)"
+            f"{root} does not look like a raw folder (expected {UNIVERSE}, {NEWS_GLOB}, {PRICES_GLOB}, {SUBMISSIONS_GLOB} or {FILINGS_DIR}/...)"
         )
 
     # filings: group every source record by accession, as load_filings merges them
@@ -337,8 +336,9 @@ def index_source(source_raw: str | os.PathLike, news_clock: NewsClock = NewsCloc
         for r in read_submissions_json(root / js.rel, 0):
             t = r.accepted_ns
             if r.accession is None:
-                loose.append(FilingItem(f"{js.rel}#{r.source_row}", NEVER if t is None else int(t), [],
-                                        [(js.rel, r.source_row)], r.form_type, r.ticker))
+                loose.append(
+                    FilingItem(f"{js.rel}#{r.source_row}", NEVER if t is None else int(t), [], [(js.rel, r.source_row)], r.form_type, r.ticker)
+                )
                 continue
             g = groups.setdefault(r.accession, {"times": [], "txt": [], "entries": [], "form": None, "ticker": None})
             g["entries"].append((js.rel, r.source_row))
@@ -360,8 +360,7 @@ def index_source(source_raw: str | os.PathLike, news_clock: NewsClock = NewsCloc
         if t is not None:
             g["times"].append(int(t))
     items = [
-        FilingItem(acc, max(g["times"]) if g["times"] else NEVER, g["txt"], g["entries"], g["form"], g["ticker"])
-        for acc, g in groups.items()
+        FilingItem(acc, max(g["times"]) if g["times"] else NEVER, g["txt"], g["entries"], g["form"], g["ticker"]) for acc, g in groups.items()
     ] + loose
     items.sort(key=lambda it: (it.public, it.key))
     by_rel = {js.rel: js for js in subs}
@@ -375,9 +374,15 @@ def index_source(source_raw: str | os.PathLike, news_clock: NewsClock = NewsCloc
         "filings": sum(1 for it in items if it.public == NEVER),
     }
     return SourceIndex(
-        root=root, news_clock=news_clock, universe=universe if universe.is_file() else None,
-        news=news, prices=prices, submissions=subs, filings=items,
-        filing_public=np.array([it.public for it in items], dtype=np.int64), unreleasable=unreleasable,
+        root=root,
+        news_clock=news_clock,
+        universe=universe if universe.is_file() else None,
+        news=news,
+        prices=prices,
+        submissions=subs,
+        filings=items,
+        filing_public=np.array([it.public for it in items], dtype=np.int64),
+        unreleasable=unreleasable,
     )
 
 
@@ -483,9 +488,13 @@ class ReleaseStats:
 
     def __add__(self, other: "ReleaseStats") -> "ReleaseStats":
         return ReleaseStats(
-            since=self.since if self.since is not None else other.since, now=other.now,
-            news=self.news + other.news, prices=self.prices + other.prices, filings=self.filings + other.filings,
-            files_written=self.files_written + other.files_written, last_closed_session=other.last_closed_session,
+            since=self.since if self.since is not None else other.since,
+            now=other.now,
+            news=self.news + other.news,
+            prices=self.prices + other.prices,
+            filings=self.filings + other.filings,
+            files_written=self.files_written + other.files_written,
+            last_closed_session=other.last_closed_session,
         )
 
 
@@ -521,8 +530,7 @@ class Replayer:
         if clock:
             if clock.get("source") != str(self.index.root) or clock.get("news_clock") != news_clock.describe():
                 raise ReplayError(
-                    f"{self.landing} was filled from {clock.get('source')} "
-                    f"(news clock {clock.get('news_clock')}); use another landing folder"
+                    f"{self.landing} was filled from {clock.get('source')} (news clock {clock.get('news_clock')}); use another landing folder"
                 )
             self._now = to_ns(clock["now"])
             self._log_size = int(clock.get("log_size", 0))
@@ -604,9 +612,20 @@ class Replayer:
                     written += 1
             if new:
                 n_filings += 1
-                log.append((it.public, {"kind": "filing", "key": it.key, "form": it.form, "ticker": it.ticker,
-                                        "public_time": _iso(it.public), "released_at_replay_time": at,
-                                        "released_at_wall_time": wall}))
+                log.append(
+                    (
+                        it.public,
+                        {
+                            "kind": "filing",
+                            "key": it.key,
+                            "form": it.form,
+                            "ticker": it.ticker,
+                            "public_time": _iso(it.public),
+                            "released_at_replay_time": at,
+                            "released_at_wall_time": wall,
+                        },
+                    )
+                )
         for js in ix.submissions:
             dst = self.landing / js.rel
             if first or not dst.exists() or js.count(t) != js.count(lo):
@@ -623,8 +642,13 @@ class Replayer:
             counts[src.kind] += b - a
             tickers = src.tickers
             for i in range(a, b):
-                rec = {"kind": src.kind, "key": src.keys[i], "public_time": _iso(int(src.public[i])),
-                       "released_at_replay_time": at, "released_at_wall_time": wall}
+                rec = {
+                    "kind": src.kind,
+                    "key": src.keys[i],
+                    "public_time": _iso(int(src.public[i])),
+                    "released_at_replay_time": at,
+                    "released_at_wall_time": wall,
+                }
                 if tickers is not None:
                     rec["ticker"] = tickers[i]
                 log.append((int(src.public[i]), rec))
@@ -639,8 +663,13 @@ class Replayer:
         self._repaired = True
         self._save_clock(t)
         return ReleaseStats(
-            since=None if prev is None else _ts(prev), now=_ts(t), news=counts["news"], prices=counts["prices"],
-            filings=n_filings, files_written=written, last_closed_session=last_closed_session(t),
+            since=None if prev is None else _ts(prev),
+            now=_ts(t),
+            news=counts["news"],
+            prices=counts["prices"],
+            filings=n_filings,
+            files_written=written,
+            last_closed_session=last_closed_session(t),
         )
 
     # ------------------------------------------------------------------ stepping
@@ -666,9 +695,10 @@ class Replayer:
         """
         if speed < 0:
             raise ReplayError("speed must be >= 0 (0: as fast as possible)")
-        steps = [Step(start_of(first_day), _as_date(first_day), "start"),
-                 *session_steps(first_day, last_day, pre_open=pre_open, intraday_every=intraday_every,
-                                post_close=post_close)]
+        steps = [
+            Step(start_of(first_day), _as_date(first_day), "start"),
+            *session_steps(first_day, last_day, pre_open=pre_open, intraday_every=intraday_every, post_close=post_close),
+        ]
         for st in steps:
             t = to_ns(st.time)
             if self._now is not None and t <= self._now:
@@ -799,8 +829,7 @@ def cached_index(source_raw, news_clock: NewsClock = NewsClock()) -> SourceIndex
     return ix
 
 
-def release_until(source_raw, landing, until: dt.datetime | pd.Timestamp | str,
-                  news_clock: NewsClock = NewsClock()) -> ReleaseStats:
+def release_until(source_raw, landing, until: dt.datetime | pd.Timestamp | str, news_clock: NewsClock = NewsClock()) -> ReleaseStats:
     """Release into ``landing`` every item of ``source_raw`` public at or before ``until``.
 
     Resumes from ``<landing>/_replay/clock.json`` (items released by earlier calls are not
@@ -823,8 +852,9 @@ def _toml_value(v) -> str:
     return json.dumps(str(v))
 
 
-def files_settings_toml(landing, lake_dir, base=None, *, first_day=None, last_day=None,
-                        market_ticker: str | None = None, news_clock: NewsClock = NewsClock()) -> str:
+def files_settings_toml(
+    landing, lake_dir, base=None, *, first_day=None, last_day=None, market_ticker: str | None = None, news_clock: NewsClock = NewsClock()
+) -> str:
     """A settings TOML that points finrag (files mode) at a landing folder.
 
     Parameters
@@ -893,8 +923,26 @@ def write_settings_snippet(landing, lake_dir, base=None, **kw) -> Path:
 
 
 __all__ = [
-    "Replayer", "ReplayError", "ReleaseStats", "SessionReport", "Step", "SourceIndex", "index_source", "cached_index",
-    "release_until", "session_steps", "start_of", "read_clock", "replay_now", "last_closed_session",
-    "news_public_ns", "price_public_ns", "split_csv_records", "files_settings_toml", "write_settings_snippet",
-    "atomic_write", "atomic_copy", "NEVER",
+    "Replayer",
+    "ReplayError",
+    "ReleaseStats",
+    "SessionReport",
+    "Step",
+    "SourceIndex",
+    "index_source",
+    "cached_index",
+    "release_until",
+    "session_steps",
+    "start_of",
+    "read_clock",
+    "replay_now",
+    "last_closed_session",
+    "news_public_ns",
+    "price_public_ns",
+    "split_csv_records",
+    "files_settings_toml",
+    "write_settings_snippet",
+    "atomic_write",
+    "atomic_copy",
+    "NEVER",
 ]

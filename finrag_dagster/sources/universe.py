@@ -130,8 +130,17 @@ def load_universe(path: str | Path, market_ticker: str = "QQQ") -> pl.DataFrame:
     market = market_ticker.strip().upper()
     rows, seen = [], set()
     for i, (t, cik, cik2, title, sec, comp, short, sector, sub) in enumerate(
-        zip(col("ticker"), col("cik"), col("cik_sp500"), col("sec_title"), col("security"), col("company"),
-            col("short_name"), col("gics_sector"), col("gics_sub_industry"))
+        zip(
+            col("ticker"),
+            col("cik"),
+            col("cik_sp500"),
+            col("sec_title"),
+            col("security"),
+            col("company"),
+            col("short_name"),
+            col("gics_sector"),
+            col("gics_sub_industry"),
+        )
     ):
         ticker = _text(t).upper()
         if not ticker:
@@ -154,8 +163,15 @@ def load_universe(path: str | Path, market_ticker: str = "QQQ") -> pl.DataFrame:
         )
     if market not in seen:
         rows.append(
-            {"ticker": market, "company": market, "sector": BENCHMARK_SECTOR, "sub_industry": None,
-             "cik": None, "aliases": market.lower(), "is_benchmark": True}
+            {
+                "ticker": market,
+                "company": market,
+                "sector": BENCHMARK_SECTOR,
+                "sub_industry": None,
+                "cik": None,
+                "aliases": market.lower(),
+                "is_benchmark": True,
+            }
         )
     schema = pl.from_arrow(UNIVERSE.schema.empty_table()).schema
     return pl.DataFrame(rows, schema=schema).sort("ticker")
@@ -198,11 +214,11 @@ def load_membership(path: str | Path, tickers: set[str]) -> pl.DataFrame:
             raise SourceError(f"{where}: start {start} is after end {end}")
         rows.append({"ticker": ticker, "start": start, "end": end})
     df = pl.DataFrame(rows, schema=pl.from_arrow(MEMBERSHIP.schema.empty_table()).schema).sort("ticker", "start")
-    prev = df.with_columns(pl.col("end").shift(1).over("ticker").alias("prev_end"),
-                           pl.col("end").is_null().shift(1).over("ticker").alias("prev_open"))
+    prev = df.with_columns(
+        pl.col("end").shift(1).over("ticker").alias("prev_end"), pl.col("end").is_null().shift(1).over("ticker").alias("prev_open")
+    )
     bad = prev.filter(pl.col("prev_open").fill_null(False) | (pl.col("start") <= pl.col("prev_end")))
     if bad.height:
         r = bad.row(0, named=True)
         raise SourceError(f"membership: {f.name}: intervals of {r['ticker']} overlap (one starts {r['start']})")
     return df
-

@@ -46,7 +46,7 @@ def _short_error(r: subprocess.CompletedProcess, *needles: str) -> str:
     assert r.returncode == 1, (r.returncode, r.stdout[-1500:], r.stderr[-1500:])
     err = r.stderr
     assert "Traceback" not in err and "Stack Trace" not in err, err[-2000:]  # no traceback without --debug
-    msg = err[err.index("finrag: error"):]
+    msg = err[err.index("finrag: error") :]
     assert len(msg.splitlines()) <= 4, msg
     for n in needles:
         assert n in msg, msg
@@ -87,7 +87,7 @@ def test_binary_filing_is_a_clear_error_or_a_quarantine_row(raw, tmp_path):
 
 def test_malformed_news_csv(raw, tmp_path):
     bad = tmp_path / "bad_news.csv"
-    bad.write_text("this,is,not\nan FNSPID,file\n\"unterminated,quote\n")
+    bad.write_text('this,is,not\nan FNSPID,file\n"unterminated,quote\n')
     cfg = _config(tmp_path, raw, news=[str(bad)])
     _short_error(_run([*DEMO, "--config", str(cfg)], tmp_path), "bad_news.csv")
 
@@ -120,7 +120,9 @@ def test_two_world_builds_at_once_both_end_with_one_whole_world(tmp_path):
     cfg = tmp_path / "s.toml"
     cfg.write_text(f'lake_dir = "{tmp_path / "lake"}"\n[world]\nn_tickers = 4\nstart = 2018-06-01\nend = 2018-09-28\nnews_start = 2018-07-02\n')
     e = {**os.environ, "DAGSTER_HOME": str(tmp_path)}
-    procs = [subprocess.Popen([*FINRAG, "world", "--config", str(cfg)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e) for _ in range(2)]
+    procs = [
+        subprocess.Popen([*FINRAG, "world", "--config", str(cfg)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e) for _ in range(2)
+    ]
     outs = [p.communicate(timeout=TIMEOUT) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     world = tmp_path / "lake" / "_world"

@@ -45,7 +45,20 @@ SENSOR_DAYS = [d.isoformat() for d in CAL.sessions_in_range(DECISION_START, dt.d
 SCHEDULE_DAY = CAL.next_session(SENSOR_DAYS[-1]).isoformat()  # then one via the schedule
 FAMILIES = ("no_memory", "source_memory")
 HISTORY = ["universe", "prices", "news_raw", "filings_raw", "returns", "evidence"]
-COMPARED = ["prices", "news_raw", "filings_raw", "returns", "evidence", "anchors", "context_cards", "candidates", "contexts", "reader_outputs", "memory_snapshot", "stock_day_signals"]
+COMPARED = [
+    "prices",
+    "news_raw",
+    "filings_raw",
+    "returns",
+    "evidence",
+    "anchors",
+    "context_cards",
+    "candidates",
+    "contexts",
+    "reader_outputs",
+    "memory_snapshot",
+    "stock_day_signals",
+]
 LOC = {"repositoryLocationName": "finrag", "repositoryName": "__repository__"}
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -75,7 +88,9 @@ class UI:
     def fail_on_failed_runs(self) -> None:
         bad = [r for r in self.runs() if r["status"] in ("FAILURE", "CANCELED")]
         if bad:
-            ev = self.gql('{ logsForRun(runId: "%s") { ... on EventConnection { events { __typename ... on MessageEvent { message } } } } }' % bad[0]["runId"])
+            ev = self.gql(
+                '{ logsForRun(runId: "%s") { ... on EventConnection { events { __typename ... on MessageEvent { message } } } } }' % bad[0]["runId"]
+            )
             msgs = [e.get("message", "") for e in ev["logsForRun"]["events"]][-15:]
             pytest.fail(f"run {bad[0]['jobName']} failed: {msgs}\n{self.log.read_text()[-3000:]}")
 
@@ -90,8 +105,11 @@ def _released_close(landing: Path) -> dict[str, float]:
     for line in (landing / "_replay" / "releases.jsonl").read_text().splitlines():
         r = json.loads(line)
         if r["kind"] == "prices" and r["key"].startswith("QQQ:"):
-            out[r["key"].split(":", 1)[1]] = float(r["released_at_wall_time"]) if not isinstance(r["released_at_wall_time"], str) \
+            out[r["key"].split(":", 1)[1]] = (
+                float(r["released_at_wall_time"])
+                if not isinstance(r["released_at_wall_time"], str)
                 else pd.Timestamp(r["released_at_wall_time"]).timestamp()
+            )
     return out
 
 
@@ -134,8 +152,9 @@ def loop(tmp_path_factory):
     landing = root / "landing"
     rep = Replayer(raw, landing, news_clock=NewsClock(dates_only=False))  # as files_settings reads it
     rep.release_until(start_of(DECISION_START))  # the history, as if the loop had run until then
-    settings = files_settings(landing, root / "lake", variants={"families": FAMILIES},
-                              sensors={"new_market_data_interval_s": 10, "matured_feedback_interval_s": 10})
+    settings = files_settings(
+        landing, root / "lake", variants={"families": FAMILIES}, sensors={"new_market_data_interval_s": 10, "matured_feedback_interval_s": 10}
+    )
     home = root / "home"
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\nnux:\n  enabled: false\nrun_monitoring:\n  enabled: true\n")
@@ -151,8 +170,14 @@ def loop(tmp_path_factory):
     port = _port()
     log = root / "dev.log"
     env = {**os.environ, "DAGSTER_HOME": str(home), "FINRAG_CONFIG": str(cfg)}
-    proc = subprocess.Popen([sys.executable, "-m", "finrag_dagster.cli", "dev", "--port", str(port)], env=env, cwd=root,
-                            stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "finrag_dagster.cli", "dev", "--port", str(port)],
+        env=env,
+        cwd=root,
+        stdout=open(log, "w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     ui = UI(port, log)
     deadline = time.time() + 240
     while True:
@@ -183,8 +208,10 @@ def test_the_daily_loop_runs_from_sensors_and_the_schedule(loop):
     ui, rep, landing, settings, root = loop
     lake = Lake(settings.lake_dir)
     for name in ("new_market_data", "matured_feedback"):
-        res = ui.gql("mutation($s: SensorSelector!) { startSensor(sensorSelector: $s) { __typename ... on Sensor { sensorState { status } } ... on PythonError { message } } }",
-                     {"s": {**LOC, "sensorName": name}})["startSensor"]
+        res = ui.gql(
+            "mutation($s: SensorSelector!) { startSensor(sensorSelector: $s) { __typename ... on Sensor { sensorState { status } } ... on PythonError { message } } }",
+            {"s": {**LOC, "sensorName": name}},
+        )["startSensor"]
         assert res["__typename"] == "Sensor" and res["sensorState"]["status"] == "RUNNING", res
     decided_at = {}
     for day in SENSOR_DAYS:
@@ -195,22 +222,37 @@ def test_the_daily_loop_runs_from_sensors_and_the_schedule(loop):
         _no_label_ahead_of_the_clock(lake, day)
 
     # the schedule's run for the next session, launched as the UI's "test schedule" dialog does
-    state = ui.gql('{ sensorOrError(sensorSelector: {repositoryLocationName: "finrag", repositoryName: "__repository__", sensorName: "new_market_data"}) '
-                   '{ ... on Sensor { sensorState { id selectorId } } } }')["sensorOrError"]["sensorState"]
-    ui.gql("mutation($id: String!, $sid: String!) { stopSensor(id: $id, jobSelectorId: $sid) { __typename } }", {"id": state["id"], "sid": state["selectorId"]})
+    state = ui.gql(
+        '{ sensorOrError(sensorSelector: {repositoryLocationName: "finrag", repositoryName: "__repository__", sensorName: "new_market_data"}) '
+        "{ ... on Sensor { sensorState { id selectorId } } } }"
+    )["sensorOrError"]["sensorState"]
+    ui.gql(
+        "mutation($id: String!, $sid: String!) { stopSensor(id: $id, jobSelectorId: $sid) { __typename } }",
+        {"id": state["id"], "sid": state["selectorId"]},
+    )
     rep.release_until(CAL.close_time(SCHEDULE_DAY) + pd.Timedelta(minutes=5))
     ts = pd.Timestamp(f"{SCHEDULE_DAY} 18:30", tz="America/New_York").timestamp()
-    dry = ui.gql("mutation($s: ScheduleSelector!, $t: Float) { scheduleDryRun(selectorData: $s, timestamp: $t) { __typename "
-                 "... on DryRunInstigationTick { evaluationResult { runRequests { runKey jobName tags { key value } } skipReason error { message } } } "
-                 "... on PythonError { message } } }", {"s": {**LOC, "scheduleName": "finrag_daily_schedule"}, "t": ts})["scheduleDryRun"]
+    dry = ui.gql(
+        "mutation($s: ScheduleSelector!, $t: Float) { scheduleDryRun(selectorData: $s, timestamp: $t) { __typename "
+        "... on DryRunInstigationTick { evaluationResult { runRequests { runKey jobName tags { key value } } skipReason error { message } } } "
+        "... on PythonError { message } } }",
+        {"s": {**LOC, "scheduleName": "finrag_daily_schedule"}, "t": ts},
+    )["scheduleDryRun"]
     reqs = dry["evaluationResult"]["runRequests"]
     assert len(reqs) == 1, dry
     tags = {t["key"]: t["value"] for t in reqs[0]["tags"]}
     assert tags.get("dagster/partition") == SCHEDULE_DAY, tags
-    launched = ui.gql("mutation($p: ExecutionParams!) { launchRun(executionParams: $p) { __typename ... on LaunchRunSuccess { run { runId } } "
-                      "... on PythonError { message } } }",
-                      {"p": {"selector": {**LOC, "jobName": "finrag_ingest"}, "runConfigData": {},
-                             "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]}}})["launchRun"]
+    launched = ui.gql(
+        "mutation($p: ExecutionParams!) { launchRun(executionParams: $p) { __typename ... on LaunchRunSuccess { run { runId } } "
+        "... on PythonError { message } } }",
+        {
+            "p": {
+                "selector": {**LOC, "jobName": "finrag_ingest"},
+                "runConfigData": {},
+                "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]},
+            }
+        },
+    )["launchRun"]
     assert launched["__typename"] == "LaunchRunSuccess", launched
     _wait(ui, f"the scheduled session {SCHEDULE_DAY}", lambda: _decided(lake, SCHEDULE_DAY))
     decided_at[SCHEDULE_DAY] = time.time()
@@ -222,8 +264,12 @@ def test_the_daily_loop_runs_from_sensors_and_the_schedule(loop):
     nxt = CAL.next_session(SCHEDULE_DAY).isoformat()
     rep.release_until(CAL.close_time(nxt) + pd.Timedelta(minutes=5))
     _wait(ui, f"the decisions of {nxt}", lambda: _decided(lake, nxt))
-    _wait(ui, "matured feedback of the last closes",
-          lambda: any(_tags(r).get("finrag/market_day") == nxt and r["status"] == "SUCCESS" for r in ui.runs()), 300)
+    _wait(
+        ui,
+        "matured feedback of the last closes",
+        lambda: any(_tags(r).get("finrag/market_day") == nxt and r["status"] == "SUCCESS" for r in ui.runs()),
+        300,
+    )
     _wait(ui, "every run to end", lambda: all(r["status"] in ("SUCCESS", "FAILURE", "CANCELED") for r in ui.runs()), 300)
     ui.fail_on_failed_runs()
     _no_label_ahead_of_the_clock(lake, nxt)
@@ -241,7 +287,11 @@ def test_the_daily_loop_runs_from_sensors_and_the_schedule(loop):
                 m = CAL.offset(t["dagster/partition"], int(h[:-1])).isoformat()
                 assert m in released and r["creationTime"] >= released[m], (t, m)
         if r["jobName"] == "finrag_daily":  # a decision run: after its sessions' closes were released
-            a, b = (t["dagster/partition"],) * 2 if "dagster/partition" in t else (t["dagster/asset_partition_range_start"], t["dagster/asset_partition_range_end"])
+            a, b = (
+                (t["dagster/partition"],) * 2
+                if "dagster/partition" in t
+                else (t["dagster/asset_partition_range_start"], t["dagster/asset_partition_range_end"])
+            )
             assert all(released.get(d.isoformat(), float("inf")) <= r["creationTime"] for d in CAL.sessions_in_range(a, b))
     assert any("finrag/matured_horizons" in _tags(r) for r in runs)
 
@@ -249,9 +299,24 @@ def test_the_daily_loop_runs_from_sensors_and_the_schedule(loop):
     ref = settings.model_copy(update={"lake_dir": root / "reference"})
     shutil.copytree(root / "before", root / "reference")
     with dg.instance_for_test() as inst:
-        run_range(ref, end=dt.date.fromisoformat(SCHEDULE_DAY), decision_start=DECISION_START, history_start=DECISION_START, instance=inst,
-                  only=[*HISTORY, "anchors", "context_cards", "candidates", "labels", "experience_tree",
-                        *[f"{f}/{t}" for f in FAMILIES for t in ("contexts", "reader_outputs")], "source_memory/memory_snapshot", "stock_day_signals"])
+        run_range(
+            ref,
+            end=dt.date.fromisoformat(SCHEDULE_DAY),
+            decision_start=DECISION_START,
+            history_start=DECISION_START,
+            instance=inst,
+            only=[
+                *HISTORY,
+                "anchors",
+                "context_cards",
+                "candidates",
+                "labels",
+                "experience_tree",
+                *[f"{f}/{t}" for f in FAMILIES for t in ("contexts", "reader_outputs")],
+                "source_memory/memory_snapshot",
+                "stock_day_signals",
+            ],
+        )
     got, want = _files(Path(settings.lake_dir), days), _files(root / "reference", days)
     assert want and sorted(got) == sorted(want)
     assert [k for k in want if got[k] != want[k]] == []
@@ -261,16 +326,37 @@ def test_the_daily_loop_runs_from_sensors_and_the_schedule(loop):
     if chromium:
         for page, name in (("runs", "ui_daily_runs.png"), ("overview/automation", "ui_sensors.png")):
             shot = root / name
-            subprocess.run([chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                            f"--user-data-dir={root / 'profile'}", "--window-size=1600,1000", "--virtual-time-budget=20000",
-                            f"--screenshot={shot}", f"http://127.0.0.1:{ui.port}/{page}"], capture_output=True, timeout=180)
+            subprocess.run(
+                [
+                    chromium,
+                    "--headless=new",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-quic",
+                    "--no-first-run",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    f"--user-data-dir={root / 'profile'}",
+                    "--window-size=1600,1000",
+                    "--virtual-time-budget=20000",
+                    f"--screenshot={shot}",
+                    f"http://127.0.0.1:{ui.port}/{page}",
+                ],
+                capture_output=True,
+                timeout=180,
+            )
             if os.environ.get("FINRAG_UPDATE_SCREENSHOT") and shot.exists():
                 shutil.copy(shot, DOCS / name)
 
     # finrag status reads it back
-    r = subprocess.run([sys.executable, "-m", "finrag_dagster.cli", "status", "--json"], capture_output=True, text=True, timeout=180,
-                       env={**os.environ, "FINRAG_CONFIG": str(root / "settings.json"), "DAGSTER_HOME": str(root / "home")})
+    r = subprocess.run(
+        [sys.executable, "-m", "finrag_dagster.cli", "status", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "FINRAG_CONFIG": str(root / "settings.json"), "DAGSTER_HOME": str(root / "home")},
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     st = json.loads(r.stdout)
     assert st["last_market_day"] == nxt and st["last_decision_day"]["source_memory/reader_outputs"] >= SCHEDULE_DAY

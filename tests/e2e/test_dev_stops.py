@@ -37,8 +37,14 @@ def test_finrag_dev_stops_within_seconds(tmp_path, how):
     port = _port()
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"), "FINRAG_LAKE": str(tmp_path / "lake")}
     # a terminal's Ctrl-C interrupts the whole foreground process group; a service manager sends SIGTERM to the main process
-    proc = subprocess.Popen([sys.executable, "-m", "finrag_dagster.cli", "dev", "--port", str(port)], env=env, start_new_session=True,
-                            stdout=open(tmp_path / "dev.log", "w"), stderr=subprocess.STDOUT, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "finrag_dagster.cli", "dev", "--port", str(port)],
+        env=env,
+        start_new_session=True,
+        stdout=open(tmp_path / "dev.log", "w"),
+        stderr=subprocess.STDOUT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     dagster_pgid = None
     try:
         deadline = time.time() + 240

@@ -73,8 +73,22 @@ def postgres():
 
     try:
         run([*as_user, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "finrag"])
-        run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-w", "-t", "60", "start",
-             "-o", f"-p {port} -k {root} -c listen_addresses=127.0.0.1"])
+        run(
+            [
+                *as_user,
+                str(bindir / "pg_ctl"),
+                "-D",
+                str(data),
+                "-l",
+                str(root / "log"),
+                "-w",
+                "-t",
+                "60",
+                "start",
+                "-o",
+                f"-p {port} -k {root} -c listen_addresses=127.0.0.1",
+            ]
+        )
         run([str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "finrag", "dagster"])
         yield f"postgresql+psycopg2://finrag@127.0.0.1:{port}/dagster"
     finally:
@@ -91,11 +105,23 @@ def test_demo_runs_are_recorded_in_postgres(postgres, tmp_path):
     shutil.copy(ROOT / "deploy" / "postgres" / "dagster.yaml", home / "dagster.yaml")
     cfg = tmp_path / "pg.toml"
     cfg.write_text(CONFIG.format(lake=tmp_path / "lake"))
-    env = {**os.environ, "DAGSTER_HOME": str(home), "FINRAG_PG_URL": postgres, "FINRAG_CONFIG": str(cfg),
-           "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "FINRAG_PG_URL": postgres,
+        "FINRAG_CONFIG": str(cfg),
+        "HF_HUB_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
     env.pop("FINRAG_EPHEMERAL", None)
-    out = subprocess.run([sys.executable, "-m", "finrag_dagster.cli", "demo", "--start", "2019-02-04", "--end", "2019-02-15"],
-                         env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-m", "finrag_dagster.cli", "demo", "--start", "2019-02-04", "--end", "2019-02-15"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert not list(home.glob("*.db")) and not (home / "history").exists(), "the demo wrote a SQLite instance beside Postgres"
 
@@ -113,6 +139,7 @@ def test_demo_runs_are_recorded_in_postgres(postgres, tmp_path):
         os.environ.pop("FINRAG_PG_URL", None)
     with sa.create_engine(postgres).connect() as con:
         n_runs = con.execute(sa.text("select count(*) from runs where status = 'SUCCESS'")).scalar()
-        n_mat = con.execute(sa.text("select count(*) from event_logs where dagster_event_type = 'ASSET_MATERIALIZATION' "
-                                    "and asset_key like '%anchors%'")).scalar()
+        n_mat = con.execute(
+            sa.text("select count(*) from event_logs where dagster_event_type = 'ASSET_MATERIALIZATION' and asset_key like '%anchors%'")
+        ).scalar()
     assert n_runs == len(runs) and n_mat >= 10

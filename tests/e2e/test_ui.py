@@ -30,10 +30,29 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 DOCS_SHOT = DOCS / "ui_asset_graph.png"
 FAMILIES = ("no_memory", "source_memory", "source_memory_toe")  # the memory/tree pair that once formed a cycle
 BEFORE = ["universe", "prices", "news_raw", "filings_raw", "returns", "evidence", "anchors", "context_cards"]
-BACKFILLED = ["candidates", "labels", "experience_tree", *[f"{f}/{t}" for f in FAMILIES for t in ("contexts", "reader_outputs", "feedback")],
-              "source_memory/memory_snapshot", "source_memory_toe/memory_snapshot", "source_memory_toe/experience_tree", "stock_day_signals"]
-TABLES = ["candidates", "labels", "experience_tree", "experience_leaves", "memory_snapshot", "contexts", "reader_outputs", "feedback",
-          "principle_selections", "principle_updates", "stock_day_signals"]
+BACKFILLED = [
+    "candidates",
+    "labels",
+    "experience_tree",
+    *[f"{f}/{t}" for f in FAMILIES for t in ("contexts", "reader_outputs", "feedback")],
+    "source_memory/memory_snapshot",
+    "source_memory_toe/memory_snapshot",
+    "source_memory_toe/experience_tree",
+    "stock_day_signals",
+]
+TABLES = [
+    "candidates",
+    "labels",
+    "experience_tree",
+    "experience_leaves",
+    "memory_snapshot",
+    "contexts",
+    "reader_outputs",
+    "feedback",
+    "principle_selections",
+    "principle_updates",
+    "stock_day_signals",
+]
 
 
 def _port() -> int:
@@ -49,9 +68,19 @@ def _gql(port: int, query: str) -> dict:
 
 
 def _chromium(args: list[str], tmp: Path) -> subprocess.CompletedProcess:
-    flags = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp / 'profile'}", "--window-size=1600,1000",
-             "--virtual-time-budget=30000"]
+    flags = [
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp / 'profile'}",
+        "--window-size=1600,1000",
+        "--virtual-time-budget=30000",
+    ]
     return subprocess.run([CHROMIUM, *flags, *args], capture_output=True, text=True, timeout=180)
 
 
@@ -79,8 +108,13 @@ def ui(tmp_path_factory):
         run_range(ref, end=END, decision_start=DECISION_START, instance=inst, only=BACKFILLED)
     port = _port()
     log = open(root / "dagster_dev.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "dagster", "dev", "-h", "127.0.0.1", "-p", str(port), "-m", "finrag_dagster.definitions"],
-                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dagster", "dev", "-h", "127.0.0.1", "-p", str(port), "-m", "finrag_dagster.definitions"],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     deadline = time.time() + 240
     while time.time() < deadline:
         try:
@@ -106,7 +140,9 @@ def test_ui_shows_the_pipeline_and_its_partitions(ui):
     nodes = _gql(port, "{ assetNodes { assetKey { path } } }")["assetNodes"]
     keys = {"/".join(n["assetKey"]["path"]) for n in nodes}
     assert {"evidence", "anchors", "candidates", "labels", "source_memory/reader_outputs", "evaluation", "report"} <= keys
-    stats = _gql(port, '{ assetNodeOrError(assetKey: {path: ["anchors"]}) { ... on AssetNode { partitionStats { numMaterialized numPartitions } } } }')
+    stats = _gql(
+        port, '{ assetNodeOrError(assetKey: {path: ["anchors"]}) { ... on AssetNode { partitionStats { numMaterialized numPartitions } } } }'
+    )
     ps = stats["assetNodeOrError"]["partitionStats"]
     decision_days = len(nyse().sessions_in_range(DECISION_START, WORLD.end))
     assert ps["numMaterialized"] == 6 and ps["numPartitions"] == decision_days  # decision days only, not the history's

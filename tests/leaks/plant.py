@@ -125,8 +125,10 @@ def rewrite(p: Patcher, owner: object, name: str, edits: list[tuple[str, str]], 
     for old, new in edits:
         n = src.count(old)
         if n != 1:
-            raise PlantError(f"{fn.__module__}.{fn.__qualname__}: expected the text {old!r} exactly once, found it {n} times; "
-                             "the code changed, update the planted leak")
+            raise PlantError(
+                f"{fn.__module__}.{fn.__qualname__}: expected the text {old!r} exactly once, found it {n} times; "
+                "the code changed, update the planted leak"
+            )
         if not p.null:
             src = src.replace(old, new)
     module = sys.modules[fn.__module__]
@@ -229,9 +231,13 @@ def _dense_minmax_whole_store(p: Patcher) -> None:
 
     # the numba kernels hand every group to the numpy reference, which gets the leak
     p.replace(pool, "_group_numba", lambda *a, **k: None)
-    rewrite(p, pool, "_group_numpy", [("r = (minmax(pb) + minmax(pd)) / 2",
-                                       "r = (minmax(pb) + _leak_minmax_over(pd, (store.emb @ store.emb[ar]).astype(np.float64))) / 2")],
-            extra={"_leak_minmax_over": _minmax_over})
+    rewrite(
+        p,
+        pool,
+        "_group_numpy",
+        [("r = (minmax(pb) + minmax(pd)) / 2", "r = (minmax(pb) + _leak_minmax_over(pd, (store.emb @ store.emb[ar]).astype(np.float64))) / 2")],
+        extra={"_leak_minmax_over": _minmax_over},
+    )
 
 
 def _pool_sees_decision_time(p: Patcher) -> None:
@@ -273,23 +279,34 @@ def _class_weights_unmatured(p: Patcher) -> None:
 def _table6_labels_matured_in_test(p: Patcher) -> None:
     from finrag_dagster.core.evaluation import sensitivity
 
-    rewrite(p, sensitivity, "table6",
-            [('labels = labels.filter(pl.col("maturity_day") < test_start)', "labels = labels")])
+    rewrite(p, sensitivity, "table6", [('labels = labels.filter(pl.col("maturity_day") < test_start)', "labels = labels")])
 
 
 def _table6_on_test_split(p: Patcher) -> None:
     from finrag_dagster.core.evaluation import sensitivity
 
-    rewrite(p, sensitivity, "table6",
-            [('days = split_days(s, cal, lake, "validation")', 'days = split_days(s, cal, lake, "test") or split_days(s, cal, lake, "validation")')])
+    rewrite(
+        p,
+        sensitivity,
+        "table6",
+        [('days = split_days(s, cal, lake, "validation")', 'days = split_days(s, cal, lake, "test") or split_days(s, cal, lake, "validation")')],
+    )
 
 
 def _table6_cut_at_first_materialised_test_day(p: Patcher) -> None:
     from finrag_dagster.core.evaluation import sensitivity
 
-    rewrite(p, sensitivity, "table6",
-            [("test_start = test_sessions[0] if test_sessions else cal.offset(days[-1], 1)",
-              'test_start = dt.date.fromisoformat((split_days(s, cal, lake, "test") or [cal.offset(days[-1], 1).isoformat()])[0])')])
+    rewrite(
+        p,
+        sensitivity,
+        "table6",
+        [
+            (
+                "test_start = test_sessions[0] if test_sessions else cal.offset(days[-1], 1)",
+                'test_start = dt.date.fromisoformat((split_days(s, cal, lake, "test") or [cal.offset(days[-1], 1).isoformat()])[0])',
+            )
+        ],
+    )
 
 
 def _label_window_to_d19(p: Patcher) -> None:
@@ -325,16 +342,28 @@ def _edgar_filing_date(p: Patcher) -> None:
 def _after_close_same_day(p: Patcher) -> None:
     from finrag_dagster.core.calendar import TradingCalendar
 
-    rewrite(p, TradingCalendar, "decision_days",
-            [('idx = np.searchsorted(self.closes_ns, public_ns, side="left")',
-              'idx = np.searchsorted(self.closes_ns + 6 * 3_600 * 10**9, public_ns, side="left")')])
+    rewrite(
+        p,
+        TradingCalendar,
+        "decision_days",
+        [
+            (
+                'idx = np.searchsorted(self.closes_ns, public_ns, side="left")',
+                'idx = np.searchsorted(self.closes_ns + 6 * 3_600 * 10**9, public_ns, side="left")',
+            )
+        ],
+    )
 
 
 def _dedup_reverse_time(p: Patcher) -> None:
     from finrag_dagster.core.dedup import ClusterIndex
 
-    rewrite(p, ClusterIndex, "assign", [("for item in sorted(items, key=lambda x: x.order_key):",
-                                         "for item in sorted(items, key=lambda x: x.order_key, reverse=True):")])
+    rewrite(
+        p,
+        ClusterIndex,
+        "assign",
+        [("for item in sorted(items, key=lambda x: x.order_key):", "for item in sorted(items, key=lambda x: x.order_key, reverse=True):")],
+    )
 
 
 def _returns_read_next_close(p: Patcher) -> None:
@@ -362,7 +391,12 @@ def _returns_read_next_close(p: Patcher) -> None:
 def _search_as_of_inclusive(p: Patcher) -> None:
     from finrag_dagster.core.retrieval.search import SearchIndex
 
-    rewrite(p, SearchIndex, "__init__", [('pl.col("public_time").dt.epoch("ns") < as_of_ns', 'pl.col("public_time").dt.epoch("ns") <= as_of_ns + 3_600 * 10**9')])
+    rewrite(
+        p,
+        SearchIndex,
+        "__init__",
+        [('pl.col("public_time").dt.epoch("ns") < as_of_ns', 'pl.col("public_time").dt.epoch("ns") <= as_of_ns + 3_600 * 10**9')],
+    )
 
 
 def _tree_induced_on_validation(p: Patcher) -> None:
@@ -406,15 +440,19 @@ def _minute_stamp_at_start(p: Patcher) -> None:
 def _fnspid_clock_trusted(p: Patcher) -> None:
     from finrag_dagster.sources import news_stage, registry
 
-    rewrite(p, news_stage, "load_news", [("clock = clock or fnspid.NewsClock(dates_only=dates_only)", "clock = clock or fnspid.NewsClock(dates_only=False)")])
+    rewrite(
+        p,
+        news_stage,
+        "load_news",
+        [("clock = clock or fnspid.NewsClock(dates_only=dates_only)", "clock = clock or fnspid.NewsClock(dates_only=False)")],
+    )
     rewrite(p, registry, "news_clock", [('else src.kind != "synthetic"', "else False")])
 
 
 def _local_midnight_timed(p: Patcher) -> None:
     from finrag_dagster.sources import fnspid
 
-    rewrite(p, fnspid, "_clock_parts", [("is_date = ~trusted | no_time | (wall_sec == 0)",
-                                           "is_date = ~trusted | no_time | ((ts % _DAY_NS) == 0)")])
+    rewrite(p, fnspid, "_clock_parts", [("is_date = ~trusted | no_time | (wall_sec == 0)", "is_date = ~trusted | no_time | ((ts % _DAY_NS) == 0)")])
 
 
 def _edgar_arrays_zipped(p: Patcher) -> None:
@@ -554,8 +592,10 @@ LEAKS: dict[str, Leak] = {
     ),
     "fnspid_clock_trusted_by_default": Leak(
         _fnspid_clock_trusted,
-        [U + "test_news_clock.py::test_fnspid_default_reads_every_stamp_as_a_date",
-         U + "test_news_clock.py::test_wrong_way_offset_after_close_news_is_not_same_day"],
+        [
+            U + "test_news_clock.py::test_fnspid_default_reads_every_stamp_as_a_date",
+            U + "test_news_clock.py::test_wrong_way_offset_after_close_news_is_not_same_day",
+        ],
         "sources/fnspid.py, registry.py: FNSPID's wrong-way time of day trusted by default (after-close news decided the same day)",
     ),
     "local_midnight_with_offset_read_as_time": Leak(

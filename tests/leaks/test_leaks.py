@@ -29,8 +29,12 @@ from tests.leaks.plant import ENV, LEAKS, NULL, REPORT_ENV, catcher_sets
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 300  # one leak's catchers (fast unit tests: seconds)
 SLOW_TIMEOUT_S = 1500  # a leak whose catcher is a pipeline test
-MEANING = {2: "interrupted (a collection error?)", 3: "internal error", 4: "usage error (unknown leak, a plant that no longer fits the code, or a missing catcher)",
-           5: "no tests collected"}
+MEANING = {
+    2: "interrupted (a collection error?)",
+    3: "internal error",
+    4: "usage error (unknown leak, a plant that no longer fits the code, or a missing catcher)",
+    5: "no tests collected",
+}
 
 
 def run_pytest(args: list[str], leak: str | None, tmp: Path, timeout: float) -> tuple[int, str, dict | None]:
@@ -42,8 +46,20 @@ def run_pytest(args: list[str], leak: str | None, tmp: Path, timeout: float) -> 
     if leak is not None:
         env[ENV] = leak
         env[REPORT_ENV] = str(report)
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-rf", "-p", "no:cacheprovider", "-p", "tests.leaks.plugin",
-           f"--basetemp={tmp / 'basetemp'}", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-x",
+        "-q",
+        "-rf",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "tests.leaks.plugin",
+        f"--basetemp={tmp / 'basetemp'}",
+        *args,
+    ]
     try:
         res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired as e:
@@ -77,8 +93,10 @@ def test_planted_leak_is_caught(name, tmp_path, leak_results):
     elif first is None:
         why = "exit code 1 without a failed test"
     elif first["when"] != "call" or first["exception"] not in leak.expect:
-        why = (f"{first['nodeid']} failed in {first['when']} with {first['exception'] or 'no exception'}, not {'/'.join(leak.expect)}: "
-               "the plant probably crashes the code instead of leaking")
+        why = (
+            f"{first['nodeid']} failed in {first['when']} with {first['exception'] or 'no exception'}, not {'/'.join(leak.expect)}: "
+            "the plant probably crashes the code instead of leaking"
+        )
     caught = not why
     leak_results[name] = {"caught": caught, "by": first["nodeid"] if caught else None, "seconds": secs, "why": why}
     assert caught, f"{name}: {why}\n{leak.description}\ncatchers: {leak.catchers}\n--- output tail ---\n{out[-4000:]}"
@@ -107,8 +125,11 @@ def test_catchers_pass_under_the_null_mutation_of_every_leak(tmp_path):
 
 
 def test_no_product_code_reads_the_leak_variable():
-    hits = [str(p.relative_to(ROOT)) for p in (ROOT / "finrag_dagster").rglob("*") if p.is_file() and p.suffix in (".py", ".sql", ".toml", ".yaml", ".json")
-            and ENV in p.read_text(errors="replace")]
+    hits = [
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "finrag_dagster").rglob("*")
+        if p.is_file() and p.suffix in (".py", ".sql", ".toml", ".yaml", ".json") and ENV in p.read_text(errors="replace")
+    ]
     assert not hits, f"{ENV} must only be read by tests/leaks/plugin.py: {hits}"
 
 

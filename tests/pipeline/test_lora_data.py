@@ -63,8 +63,11 @@ def test_tables_2_and_4_carry_the_lora_rows_as_mean_and_std_over_the_seeds_read(
     s = s.with_overrides(lake_dir=lake.root, variants={"families": ["no_memory", "lora_no_memory"]}, lora={"seeds": (0, 1, 4)})
     cal = nyse()
     days = [d for d in lake.materialized_dates("reader_outputs", variant="no_memory")]
+
     def flip(df, k):  # seed k > 0 flips every third signal
-        return df.with_columns(pl.when(pl.int_range(pl.len()) % 3 == 0).then(-pl.col("signal")).otherwise(pl.col("signal")).alias("signal")) if k else df
+        return (
+            df.with_columns(pl.when(pl.int_range(pl.len()) % 3 == 0).then(-pl.col("signal")).otherwise(pl.col("signal")).alias("signal")) if k else df
+        )
 
     for d in days:
         out = lake.read("reader_outputs", dates=[d], variant="no_memory").drop("date", "variant")
@@ -72,7 +75,9 @@ def test_tables_2_and_4_carry_the_lora_rows_as_mean_and_std_over_the_seeds_read(
             lake.write("reader_outputs", flip(out, k), variant=f"lora_no_memory_s{k}", date=d)
         sd = lake.read("stock_day_signals", dates=[d]).drop("date")
         nm = sd.filter(pl.col("variant") == "no_memory")
-        lake.write("stock_day_signals", pl.concat([sd] + [flip(nm, k).with_columns(pl.lit(f"lora_no_memory_s{k}").alias("variant")) for k in (0, 1)]), date=d)
+        lake.write(
+            "stock_day_signals", pl.concat([sd] + [flip(nm, k).with_columns(pl.lit(f"lora_no_memory_s{k}").alias("variant")) for k in (0, 1)]), date=d
+        )
     ev, daily = evaluate(s, lake, cal)
     test_days = split_days(s, cal, lake, "test")
     per_seed = [variant_metrics(lake, f"lora_no_memory_s{k}", test_days) for k in (0, 1)]
@@ -90,4 +95,3 @@ def test_tables_2_and_4_carry_the_lora_rows_as_mean_and_std_over_the_seeds_read(
     line = daily.filter((pl.col("strategy") == "LoRA + No Memory") & (pl.col("split") == "test")).sort("date")
     want = (books["lora_no_memory_s0"]["net"] + books["lora_no_memory_s1"]["net"]) / 2
     assert line.height == want.len() and line["net"].to_list() == pytest.approx(want.to_list())
-

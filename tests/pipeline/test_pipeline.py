@@ -23,8 +23,9 @@ def test_definitions_load_every_asset_and_job():
     assert {"synthetic_world", "universe", "prices", "news_raw", "filings_raw", "evidence", "anchors", "context_cards", "returns"} <= keys
     defs.resolve_job_def("finrag_daily")
     # the same check the dagster CLI does, in a fresh process, from workspace-style module loading
-    out = subprocess.run([sys.executable, "-m", "dagster", "definitions", "validate", "-m", "finrag_dagster.definitions"],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "dagster", "definitions", "validate", "-m", "finrag_dagster.definitions"], capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr[-2000:]
 
 
@@ -71,7 +72,9 @@ def test_candidate_pools_follow_the_rules(small_lake):
     days = [d.isoformat() for d in cal.sessions_in_range(DECISION_START, END)]
     c = lake.read("candidates", dates=days)
     ev = lake.read("evidence").select("passage_id", "public_time", "url", "title_key", "dup_cluster", "ticker")
-    a = lake.read("anchors", dates=days).select("anchor_id", "date", "decision_time", pl.col("url").alias("a_url"), pl.col("dup_cluster").alias("a_cl"), pl.col("ticker").alias("a_ticker"))
+    a = lake.read("anchors", dates=days).select(
+        "anchor_id", "date", "decision_time", pl.col("url").alias("a_url"), pl.col("dup_cluster").alias("a_cl"), pl.col("ticker").alias("a_ticker")
+    )
     j = c.join(ev, on="passage_id").join(a, on="anchor_id")
     assert j.height == c.height > 0
     assert (j["public_time"] < j["decision_time"]).all()  # filter first: nothing at or after the decision
@@ -155,8 +158,12 @@ def test_experience_tree_is_induced_from_the_train_split_and_carried(small_lake)
     tree = read_tree(lake, TREE_ID, days[0], ToEParams.from_settings(settings))
     assert read_tree(lake, TREE_ID, days[-1], ToEParams.from_settings(settings)).to_markdown() == tree.to_markdown()
     assert len(tree.factors) == 8 and tree.leaves() and all(x.q == {"1D": 1.0, "3D": 1.0, "5D": 1.0} for x in tree.leaves())
-    metas = [ev.event_specific_data.materialization.metadata for r in results for ev in r.get_asset_materialization_events()
-             if ev.event_specific_data.materialization.asset_key == dg.AssetKey("experience_tree")]
+    metas = [
+        ev.event_specific_data.materialization.metadata
+        for r in results
+        for ev in r.get_asset_materialization_events()
+        if ev.event_specific_data.materialization.asset_key == dg.AssetKey("experience_tree")
+    ]
     assert metas and "analysis direction" in metas[0]["tree"].value and metas[0]["principles"].value == len(tree.leaves())
 
 
@@ -176,7 +183,9 @@ def test_experience_content_is_written_once_and_the_daily_state_carries_none_of_
         c = content_versions(lake, tree_id, days[-1])
         assert c.num_rows and set(lake.materialized_dates("experience_leaves", tree_id=tree_id)) <= set(days)
         versions: dict = {}
-        for fi, li, lid, pr, emb, d in zip(*(c.column(n).to_pylist() for n in ("factor_index", "leaf_index", "leaf_id", "principle", "embedding", "date"))):
+        for fi, li, lid, pr, emb, d in zip(
+            *(c.column(n).to_pylist() for n in ("factor_index", "leaf_index", "leaf_id", "principle", "embedding", "date"))
+        ):
             versions.setdefault((fi, li), []).append((d, lid, pr, emb))
         for pos, vs in versions.items():  # a position stored again only with other content
             assert all(a[1:] != b[1:] for a, b in zip(vs, vs[1:])), (tree_id, pos)
@@ -190,7 +199,10 @@ def test_experience_content_is_written_once_and_the_daily_state_carries_none_of_
             assert split_table(rows)[0].equals(pq.read_table(f))  # the state as stored, with ...
             day = dt.date.fromisoformat(d)
             for fi, li, lid, pr in zip(*(rows.column(n).to_pylist() for n in ("factor_index", "leaf_index", "leaf_id", "principle"))):
-                assert max((v for v in versions[(fi, li)] if v[0] <= day), key=lambda v: v[0])[1:3] == (lid, pr)  # ... the last content of D or before
+                assert max((v for v in versions[(fi, li)] if v[0] <= day), key=lambda v: v[0])[1:3] == (
+                    lid,
+                    pr,
+                )  # ... the last content of D or before
 
 
 def test_files_mode_definitions_resolve_every_job(tmp_path):
@@ -251,8 +263,11 @@ def test_test_split_runs_with_the_setting_selected_on_validation(small_lake):
     lake, settings, results = small_lake
     sens = lake.read("sensitivity").filter(pl.col("row") == "selected")
     chosen = dict(zip(sens["metric"].to_list(), sens["value"].to_list()))
-    metas = {ev.event_specific_data.materialization.asset_key.to_user_string(): ev.event_specific_data.materialization.metadata
-             for r in results for ev in r.get_asset_materialization_events()}
+    metas = {
+        ev.event_specific_data.materialization.asset_key.to_user_string(): ev.event_specific_data.materialization.metadata
+        for r in results
+        for ev in r.get_asset_materialization_events()
+    }
     note = metas["source_memory/contexts"]["test_split_params"].value
     assert note == f"test split: lambda={chosen['lambda']}, delta={chosen['delta']} selected on validation (Table 6)"
     assert "matured before 2019-03-01" in metas["sensitivity"]["labels_used"].value

@@ -30,8 +30,9 @@ def test_status_reports_the_lake_as_it_is(small_lake, tmp_path):
     cfg = tmp_path / "s.json"
     cfg.write_text(settings.model_dump_json())
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "nohome")}
-    r = subprocess.run([sys.executable, "-m", "finrag_dagster.cli", "status", "--config", str(cfg), "--json"],
-                       capture_output=True, text=True, timeout=180, env=env)
+    r = subprocess.run(
+        [sys.executable, "-m", "finrag_dagster.cli", "status", "--config", str(cfg), "--json"], capture_output=True, text=True, timeout=180, env=env
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     out = json.loads(r.stdout)
     assert out["last_decision_day"]["anchors"] == END.isoformat() and out["sensors"] == []

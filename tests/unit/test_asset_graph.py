@@ -15,8 +15,9 @@ ALL_FAMILIES = ["no_memory", "source_memory", "top5_all_source", "shuffled_label
 
 
 def _defs(families=ALL_FAMILIES) -> dg.Definitions:
-    s = Settings(calendar={"start": dt.date(2017, 10, 2), "end": dt.date(2019, 12, 31), "decision_start": dt.date(2019, 1, 2)},
-                 variants={"families": families})
+    s = Settings(
+        calendar={"start": dt.date(2017, 10, 2), "end": dt.date(2019, 12, 31), "decision_start": dt.date(2019, 1, 2)}, variants={"families": families}
+    )
     return build_definitions(s)
 
 
@@ -71,8 +72,18 @@ def test_decision_assets_start_on_the_first_decision_day_history_on_the_first_pr
     first = lambda k: ag.get(dg.AssetKey.from_user_string(k)).partitions_def.get_first_partition_key()  # noqa: E731
     for k in ("prices", "news_raw", "filings_raw", "evidence", "returns"):
         assert first(k) == "2017-10-02", k
-    for k in ("anchors", "context_cards", "candidates", "labels", "experience_tree", "source_memory/memory_snapshot",
-              "no_memory/reader_outputs", "toe/experience_tree", "source_memory/feedback", "stock_day_signals"):
+    for k in (
+        "anchors",
+        "context_cards",
+        "candidates",
+        "labels",
+        "experience_tree",
+        "source_memory/memory_snapshot",
+        "no_memory/reader_outputs",
+        "toe/experience_tree",
+        "source_memory/feedback",
+        "stock_day_signals",
+    ):
         assert first(k) == "2019-01-02", k
 
 
@@ -94,8 +105,14 @@ def test_a_backfill_of_a_range_targets_exactly_that_range():
     days = ["2019-02-01", "2019-02-04", "2019-02-05", "2019-02-06", "2019-02-07", "2019-02-08"]
     sel = [k for k in ag.get_all_asset_keys() if ag.get(k).is_partitioned and ag.get(k).partitions_def.get_first_partition_key() == "2019-01-02"]
     assert dg.AssetKey(["source_memory_toe", "memory_snapshot"]) in sel
-    data = AssetBackfillData.from_asset_partitions(asset_graph=ag, partition_names=days, asset_selection=sel, dynamic_partitions_store=dg.DagsterInstance.ephemeral(),
-                                                   all_partitions=False, backfill_start_timestamp=1.7e9)
+    data = AssetBackfillData.from_asset_partitions(
+        asset_graph=ag,
+        partition_names=days,
+        asset_selection=sel,
+        dynamic_partitions_store=dg.DagsterInstance.ephemeral(),
+        all_partitions=False,
+        backfill_start_timestamp=1.7e9,
+    )
     for k in sel:
         assert sorted(data.target_subset.get_partitions_subset(k).get_partition_keys()) == days, k
 
@@ -121,17 +138,35 @@ def gql_context(tmp_path_factory):
 
 
 FAMILY = ["source_memory_toe/memory_snapshot", "source_memory_toe/experience_tree", "source_memory_toe/contexts", "source_memory_toe/reader_outputs"]
-DECISIONS = ["anchors", "context_cards", "candidates", "labels", "experience_tree", *FAMILY, "source_memory/memory_snapshot",
-             "source_memory/contexts", "source_memory/reader_outputs", "source_memory/feedback", "no_memory/contexts",
-             "no_memory/reader_outputs", "no_memory/feedback", "source_memory_toe/feedback", "stock_day_signals"]
+DECISIONS = [
+    "anchors",
+    "context_cards",
+    "candidates",
+    "labels",
+    "experience_tree",
+    *FAMILY,
+    "source_memory/memory_snapshot",
+    "source_memory/contexts",
+    "source_memory/reader_outputs",
+    "source_memory/feedback",
+    "no_memory/contexts",
+    "no_memory/reader_outputs",
+    "no_memory/feedback",
+    "source_memory_toe/feedback",
+    "stock_day_signals",
+]
 
 
-@pytest.mark.parametrize("selection", [
-    FAMILY,  # one family's loop
-    ["candidates", "labels", *FAMILY, "source_memory_toe/feedback"],  # pools, labels and a loop
-    DECISIONS,  # every decision-day asset
-    ["prices", "news_raw", "filings_raw", "returns", "evidence", *DECISIONS],  # every daily asset, history included
-], ids=["one-loop", "pools-and-loop", "decisions", "everything-daily"])
+@pytest.mark.parametrize(
+    "selection",
+    [
+        FAMILY,  # one family's loop
+        ["candidates", "labels", *FAMILY, "source_memory_toe/feedback"],  # pools, labels and a loop
+        DECISIONS,  # every decision-day asset
+        ["prices", "news_raw", "filings_raw", "returns", "evidence", *DECISIONS],  # every daily asset, history included
+    ],
+    ids=["one-loop", "pools-and-loop", "decisions", "everything-daily"],
+)
 def test_the_ui_launches_a_range_backfill_of_any_selection(gql_context, selection):
     from dagster_graphql.test.utils import execute_dagster_graphql
 

@@ -78,65 +78,108 @@ CLOSE = prices.R_BAD_CLOSE
 GAP = prices.F_MISSING_SESSION
 CASES = [
     # (a) close <= 0 or NaN while adj_close is valid: quarantined, and the hole it leaves is flagged
-    Case("price_close_nonpositive_or_missing", "prices", (P + "close_bad/aapl.csv",),
-         quarantined=(("aapl.csv", 2, CLOSE), ("aapl.csv", 5, CLOSE), ("aapl.csv", 7, CLOSE)),
-         flagged=(("AAPL", "2021-01-06", GAP), ("AAPL", "2021-01-11", GAP), ("AAPL", "2021-01-13", GAP)),
-         detail=("aapl.csv row 2 for this date was quarantined: " + CLOSE,)),
-    Case("price_close_nan_parquet", "prices", (P + "close_nan_parquet/prices.parquet",),
-         quarantined=(("prices.parquet", 2, CLOSE),),
-         flagged=(("AMD", "2021-03-03", GAP),),
-         kept=(("META", "2021-03-03"), ("AMD", "2021-03-04"))),  # META's source gives no close at all
+    Case(
+        "price_close_nonpositive_or_missing",
+        "prices",
+        (P + "close_bad/aapl.csv",),
+        quarantined=(("aapl.csv", 2, CLOSE), ("aapl.csv", 5, CLOSE), ("aapl.csv", 7, CLOSE)),
+        flagged=(("AAPL", "2021-01-06", GAP), ("AAPL", "2021-01-11", GAP), ("AAPL", "2021-01-13", GAP)),
+        detail=("aapl.csv row 2 for this date was quarantined: " + CLOSE,),
+    ),
+    Case(
+        "price_close_nan_parquet",
+        "prices",
+        (P + "close_nan_parquet/prices.parquet",),
+        quarantined=(("prices.parquet", 2, CLOSE),),
+        flagged=(("AMD", "2021-03-03", GAP),),
+        kept=(("META", "2021-03-03"), ("AMD", "2021-03-04")),
+    ),  # META's source gives no close at all
     # (b) a bar that contradicts itself
-    Case("price_high_below_low_and_close_above_high", "prices", (P + "ohlc_range/aapl.csv", P + "ohlc_range/qqq.csv"),
-         quarantined=(("aapl.csv", 1, prices.R_HIGH_LOW), ("aapl.csv", 3, prices.R_OUTSIDE_RANGE)),
-         flagged=(("AAPL", "2021-02-02", GAP), ("AAPL", "2021-02-04", GAP)),
-         kept=(("QQQ", "2019-07-19"),)),  # real: open one cent above high, inside the tolerance
-    Case("price_high_below_low_yfinance", "prices", (P + "yfinance_high_low/NVDA_historical_data.csv",),
-         quarantined=(("NVDA_historical_data.csv", 2, prices.R_HIGH_LOW),),
-         flagged=(("NVDA", "2021-06-03", GAP),), header_lines=2),
+    Case(
+        "price_high_below_low_and_close_above_high",
+        "prices",
+        (P + "ohlc_range/aapl.csv", P + "ohlc_range/qqq.csv"),
+        quarantined=(("aapl.csv", 1, prices.R_HIGH_LOW), ("aapl.csv", 3, prices.R_OUTSIDE_RANGE)),
+        flagged=(("AAPL", "2021-02-02", GAP), ("AAPL", "2021-02-04", GAP)),
+        kept=(("QQQ", "2019-07-19"),),
+    ),  # real: open one cent above high, inside the tolerance
+    Case(
+        "price_high_below_low_yfinance",
+        "prices",
+        (P + "yfinance_high_low/NVDA_historical_data.csv",),
+        quarantined=(("NVDA_historical_data.csv", 2, prices.R_HIGH_LOW),),
+        flagged=(("NVDA", "2021-06-03", GAP),),
+        header_lines=2,
+    ),
     # (c) a daily adjusted move beyond max_abs_move: flagged, kept
-    Case("price_large_move_real", "prices", (P + "large_move_real/aapl.csv",),
-         flagged=(("AAPL", "2000-09-29", prices.F_LARGE_MOVE),), kept=(("AAPL", "2000-09-29"),),
-         detail=("-51.9%",)),
-    Case("price_large_move_split_error", "prices", (P + "large_move_split_error/goog.csv",),
-         flagged=(("GOOG", "2020-07-06", prices.F_LARGE_MOVE),), kept=(("GOOG", "2020-07-06"),),
-         detail=("-94.9%",)),
+    Case(
+        "price_large_move_real",
+        "prices",
+        (P + "large_move_real/aapl.csv",),
+        flagged=(("AAPL", "2000-09-29", prices.F_LARGE_MOVE),),
+        kept=(("AAPL", "2000-09-29"),),
+        detail=("-51.9%",),
+    ),
+    Case(
+        "price_large_move_split_error",
+        "prices",
+        (P + "large_move_split_error/goog.csv",),
+        flagged=(("GOOG", "2020-07-06", prices.F_LARGE_MOVE),),
+        kept=(("GOOG", "2020-07-06"),),
+        detail=("-94.9%",),
+    ),
     # (d) a session missing between two bars: flagged with the labels it makes missing_price
-    Case("price_missing_session", "prices", (P + "missing_session/aapl.csv", P + "missing_session/qqq.csv"),
-         flagged=(("AAPL", "2021-03-15", GAP),),
-         detail=(("missing_price: AAPL on decision days 2021-03-08 (5D), 2021-03-10 (3D), 2021-03-12 (1D), "
-                  "2021-03-15 (1D 3D 5D)"),)),
+    Case(
+        "price_missing_session",
+        "prices",
+        (P + "missing_session/aapl.csv", P + "missing_session/qqq.csv"),
+        flagged=(("AAPL", "2021-03-15", GAP),),
+        detail=(("missing_price: AAPL on decision days 2021-03-08 (5D), 2021-03-10 (3D), 2021-03-12 (1D), 2021-03-15 (1D 3D 5D)"),),
+    ),
     # cells that are not numbers
-    Case("price_unparseable_number", "prices", (P + "bad_number/aapl.csv",),
-         quarantined=(("aapl.csv", 1, prices.R_BAD_NUMBER + ": close='#N/A'"),
-                      ("aapl.csv", 3, prices.R_BAD_NUMBER + ": volume='1O9578200'")),
-         flagged=(("AAPL", "2021-01-05", GAP), ("AAPL", "2021-01-07", GAP))),
+    Case(
+        "price_unparseable_number",
+        "prices",
+        (P + "bad_number/aapl.csv",),
+        quarantined=(("aapl.csv", 1, prices.R_BAD_NUMBER + ": close='#N/A'"), ("aapl.csv", 3, prices.R_BAD_NUMBER + ": volume='1O9578200'")),
+        flagged=(("AAPL", "2021-01-05", GAP), ("AAPL", "2021-01-07", GAP)),
+    ),
     # a blank line is a record without a date: quarantined, so rows stay one-to-one with records
-    Case("price_blank_line", "prices", (P + "blank_line/aapl.csv",),
-         quarantined=(("aapl.csv", 2, prices.R_BAD_DATE),), kept=(("AAPL", "2021-01-06"),)),
+    Case(
+        "price_blank_line", "prices", (P + "blank_line/aapl.csv",), quarantined=(("aapl.csv", 2, prices.R_BAD_DATE),), kept=(("AAPL", "2021-01-06"),)
+    ),
     # (e) files that cannot be parsed: an error naming the file and line
-    Case("price_unterminated_quote", "prices", (P + "unterminated_quote/aapl.csv",),
-         error=("unterminated_quote/aapl.csv", "line 4", "unterminated quote")),
-    Case("price_ragged_row", "prices", (P + "ragged_row/aapl.csv",),
-         error=("ragged_row/aapl.csv", "line 5", "ragged row")),
-    Case("price_corrupt_parquet", "prices", (P + "corrupt_parquet/prices.parquet",),
-         error=("corrupt_parquet/prices.parquet", "cannot read parquet")),
+    Case(
+        "price_unterminated_quote",
+        "prices",
+        (P + "unterminated_quote/aapl.csv",),
+        error=("unterminated_quote/aapl.csv", "line 4", "unterminated quote"),
+    ),
+    Case("price_ragged_row", "prices", (P + "ragged_row/aapl.csv",), error=("ragged_row/aapl.csv", "line 5", "ragged row")),
+    Case("price_corrupt_parquet", "prices", (P + "corrupt_parquet/prices.parquet",), error=("corrupt_parquet/prices.parquet", "cannot read parquet")),
     # news: decided after the calendar's end (accepted silently before, into no partition)
-    Case("news_after_calendar_end", "news", ("news/late.csv",),
-         quarantined=(("late.csv", 1, fnspid.R_AFTER_END),), kept=(("INTC", "2022-01-03"),)),
+    Case("news_after_calendar_end", "news", ("news/late.csv",), quarantined=(("late.csv", 1, fnspid.R_AFTER_END),), kept=(("INTC", "2022-01-03"),)),
     # news: bytes that are not UTF-8 are replaced, and the rows that were repaired are flagged
-    Case("news_not_utf8", "news", ("news/latin1.csv",),
-         flagged=(("INTC", "2022-01-03", fnspid.F_REPAIRED),), kept=(("INTC", "2022-01-03"),)),
-    Case("news_unterminated_quote", "news", ("news/unterminated_quote.csv",),
-         error=("unterminated_quote.csv", "line 7")),  # where the record with the open quote starts
+    Case("news_not_utf8", "news", ("news/latin1.csv",), flagged=(("INTC", "2022-01-03", fnspid.F_REPAIRED),), kept=(("INTC", "2022-01-03"),)),
+    Case(
+        "news_unterminated_quote", "news", ("news/unterminated_quote.csv",), error=("unterminated_quote.csv", "line 7")
+    ),  # where the record with the open quote starts
     # filings: arrays that do not line up are never zipped; one corrupt filing does not stop the others
-    Case("filings_unequal_arrays", "filings", ("edgar/short_arrays/CIK0000320193.json",),
-         quarantined=tuple(("CIK0000320193.json", i, f"{edgar.R_UNEQUAL_ARRAYS} (accessionNumber 12, acceptanceDateTime 11)")
-                           for i in range(12))),
-    Case("filings_corrupt_submission", "filings", ("edgar/sec-edgar-filings",),
-         quarantined=(("0000320193-23-000077/full-submission.txt", 0,
-                       f"{edgar.R_CORRUPT}: a binary or corrupt file (NUL bytes), not an EDGAR SGML submission"),),
-         kept=(("AAPL", "2023-02-03"), ("AAPL", "2023-05-05"))),
+    Case(
+        "filings_unequal_arrays",
+        "filings",
+        ("edgar/short_arrays/CIK0000320193.json",),
+        quarantined=tuple(("CIK0000320193.json", i, f"{edgar.R_UNEQUAL_ARRAYS} (accessionNumber 12, acceptanceDateTime 11)") for i in range(12)),
+    ),
+    Case(
+        "filings_corrupt_submission",
+        "filings",
+        ("edgar/sec-edgar-filings",),
+        quarantined=(
+            ("0000320193-23-000077/full-submission.txt", 0, f"{edgar.R_CORRUPT}: a binary or corrupt file (NUL bytes), not an EDGAR SGML submission"),
+        ),
+        kept=(("AAPL", "2023-02-03"), ("AAPL", "2023-05-05")),
+    ),
 ]
 
 
@@ -183,8 +226,7 @@ def test_missing_session_makes_exactly_the_flagged_labels_missing_price():
     assert len(claimed) == 6
     cal = nyse()
     days = [cal.offset(flag["date"], i).isoformat() for i in range(-7, 2)]
-    lab = compute_labels(res.accepted.select("ticker", "date", "adj_close"), days, cal, "QQQ", ["AAPL"],
-                         window=20, gap=2, min_obs=10)
+    lab = compute_labels(res.accepted.select("ticker", "date", "adj_close"), days, cal, "QQQ", ["AAPL"], window=20, gap=2, min_obs=10)
     status = {(d.isoformat(), h): s for d, h, s in lab.select("date", "horizon", "status").iter_rows()}
     assert {k for k, s in status.items() if s == "missing_price"} == claimed
     assert {s for k, s in status.items() if k not in claimed} == {"ok"}

@@ -19,14 +19,21 @@ def test_a_cluster_root_older_than_the_day_s_look_back_does_not_decide_its_ancho
     root_day = dt.date.fromisoformat(days[0])  # 19 sessions before the last day: outside its 10-session look-back
     t = cal.open_time(d_last).to_pydatetime() + dt.timedelta(hours=1)
     news = pl.DataFrame(
-        {"news_id": ["N"], "ticker": ["AAA"], "public_time": [t], "time_precision": ["second"],
-         "title": ["Aaa wins a contract"], "summary": ["s"], "url": ["u"], "date": [dt.date.fromisoformat(d_last)]},
+        {
+            "news_id": ["N"],
+            "ticker": ["AAA"],
+            "public_time": [t],
+            "time_precision": ["second"],
+            "title": ["Aaa wins a contract"],
+            "summary": ["s"],
+            "url": ["u"],
+            "date": [dt.date.fromisoformat(d_last)],
+        },
         schema_overrides={"public_time": pl.Datetime("us", "UTC")},
     )
     # N joined, through a chain of re-reports, the cluster that R (an AAA item of the range's first day) rooted
     clusters = pl.DataFrame(
-        {"passage_id": ["R", "N"], "ticker": ["AAA", "AAA"], "dup_cluster": ["R", "R"],
-         "date": [root_day, dt.date.fromisoformat(d_last)]}
+        {"passage_id": ["R", "N"], "ticker": ["AAA", "AAA"], "dup_cluster": ["R", "R"], "date": [root_day, dt.date.fromisoformat(d_last)]}
     )
     args = (cal, {"QQQ"}, {"AAA": "IT"}, LOOKBACK, START)
     # the range run reads clusters over its first day's look-back plus every day of the range

@@ -45,8 +45,11 @@ def test_history_clusters_are_inherited_and_eviction_forgets():
 
 
 def _returns(rows):
-    return pl.DataFrame(rows, schema={"ticker": pl.Utf8, "ret_1d": pl.Float64, "ret_5d": pl.Float64, "ret_20d": pl.Float64,
-                                      "vol_20d": pl.Float64, "vol_252d": pl.Float64}, orient="row")
+    return pl.DataFrame(
+        rows,
+        schema={"ticker": pl.Utf8, "ret_1d": pl.Float64, "ret_5d": pl.Float64, "ret_20d": pl.Float64, "vol_20d": pl.Float64, "vol_252d": pl.Float64},
+        orient="row",
+    )
 
 
 def test_card_states_follow_the_thresholds():
@@ -70,9 +73,11 @@ def test_card_without_history_says_unknown():
 
 
 def test_session_buckets():
-    ts = pd.to_datetime(
-        ["2021-03-03 12:00", "2021-03-03 15:00", "2021-03-03 21:30", "2021-03-06 15:00", "2021-03-03 05:00"], utc=True
-    ).as_unit("ns").asi8
+    ts = (
+        pd.to_datetime(["2021-03-03 12:00", "2021-03-03 15:00", "2021-03-03 21:30", "2021-03-06 15:00", "2021-03-03 05:00"], utc=True)
+        .as_unit("ns")
+        .asi8
+    )
     got = session_bucket(np.asarray(ts), ["second", "second", "second", "second", "date"], cal)
     assert got == ["pre_market", "regular", "after_close", "non_trading_day", "date_only"]
 
@@ -80,28 +85,40 @@ def test_session_buckets():
 def _news(rows):
     return pl.DataFrame(
         rows,
-        schema={"news_id": pl.Utf8, "ticker": pl.Utf8, "public_time": pl.Datetime("us", "UTC"), "time_precision": pl.Utf8,
-                "title": pl.Utf8, "summary": pl.Utf8, "url": pl.Utf8},
+        schema={
+            "news_id": pl.Utf8,
+            "ticker": pl.Utf8,
+            "public_time": pl.Datetime("us", "UTC"),
+            "time_precision": pl.Utf8,
+            "title": pl.Utf8,
+            "summary": pl.Utf8,
+            "url": pl.Utf8,
+        },
         orient="row",
     )
 
 
 def test_anchors_drop_re_reports_keep_other_tickers_and_benchmark_is_not_an_anchor():
     t = lambda s: pd.Timestamp(s, tz="America/New_York").tz_convert("UTC").to_pydatetime()  # noqa: E731
-    news = _news([
-        ("n1", "AAA", t("2021-03-03 10:00"), "second", "AAA beats EPS, raises guidance", "Revenue up", "u1"),
-        ("n2", "AAA", t("2021-03-03 11:00"), "second", "AAA beats EPS and raises guidance", "Revenue up", "u2"),
-        ("n3", "BBB", t("2021-03-03 11:00"), "second", "AAA beats EPS, raises guidance", "Revenue up", "u1"),
-        ("n4", "AAA", t("2021-03-03 12:00"), "second", "AAA beats EPS, raises guidance", "Other words", "u4"),
-        ("n5", "QQQ", t("2021-03-03 12:00"), "second", "Nasdaq rallies", "", "u5"),
-        ("n6", "AAA", date_only_public_time("2021-03-02").to_pydatetime(), "date", "AAA CEO resigns", "", "u6"),
-    ])
-    clusters = pl.DataFrame({"passage_id": ["n1", "n2", "n3", "n4", "n6"], "ticker": ["AAA", "AAA", "BBB", "AAA", "AAA"],
-                             "dup_cluster": ["n1", "n1", "n1", "n4", "n6"]})
+    news = _news(
+        [
+            ("n1", "AAA", t("2021-03-03 10:00"), "second", "AAA beats EPS, raises guidance", "Revenue up", "u1"),
+            ("n2", "AAA", t("2021-03-03 11:00"), "second", "AAA beats EPS and raises guidance", "Revenue up", "u2"),
+            ("n3", "BBB", t("2021-03-03 11:00"), "second", "AAA beats EPS, raises guidance", "Revenue up", "u1"),
+            ("n4", "AAA", t("2021-03-03 12:00"), "second", "AAA beats EPS, raises guidance", "Other words", "u4"),
+            ("n5", "QQQ", t("2021-03-03 12:00"), "second", "Nasdaq rallies", "", "u5"),
+            ("n6", "AAA", date_only_public_time("2021-03-02").to_pydatetime(), "date", "AAA CEO resigns", "", "u6"),
+        ]
+    )
+    clusters = pl.DataFrame(
+        {"passage_id": ["n1", "n2", "n3", "n4", "n6"], "ticker": ["AAA", "AAA", "BBB", "AAA", "AAA"], "dup_cluster": ["n1", "n1", "n1", "n4", "n6"]}
+    )
     a, dropped = build_anchors(news, clusters, dt.date(2021, 3, 3), cal, {"QQQ"}, {"AAA": "IT", "BBB": "IT"})
     assert a["anchor_id"].to_list() == ["n6", "n1", "n3"]
     assert dict(zip(dropped["anchor_id"], dropped["reason"])) == {"n2": "near-duplicate of n1", "n4": "same title as an earlier anchor"}
     row = a.filter(pl.col("anchor_id") == "n1").row(0, named=True)
-    assert row["event_type"] == "Earnings & Guidance" and json.loads(row["cue_counts"])["Earnings & Guidance"] == 4  # eps, raises guidance, guidance, revenue
+    assert (
+        row["event_type"] == "Earnings & Guidance" and json.loads(row["cue_counts"])["Earnings & Guidance"] == 4
+    )  # eps, raises guidance, guidance, revenue
     assert row["decision_time"] == cal.close_time(dt.date(2021, 3, 3)).to_pydatetime()
     assert a.filter(pl.col("anchor_id") == "n6")["session"][0] == "date_only"

@@ -158,8 +158,7 @@ def make(server, tmp_path):
         clients.append(client)
         kw.setdefault("max_rps", 1000)
         kw.setdefault("backoff_base", 0.01)
-        return EdgarFetcher(client, UA, out or tmp_path / "edgar", base_url=f"{server.url}/www",
-                            data_base_url=f"{server.url}/data", **kw)
+        return EdgarFetcher(client, UA, out or tmp_path / "edgar", base_url=f"{server.url}/www", data_base_url=f"{server.url}/data", **kw)
 
     yield _make
     for c in clients:
@@ -192,7 +191,7 @@ def test_downloads_layout_and_user_agent_on_every_request(make, server, tmp_path
     for acc, p in got.items():
         form = EXPECTED[acc]["form"]
         assert p == out / "sec-edgar-filings" / "AAPL" / form / acc / "full-submission.txt"
-        assert p.read_bytes() == (FIX / "www.sec.gov" / doc_path(acc)[len("/www/"):]).read_bytes()
+        assert p.read_bytes() == (FIX / "www.sec.gov" / doc_path(acc)[len("/www/") :]).read_bytes()
     # submissions JSON kept byte for byte where the loader's glob finds it; the ticker map beside it
     assert (out / "submissions" / "CIK0000320193.json").read_bytes() == SUB.read_bytes()
     assert (out / "submissions" / PAGE.name).read_bytes() == PAGE.read_bytes()
@@ -279,7 +278,7 @@ def test_persistent_500_gives_up_after_bounded_retries_naming_the_url(make, serv
 
 def test_dropped_connection_mid_body_is_retried_and_never_leaves_a_half_file(make, server, tmp_path):
     acc = "0000320193-23-000106"
-    body = (FIX / "www.sec.gov" / doc_path(acc)[len("/www/"):]).read_bytes()
+    body = (FIX / "www.sec.gov" / doc_path(acc)[len("/www/") :]).read_bytes()
     server.queued[doc_path(acc)] = [Canned(200, {}, body[:300], cut_short=True)]
     out = tmp_path / "edgar"
     s = make(out).run(["AAPL"], SINCE, FORMS)
@@ -409,11 +408,23 @@ def test_unknown_ticker_and_missing_submissions_are_reported_not_fatal(make, ser
 
 def test_select_filings_forms_amendments_and_eastern_day_boundary():
     block = {
-        "accessionNumber": ["0000000001-23-000001", "0000000001-23-000002", "0000000001-23-000003",
-                            "0000000001-23-000004", "0000000001-23-000005", "bad"],
+        "accessionNumber": [
+            "0000000001-23-000001",
+            "0000000001-23-000002",
+            "0000000001-23-000003",
+            "0000000001-23-000004",
+            "0000000001-23-000005",
+            "bad",
+        ],
         "form": ["10-K/A", "8-K/A", "SC 13G/A", "10-Q", "8-K", "8-K"],
-        "acceptanceDateTime": ["2023-01-01T04:59:59.000Z", "2023-01-01T05:00:00.000Z", "2023-06-01T12:00:00.000Z",
-                               "", "2023-03-01T12:00:00.000Z", "2023-03-01T12:00:00.000Z"],
+        "acceptanceDateTime": [
+            "2023-01-01T04:59:59.000Z",
+            "2023-01-01T05:00:00.000Z",
+            "2023-06-01T12:00:00.000Z",
+            "",
+            "2023-03-01T12:00:00.000Z",
+            "2023-03-01T12:00:00.000Z",
+        ],
         "filingDate": ["2022-12-31", "2023-01-01", "2023-06-01", "2023-01-03", "2023-03-01", "2023-03-01"],
     }
     forms = expand_forms(["8-K", "10-q", "10-K"])
@@ -513,9 +524,11 @@ def _env_without_ua() -> dict:
 def test_cli_without_user_agent_exits_with_a_clear_message(tmp_path):
     out = tmp_path / "edgar"
     r = subprocess.run(
-        [sys.executable, "-m", "finrag_dagster.cli_fetch", "edgar", "--tickers", "AAPL", "--since", "2023-01-01",
-         "--out", str(out), "--no-progress"],
-        capture_output=True, text=True, timeout=60, env=_env_without_ua(),
+        [sys.executable, "-m", "finrag_dagster.cli_fetch", "edgar", "--tickers", "AAPL", "--since", "2023-01-01", "--out", str(out), "--no-progress"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_env_without_ua(),
     )
     assert r.returncode == 2, r.stderr
     assert "User-Agent" in r.stderr and "FINRAG_SEC_USER_AGENT" in r.stderr and "--user-agent" in r.stderr
@@ -531,9 +544,26 @@ def test_cli_downloads_then_skips(server, tmp_path, monkeypatch):
     for k in (ef.USER_AGENT_ENV, ef.BASE_URL_ENV, ef.DATA_BASE_URL_ENV):
         monkeypatch.delenv(k, raising=False)
     out = tmp_path / "edgar"
-    args = ["edgar", "--tickers", "aapl", "-t", "GOOG,", "--since", "2023-01-01", "--forms", "10-Q,10-K",
-            "--out", str(out), "--universe", str(FIX / "universe.csv"), "--base-url", f"{server.url}/www",
-            "--data-base-url", f"{server.url}/data", "--no-progress"]
+    args = [
+        "edgar",
+        "--tickers",
+        "aapl",
+        "-t",
+        "GOOG,",
+        "--since",
+        "2023-01-01",
+        "--forms",
+        "10-Q,10-K",
+        "--out",
+        str(out),
+        "--universe",
+        str(FIX / "universe.csv"),
+        "--base-url",
+        f"{server.url}/www",
+        "--data-base-url",
+        f"{server.url}/data",
+        "--no-progress",
+    ]
     runner = CliRunner()
     r = runner.invoke(fetch_app, args, env={ef.USER_AGENT_ENV: UA})
     # GOOG has no submissions JSON on the local server: reported, exit code 1, AAPL still complete

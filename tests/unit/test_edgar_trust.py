@@ -59,6 +59,7 @@ def test_company_name_as_it_was_at_filing_time(tmp_path):
     rec["acceptanceDateTime"][rec["accessionNumber"].index("0000320193-23-000064")] = "2018-08-01T20:30:00.000Z"
     f.write_text(json.dumps(doc))
     assert {r["accession"]: r["company"] for r in load_filings([f], [], UNIVERSE).accepted.iter_rows(named=True)}[
-        "0000320193-23-000064"] == "APPLE INC"
+        "0000320193-23-000064"
+    ] == "APPLE INC"
     hdr = load_filings([f, SGML], [], UNIVERSE).accepted
     assert dict(zip(hdr["accession"], hdr["company"]))["0000320193-23-000064"] == "Apple Inc."

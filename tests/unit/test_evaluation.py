@@ -32,10 +32,15 @@ def test_f1_definitions_by_hand():
 
 
 def test_rank_ic_is_mean_daily_spearman():
-    sd = pl.DataFrame({
-        "date": [D[0]] * 3 + [D[1]] * 3, "horizon": ["1D"] * 6, "ticker": list("ABCABC"),
-        "signal": [1.0, 0.0, -1.0, 1.0, 0.0, -1.0], "z": [2.0, 0.1, -1.0, -2.0, 0.0, 1.0],
-    })
+    sd = pl.DataFrame(
+        {
+            "date": [D[0]] * 3 + [D[1]] * 3,
+            "horizon": ["1D"] * 6,
+            "ticker": list("ABCABC"),
+            "signal": [1.0, 0.0, -1.0, 1.0, 0.0, -1.0],
+            "z": [2.0, 0.1, -1.0, -2.0, 0.0, 1.0],
+        }
+    )
     assert rank_ic(sd) == pytest.approx((1.0 + -1.0) / 2)
 
 
@@ -104,8 +109,10 @@ def test_book_and_rank_ic_are_the_same_to_the_bit_under_any_hash_seed():
         "sd = pl.DataFrame(rows, schema=['date', 'ticker', 'horizon', 'signal', 'z'], orient='row').sample(fraction=1.0, seed=3)\n"
         "print(b['turnover'].to_numpy().tobytes().hex(), np.float64(rank_ic(sd)).tobytes().hex())\n"
     )
-    outs = {subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True, text=True, check=True).stdout
-            for seed in ("1", "2", "3")}
+    outs = {
+        subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True, text=True, check=True).stdout
+        for seed in ("1", "2", "3")
+    }
     assert len(outs) == 1
 
 

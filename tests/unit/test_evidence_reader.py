@@ -66,7 +66,11 @@ def test_age_does_not_discount_a_passage_on_the_same_topic():
     fresh, _, _ = answer([item("p1", "news", GOOD_NEWS, when="2021-03-01T21:00:00+00:00")])
     old, _, _ = answer([item("p1", "news", GOOD_NEWS, when="2021-01-15T21:00:00+00:00")])
     assert fresh == old  # the anchor-tone reader halves a passage every two days; this one reads it as written
-    anchor_tone = json.loads(read(ReaderInput(HEADLINE, "", "Legal & Regulatory", (("N1", item("p1", "news", GOOD_NEWS, when="2021-01-15T21:00:00+00:00")),), "normal", DAY)))
+    anchor_tone = json.loads(
+        read(
+            ReaderInput(HEADLINE, "", "Legal & Regulatory", (("N1", item("p1", "news", GOOD_NEWS, when="2021-01-15T21:00:00+00:00")),), "normal", DAY)
+        )
+    )
     assert anchor_tone["signals"]["1D"]["signal"] == 0  # ... and so answers neutral: the difference is real
 
 

@@ -65,8 +65,13 @@ ANCHORS = pl.DataFrame(
         "ticker": ["AAPL", "MSFT", "AAPL", "AAPL", "MSFT", "NVDA", "AAPL"],
         "event_type": ["Earnings & Guidance"] * 5 + ["Legal & Regulatory", "Other/Mixed"],
         "headline": [
-            "Apple beats Q3 estimates", "Microsoft (MSFT) beats Q2 estimates", "Apple tops Q4 estimates",
-            "Apple cuts guidance", "Microsoft cuts its outlook", "Nvidia faces lawsuit", "A quiet day at the office",
+            "Apple beats Q3 estimates",
+            "Microsoft (MSFT) beats Q2 estimates",
+            "Apple tops Q4 estimates",
+            "Apple cuts guidance",
+            "Microsoft cuts its outlook",
+            "Nvidia faces lawsuit",
+            "A quiet day at the office",
         ],
         "summary": [""] * 7,
     }
@@ -79,7 +84,10 @@ def induced():
 
 
 def test_rule_skeleton_and_factor_assignment():
-    assert skeleton("Microsoft (MSFT) beats Q2 estimates, revenue $7.1B up 12%", ["Microsoft"], ["MSFT"]) == "the company beats QN estimates, revenue N up N"
+    assert (
+        skeleton("Microsoft (MSFT) beats Q2 estimates, revenue $7.1B up 12%", ["Microsoft"], ["MSFT"])
+        == "the company beats QN estimates, revenue N up N"
+    )
     assert skeleton("UPDATE 2-Meta Platforms' deal", ["Meta Platforms"]) == "the company' deal"
     # tickers only as written, a one-letter ticker only in parentheses
     assert skeleton("A unit of ON (A) raises outlook on chips", [], ["A", "ON"]) == "A unit of the company raises outlook on chips"
@@ -148,7 +156,15 @@ def test_table_round_trip_is_exact(tmp_path):
     assert [f.name for f in back.factors] == [f.name for f in tree.factors]
     assert [f.keywords for f in back.factors] == [f.keywords for f in tree.factors]
     for a, b in zip(tree.leaves(), back.leaves()):
-        assert (a.leaf_id, a.factor, a.principle, a.q, a.n_recall, a.n_hit, a.support) == (b.leaf_id, b.factor, b.principle, b.q, b.n_recall, b.n_hit, b.support)
+        assert (a.leaf_id, a.factor, a.principle, a.q, a.n_recall, a.n_hit, a.support) == (
+            b.leaf_id,
+            b.factor,
+            b.principle,
+            b.q,
+            b.n_recall,
+            b.n_hit,
+            b.support,
+        )
         assert a.embedding.dtype == b.embedding.dtype == np.float32 and np.array_equal(a.embedding, b.embedding)
     assert back.leaves()[1].q["3D"] == leaf.q["3D"] != 1.0
     # through the lake: same tree -> same bytes, and the re-read tree writes the same bytes again;
@@ -210,7 +226,9 @@ class FakeBackend(Backend):
 
 
 def _tree():
-    return ExperienceTree([Factor("supply", ("chip",), [Leaf("L1", "supply", "shortages lift prices", unit([1, 0]), {"1D": 1.0, "3D": 1.2, "5D": 1.0})])])
+    return ExperienceTree(
+        [Factor("supply", ("chip",), [Leaf("L1", "supply", "shortages lift prices", unit([1, 0]), {"1D": 1.0, "3D": 1.2, "5D": 1.0})])]
+    )
 
 
 def test_llm_update_parses_and_clips():
@@ -237,7 +255,12 @@ def test_llm_update_unparsable_keeps_q_and_is_quarantined():
     assert not any(u.ok for u in us) and all(u.q_new == u.q_old for u in us)
     assert "unparsable" in us[0].error and "backend error: HTTP 500" in us[2].error and "'q'" in us[3].error
     q = quarantine_rows(us)
-    assert q.height == 4 and q["source_row"].to_list() == [0, 1, 2, 3] and q.columns == ["source_file", "source_row", "reason", "raw", "rows"] and q["rows"].to_list() == [1] * 4
+    assert (
+        q.height == 4
+        and q["source_row"].to_list() == [0, 1, 2, 3]
+        and q.columns == ["source_file", "source_row", "reason", "raw", "rows"]
+        and q["rows"].to_list() == [1] * 4
+    )
     u = llm_update(tree, FakeBackend(["no idea"]), "L1", "1D", 0.5, 0.01)
     assert not u.ok and leaf.q["1D"] == 1.0 and leaf.n_hit == 0
     assert parse_utility("1.5") == (1.5, "") and parse_utility("between 1 and 2")[0] is None and parse_utility("")[0] is None
@@ -276,14 +299,21 @@ def test_llm_rewrite_induction_with_fallback():
     assert rep.rewrite == "llm" and rep.rewrite_fallbacks == 1
     # the unparsable rewrite fell back to the rule skeleton, which clusters with "Guidance cuts" (cos 0.85)
     assert [(x.principle, x.support) for x in tree.factors[0].leaves] == [
-        ("Upside earnings surprises lift the stock", 3), ("Guidance cuts reset expectations lower", 2)]
+        ("Upside earnings surprises lift the stock", 3),
+        ("Guidance cuts reset expectations lower", 2),
+    ]
 
 
 def test_induction_day_is_the_train_split_end():
     from finrag_dagster.core.splits import induction_day, train_days_before
 
-    s = Settings(splits={"train": (dt.date(2019, 1, 1), dt.date(2019, 4, 30)), "validation": (dt.date(2019, 5, 1), dt.date(2019, 8, 31)),
-                         "test": (dt.date(2019, 9, 1), dt.date(2019, 12, 31))})
+    s = Settings(
+        splits={
+            "train": (dt.date(2019, 1, 1), dt.date(2019, 4, 30)),
+            "validation": (dt.date(2019, 5, 1), dt.date(2019, 8, 31)),
+            "test": (dt.date(2019, 9, 1), dt.date(2019, 12, 31)),
+        }
+    )
     cal = nyse()
     assert induction_day(s, cal) == "2019-04-30"
     days = train_days_before(s, cal, "2019-04-30")

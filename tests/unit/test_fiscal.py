@@ -29,8 +29,7 @@ FILINGS = pl.DataFrame(
         ("AAPL", "10-K", _t("2021-10-29"), dt.date(2021, 9, 25), "FY2021"),
         ("AAPL", "10-Q", _t("2022-07-29"), dt.date(2022, 6, 25), "Q3 2022"),
     ],
-    schema={"ticker": pl.Utf8, "form_type": pl.Utf8, "public_time": pl.Datetime("us", "UTC"), "report_date": pl.Date,
-            "fiscal_period": pl.Utf8},
+    schema={"ticker": pl.Utf8, "form_type": pl.Utf8, "public_time": pl.Datetime("us", "UTC"), "report_date": pl.Date, "fiscal_period": pl.Utf8},
     orient="row",
 )
 
@@ -57,10 +56,19 @@ def test_a_fiscal_quarter_lands_on_its_filing_and_news_window():
 
     emb = np.eye(3, 384, dtype=np.float32)
     ev = pl.DataFrame(
-        {"passage_id": ["in", "out", "f"], "ticker": ["MRVL"] * 3, "source_family": ["news", "news", "sec_filing"],
-         "public_time": [_t("2022-12-01"), _t("2022-05-02"), _t("2022-12-02")], "form_type": [None, None, "10-Q"],
-         "item": [None] * 3, "fiscal_period": [None, None, "Q3 2023"], "title": ["a", "b", "c"],
-         "text": ["marvell data center revenue"] * 3, "url": ["u1", "u2", "u3"], "embedding": pl.Series(emb, dtype=pl.Array(pl.Float32, 384))},
+        {
+            "passage_id": ["in", "out", "f"],
+            "ticker": ["MRVL"] * 3,
+            "source_family": ["news", "news", "sec_filing"],
+            "public_time": [_t("2022-12-01"), _t("2022-05-02"), _t("2022-12-02")],
+            "form_type": [None, None, "10-Q"],
+            "item": [None] * 3,
+            "fiscal_period": [None, None, "Q3 2023"],
+            "title": ["a", "b", "c"],
+            "text": ["marvell data center revenue"] * 3,
+            "url": ["u1", "u2", "u3"],
+            "embedding": pl.Series(emb, dtype=pl.Array(pl.Float32, 384)),
+        },
         schema_overrides={"public_time": pl.Datetime("us", "UTC"), "form_type": pl.Utf8, "item": pl.Utf8, "fiscal_period": pl.Utf8},
     )
     res = run_search(SearchIndex(ev, int(_t("2022-12-31").timestamp()) * 10**9), q, emb[0], ["f"], SearchConfig(k=3), "full")

@@ -29,8 +29,13 @@ def test_flags_membership_and_late_news_through_the_assets(tmp_path):
         (tmp_path / "prices" / f"{t}.csv").write_text("Date,Open,High,Low,Close,Adj Close,Volume\n" + rows + "\n")
     s = Settings(
         lake_dir=tmp_path / "lake",
-        sources={"kind": "files", "universe": str(tmp_path / "tickers.csv"), "news": [str(tmp_path / "news.csv")],
-                 "prices": [str(tmp_path / "prices" / "*.csv")], "membership": str(tmp_path / "membership.csv")},
+        sources={
+            "kind": "files",
+            "universe": str(tmp_path / "tickers.csv"),
+            "news": [str(tmp_path / "news.csv")],
+            "prices": [str(tmp_path / "prices" / "*.csv")],
+            "membership": str(tmp_path / "membership.csv"),
+        },
         calendar={"start": dt.date(2019, 1, 2), "end": dt.date(2019, 1, 31), "decision_start": dt.date(2019, 1, 2)},
     )
     with dg.instance_for_test() as inst:
@@ -53,9 +58,16 @@ def test_rows_counted_in_the_files_catch_a_loader_that_loses_a_row(tmp_path, mon
 
     (tmp_path / "tickers.csv").write_text("ticker,Security\nAAA,Aaa Corp\nQQQ,QQQ\n")
     (tmp_path / "news.csv").write_bytes(HEADER + b"2019-01-03 00:00:00+00:00,One,AAA,u1,P,,B,,,,\n2019-01-04 00:00:00+00:00,Two,AAA,u2,P,,B,,,,\n")
-    s = Settings(lake_dir=tmp_path / "lake", sources={"kind": "files", "universe": str(tmp_path / "tickers.csv"),
-                                                      "news": [str(tmp_path / "news.csv")], "prices": [str(tmp_path / "none.csv")]},
-                 calendar={"start": dt.date(2019, 1, 2), "end": dt.date(2019, 1, 31), "decision_start": dt.date(2019, 1, 2)})
+    s = Settings(
+        lake_dir=tmp_path / "lake",
+        sources={
+            "kind": "files",
+            "universe": str(tmp_path / "tickers.csv"),
+            "news": [str(tmp_path / "news.csv")],
+            "prices": [str(tmp_path / "none.csv")],
+        },
+        calendar={"start": dt.date(2019, 1, 2), "end": dt.date(2019, 1, 31), "decision_start": dt.date(2019, 1, 2)},
+    )
     scan = fnspid.news_source
 
     def lossy(path):  # a reader that loses the first row before anything counts it
@@ -71,8 +83,9 @@ def test_rows_counted_in_the_files_catch_a_loader_that_loses_a_row(tmp_path, mon
 
 
 def _news_meta(results) -> dict:
-    ms = [e.materialization.metadata for r in results for e in r.get_asset_materialization_events()
-          if e.asset_key.path == ["news_raw"]]  # one event per partition of the run, the same metadata
+    ms = [
+        e.materialization.metadata for r in results for e in r.get_asset_materialization_events() if e.asset_key.path == ["news_raw"]
+    ]  # one event per partition of the run, the same metadata
     return {k: v.value for k, v in ms[0].items()}
 
 
@@ -80,9 +93,11 @@ def test_a_rerun_of_the_news_asset_reads_no_row_and_rewrites_no_partition(tmp_pa
     (tmp_path / "tickers.csv").write_text("ticker,Security\nAAA,Aaa Corp\nQQQ,QQQ\n")
     news = tmp_path / "news.csv"
     news.write_bytes(HEADER + b"2019-01-03 00:00:00+00:00,One,AAA,u1,P,,B,,,,\n2019-01-04 00:00:00+00:00,Two,ZZZ,u2,P,,B,,,,\n")
-    s = Settings(lake_dir=tmp_path / "lake", sources={"kind": "files", "universe": str(tmp_path / "tickers.csv"),
-                                                      "news": [str(news)], "prices": [str(tmp_path / "none.csv")]},
-                 calendar={"start": dt.date(2019, 1, 2), "end": dt.date(2019, 1, 31), "decision_start": dt.date(2019, 1, 2)})
+    s = Settings(
+        lake_dir=tmp_path / "lake",
+        sources={"kind": "files", "universe": str(tmp_path / "tickers.csv"), "news": [str(news)], "prices": [str(tmp_path / "none.csv")]},
+        calendar={"start": dt.date(2019, 1, 2), "end": dt.date(2019, 1, 31), "decision_start": dt.date(2019, 1, 2)},
+    )
     lake = Lake(tmp_path / "lake")
     with dg.instance_for_test() as inst:
         first = _news_meta(run_range(s, end=dt.date(2019, 1, 31), instance=inst, only=["universe", "news_raw"]))
@@ -105,21 +120,33 @@ def test_a_rerun_of_the_news_asset_reads_no_row_and_rewrites_no_partition(tmp_pa
 def _filings_settings(tmp_path):
     """Files-mode settings over one submissions JSON of three Apple filings (one an S-8, quarantined)."""
     sub = {
-        "cik": "0000320193", "name": "Apple Inc.", "tickers": ["AAPL"], "fiscalYearEnd": "0928",
-        "filings": {"recent": {
-            "accessionNumber": ["0000320193-19-000001", "0000320193-19-000002", "0000320193-19-000003"],
-            "form": ["8-K", "S-8", "10-Q"],
-            "acceptanceDateTime": ["2019-01-03T21:30:00.000Z", "2019-01-04T21:30:00.000Z", "2019-01-07T21:30:00.000Z"],
-            "filingDate": ["2019-01-03", "2019-01-04", "2019-01-07"], "reportDate": ["", "", "2018-12-29"],
-            "items": ["2.02", "", ""],
-        }},
+        "cik": "0000320193",
+        "name": "Apple Inc.",
+        "tickers": ["AAPL"],
+        "fiscalYearEnd": "0928",
+        "filings": {
+            "recent": {
+                "accessionNumber": ["0000320193-19-000001", "0000320193-19-000002", "0000320193-19-000003"],
+                "form": ["8-K", "S-8", "10-Q"],
+                "acceptanceDateTime": ["2019-01-03T21:30:00.000Z", "2019-01-04T21:30:00.000Z", "2019-01-07T21:30:00.000Z"],
+                "filingDate": ["2019-01-03", "2019-01-04", "2019-01-07"],
+                "reportDate": ["", "", "2018-12-29"],
+                "items": ["2.02", "", ""],
+            }
+        },
     }
     (tmp_path / "CIK0000320193.json").write_text(json.dumps(sub))
     (tmp_path / "tickers.csv").write_text("ticker,cik,Security\nAAPL,320193,Apple Inc.\nQQQ,,QQQ\n")
-    return Settings(lake_dir=tmp_path / "lake", sources={"kind": "files", "universe": str(tmp_path / "tickers.csv"),
-                                                         "filings_index": [str(tmp_path / "CIK0000320193.json")],
-                                                         "prices": [str(tmp_path / "none.csv")]},
-                    calendar={"start": dt.date(2019, 1, 2), "end": dt.date(2019, 1, 31), "decision_start": dt.date(2019, 1, 2)})
+    return Settings(
+        lake_dir=tmp_path / "lake",
+        sources={
+            "kind": "files",
+            "universe": str(tmp_path / "tickers.csv"),
+            "filings_index": [str(tmp_path / "CIK0000320193.json")],
+            "prices": [str(tmp_path / "none.csv")],
+        },
+        calendar={"start": dt.date(2019, 1, 2), "end": dt.date(2019, 1, 31), "decision_start": dt.date(2019, 1, 2)},
+    )
 
 
 def _reconcile(settings):

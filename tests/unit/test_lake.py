@@ -13,8 +13,16 @@ from finrag_dagster.core.storage.lake import Lake, SchemaError, file_digest
 def prices(rows):
     return pl.DataFrame(
         rows,
-        schema={"ticker": pl.Utf8, "open": pl.Float64, "high": pl.Float64, "low": pl.Float64, "close": pl.Float64,
-                "adj_close": pl.Float64, "volume": pl.Int64, "source_file": pl.Utf8},
+        schema={
+            "ticker": pl.Utf8,
+            "open": pl.Float64,
+            "high": pl.Float64,
+            "low": pl.Float64,
+            "close": pl.Float64,
+            "adj_close": pl.Float64,
+            "volume": pl.Int64,
+            "source_file": pl.Utf8,
+        },
         orient="row",
     )
 

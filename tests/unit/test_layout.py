@@ -32,13 +32,24 @@ def imports_of(path: Path) -> set[str]:
 
 
 def offenders(folder: str, banned: tuple[str, ...]) -> list[str]:
-    return sorted(f"{p.relative_to(PKG.parent)} imports {m}" for p in (PKG / folder).rglob("*.py") for m in imports_of(p)
-                  if any(m == b or m.startswith(b + ".") for b in banned))
+    return sorted(
+        f"{p.relative_to(PKG.parent)} imports {m}"
+        for p in (PKG / folder).rglob("*.py")
+        for m in imports_of(p)
+        if any(m == b or m.startswith(b + ".") for b in banned)
+    )
 
 
 def test_core_is_plain_python_below_every_other_layer():
-    banned = ("dagster", "dagster_webserver", "finrag_dagster.defs", "finrag_dagster.sources", "finrag_dagster.pipeline",
-              "finrag_dagster.definitions", "finrag_dagster.cli")
+    banned = (
+        "dagster",
+        "dagster_webserver",
+        "finrag_dagster.defs",
+        "finrag_dagster.sources",
+        "finrag_dagster.pipeline",
+        "finrag_dagster.definitions",
+        "finrag_dagster.cli",
+    )
     assert offenders("core", banned) == []
 
 
@@ -54,8 +65,13 @@ def test_the_command_line_uses_core_not_the_assets():
 def test_benchmarks_do_not_import_the_assets_except_the_scale_benchmark():
     """benchmarks/scale.py measures the Dagster layer by design; the others time core (or run stages via pipeline)."""
     bench = PKG.parent / "benchmarks"
-    found = sorted(f"{p.name} imports {m}" for p in bench.glob("*.py") if p.name != "scale.py" for m in imports_of(p)
-                   if m.startswith(("finrag_dagster.defs", "finrag_dagster.definitions")))
+    found = sorted(
+        f"{p.name} imports {m}"
+        for p in bench.glob("*.py")
+        if p.name != "scale.py"
+        for m in imports_of(p)
+        if m.startswith(("finrag_dagster.defs", "finrag_dagster.definitions"))
+    )
     assert list(bench.glob("*.py")) and found == []
 
 

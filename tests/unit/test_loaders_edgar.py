@@ -88,9 +88,11 @@ def test_json_and_header_acceptance_times_agree(real_data, uni):
     assert (both["date"] == both["date_h"]).all()
     # the sample index: 12 filings carry both a JSON and a header time, identical to the second
     idx = pl.read_parquet(real_data / "filings" / "filings_index.parquet")
-    pairs = idx.group_by("accession").agg(
-        pl.col("acceptance_source").n_unique().alias("n"), pl.col("acceptance_datetime_utc").n_unique().alias("t")
-    ).filter(pl.col("n") == 2)
+    pairs = (
+        idx.group_by("accession")
+        .agg(pl.col("acceptance_source").n_unique().alias("n"), pl.col("acceptance_datetime_utc").n_unique().alias("t"))
+        .filter(pl.col("n") == 2)
+    )
     assert pairs.height == 12 and (pairs["t"] == 1).all()
 
 
@@ -149,8 +151,11 @@ BAD_EDGAR = Path(__file__).resolve().parents[1] / "data" / "bad" / "edgar"
         (["raw/sec-edgar-filings"], [], 12),
         (["raw/sec_submissions/CIK0000320193.json"], [], 2236),
         # the 12 headers and the 3 texts are filings the index and the JSON already list
-        (["filings/filings_index.parquet", "raw/sec_submissions/CIK0000320193.json"],
-         ["raw/sec-edgar-filings", "filings/filings_text.parquet"], 2928),
+        (
+            ["filings/filings_index.parquet", "raw/sec_submissions/CIK0000320193.json"],
+            ["raw/sec-edgar-filings", "filings/filings_text.parquet"],
+            2928,
+        ),
         ([BAD_EDGAR / "short_arrays/CIK0000320193.json"], [], 12),  # arrays that do not line up: 12 rows alone
         ([BAD_EDGAR / "sec-edgar-filings"], [BAD_EDGAR / "sec-edgar-filings"], 3),  # one of them corrupt
     ],
@@ -166,11 +171,20 @@ def test_filings_counted_without_the_loader_equal_rows_in(real_data, uni, index,
 def test_latest_acceptance_time_wins(tmp_path, uni):
     acc = "0000320193-23-000006"
     sub = {
-        "cik": "0000320193", "name": "Apple Inc.", "tickers": ["AAPL"], "fiscalYearEnd": "0930",
-        "filings": {"recent": {
-            "accessionNumber": [acc], "form": ["10-Q"], "acceptanceDateTime": ["2023-02-02T23:00:30.000Z"],
-            "filingDate": ["2023-02-03"], "reportDate": ["2022-12-31"], "items": [""],
-        }},
+        "cik": "0000320193",
+        "name": "Apple Inc.",
+        "tickers": ["AAPL"],
+        "fiscalYearEnd": "0930",
+        "filings": {
+            "recent": {
+                "accessionNumber": [acc],
+                "form": ["10-Q"],
+                "acceptanceDateTime": ["2023-02-02T23:00:30.000Z"],
+                "filingDate": ["2023-02-03"],
+                "reportDate": ["2022-12-31"],
+                "items": [""],
+            }
+        },
     }
     (tmp_path / "CIK0000320193.json").write_text(json.dumps(sub))
     d = tmp_path / "dl" / "AAPL" / "10-Q" / acc
@@ -189,19 +203,36 @@ def test_latest_acceptance_time_wins(tmp_path, uni):
 # ---------------------------------------------------------------- malformed input
 def test_malformed_filings_go_to_quarantine(tmp_path, uni):
     sub = {
-        "cik": "0000320193", "name": "Apple Inc.", "tickers": ["AAPL"],
-        "filings": {"recent": {
-            "accessionNumber": ["0000320193-21-000001", "0000320193-21-000002", "0000320193-21-000003", ""],
-            "form": ["S-8", "10-Q", "8-K", "8-K"],
-            "acceptanceDateTime": ["2021-01-04T21:00:00.000Z", "", "2021-01-05T12:00:00.000Z", "2021-01-05T12:00:00.000Z"],
-            "filingDate": ["2021-01-04"] * 4, "reportDate": [""] * 4, "items": ["", "", "8.01", "8.01"],
-        }},
+        "cik": "0000320193",
+        "name": "Apple Inc.",
+        "tickers": ["AAPL"],
+        "filings": {
+            "recent": {
+                "accessionNumber": ["0000320193-21-000001", "0000320193-21-000002", "0000320193-21-000003", ""],
+                "form": ["S-8", "10-Q", "8-K", "8-K"],
+                "acceptanceDateTime": ["2021-01-04T21:00:00.000Z", "", "2021-01-05T12:00:00.000Z", "2021-01-05T12:00:00.000Z"],
+                "filingDate": ["2021-01-04"] * 4,
+                "reportDate": [""] * 4,
+                "items": ["", "", "8.01", "8.01"],
+            }
+        },
     }
     (tmp_path / "CIK0000320193.json").write_text(json.dumps(sub))
-    other = {"cik": "0000000042", "name": "Nobody Inc.", "tickers": ["NOPE"], "filings": {"recent": {
-        "accessionNumber": ["0000000042-21-000001"], "form": ["8-K"],
-        "acceptanceDateTime": ["2021-01-05T12:00:00.000Z"], "filingDate": ["2021-01-05"], "reportDate": [""],
-        "items": [""]}}}
+    other = {
+        "cik": "0000000042",
+        "name": "Nobody Inc.",
+        "tickers": ["NOPE"],
+        "filings": {
+            "recent": {
+                "accessionNumber": ["0000000042-21-000001"],
+                "form": ["8-K"],
+                "acceptanceDateTime": ["2021-01-05T12:00:00.000Z"],
+                "filingDate": ["2021-01-05"],
+                "reportDate": [""],
+                "items": [""],
+            }
+        },
+    }
     (tmp_path / "CIK0000000042.json").write_text(json.dumps(other))
     r = load_filings([tmp_path / "*.json"], [], uni)
     assert r.rows_in == 5
@@ -353,9 +384,29 @@ def test_split_real_10k(apple_texts):
     ps = split_filing_passages(apple_texts["10-K"]["text"], "10-K", 160)
     items = [p["item"] for p in ps]
     order = list(dict.fromkeys(items))
-    assert order == ["Cover", "Item 1", "Item 1A", "Item 1C", "Item 2", "Item 3", "Item 4", "Item 5", "Item 6",
-                     "Item 7", "Item 7A", "Item 8", "Item 9A", "Item 9B", "Item 10", "Item 11", "Item 12",
-                     "Item 13", "Item 14", "Item 15", "Item 16"]  # 1B, 9, 9C: "None." / too short
+    assert order == [
+        "Cover",
+        "Item 1",
+        "Item 1A",
+        "Item 1C",
+        "Item 2",
+        "Item 3",
+        "Item 4",
+        "Item 5",
+        "Item 6",
+        "Item 7",
+        "Item 7A",
+        "Item 8",
+        "Item 9A",
+        "Item 9B",
+        "Item 10",
+        "Item 11",
+        "Item 12",
+        "Item 13",
+        "Item 14",
+        "Item 15",
+        "Item 16",
+    ]  # 1B, 9, 9C: "None." / too short
     assert all(5 <= len(p["text"].split()) <= 160 for p in ps)
     assert all(re.fullmatch(r"Cover|Item \d{1,2}[A-D]?", i) for i in items)
     risk = [p for p in ps if p["item"] == "Item 1A"]

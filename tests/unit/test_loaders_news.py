@@ -19,8 +19,7 @@ from finrag_dagster.sources.base import SourceError
 from finrag_dagster.sources.news_stage import load_news
 
 UNIVERSE = {"AAPL", "AAL", "DLTR", "INTC", "MSFT", "QQQ"}
-HEADER = ("Date,Article_title,Stock_symbol,Url,Publisher,Author,Article,Lsa_summary,Luhn_summary,"
-          "Textrank_summary,Lexrank_summary\n")
+HEADER = "Date,Article_title,Stock_symbol,Url,Publisher,Author,Article,Lsa_summary,Luhn_summary,Textrank_summary,Lexrank_summary\n"
 cal = nyse()
 
 
@@ -131,16 +130,16 @@ def _write(tmp_path, name, body):
 
 def test_malformed_rows_go_to_quarantine_with_reasons(tmp_path):
     rows = [
-        'not-a-date,Title A,AAPL,https://x.com/a,P,,Body.,,,,\n',  # 0 bad date
-        ',Title B,AAPL,https://x.com/b,P,,Body.,,,,\n',  # 1 missing date
-        '2021-03-01 00:00:00+00:00,Title C,,https://x.com/c,P,,Body.,,,,\n',  # 2 no ticker
-        '2021-03-01 00:00:00+00:00,Title D,ZZZZ,https://x.com/d,P,,Body.,,,,\n',  # 3 unknown ticker
-        '2021-03-01 00:00:00+00:00,,AAPL,,P,,Body.,,,,\n',  # 4 no title, no url
-        '1990-03-01 00:00:00+00:00,Title F,AAPL,https://x.com/f,P,,Body.,,,,\n',  # 5 before the calendar
+        "not-a-date,Title A,AAPL,https://x.com/a,P,,Body.,,,,\n",  # 0 bad date
+        ",Title B,AAPL,https://x.com/b,P,,Body.,,,,\n",  # 1 missing date
+        "2021-03-01 00:00:00+00:00,Title C,,https://x.com/c,P,,Body.,,,,\n",  # 2 no ticker
+        "2021-03-01 00:00:00+00:00,Title D,ZZZZ,https://x.com/d,P,,Body.,,,,\n",  # 3 unknown ticker
+        "2021-03-01 00:00:00+00:00,,AAPL,,P,,Body.,,,,\n",  # 4 no title, no url
+        "1990-03-01 00:00:00+00:00,Title F,AAPL,https://x.com/f,P,,Body.,,,,\n",  # 5 before the calendar
         '2021-03-01 14:05:00-05:00,Title G,aapl,https://x.com/g,P,,"First one. Second one. Third one.",,,,\n',  # 6 ok
-        '2021-03-01 14:05:00-05:00,Title G again,AAPL,https://x.com/g,P,,Body.,,,,\n',  # 7 duplicate of 6
-        '2021-03-01 14:05:00-05:00,Title G,MSFT,https://x.com/g,P,,Body.,,,,\n',  # 8 same url, other ticker: ok
-        '2020-06-05 06:30:54 UTC,,AAPL,https://x.com/news/apple-beats-estimates%3A-q2,P,,,lsa,luhn,,\n',  # 9 ok
+        "2021-03-01 14:05:00-05:00,Title G again,AAPL,https://x.com/g,P,,Body.,,,,\n",  # 7 duplicate of 6
+        "2021-03-01 14:05:00-05:00,Title G,MSFT,https://x.com/g,P,,Body.,,,,\n",  # 8 same url, other ticker: ok
+        "2020-06-05 06:30:54 UTC,,AAPL,https://x.com/news/apple-beats-estimates%3A-q2,P,,,lsa,luhn,,\n",  # 9 ok
     ]
     r = load_news(_write(tmp_path, "bad.csv", "".join(rows)), UNIVERSE, dates_only=False)
     assert r.rows_in == 10
@@ -170,7 +169,7 @@ def test_malformed_rows_go_to_quarantine_with_reasons(tmp_path):
 
 
 def test_dates_only_treats_every_stamp_as_a_date(tmp_path):
-    f = _write(tmp_path, "t.csv", '2021-03-01 14:05:00-05:00,T,AAPL,https://x.com/t,P,,B,,,,\n')
+    f = _write(tmp_path, "t.csv", "2021-03-01 14:05:00-05:00,T,AAPL,https://x.com/t,P,,B,,,,\n")
     timed = load_news(f, UNIVERSE, dates_only=False).accepted.row(0, named=True)
     dated = load_news(f, UNIVERSE).accepted.row(0, named=True)  # the default
     assert timed["date"] == dt.date(2021, 3, 1)
@@ -192,9 +191,7 @@ def test_bad_paths_and_formats_are_errors(tmp_path):
 
 
 def test_parse_news_times_formats():
-    ns = fnspid.parse_news_times(
-        ["2021-12-31 00:00:00+00:00", "2020-06-05 06:30:54 UTC", "2021-03-01 14:05:00-05:00", "junk", None]
-    )
+    ns = fnspid.parse_news_times(["2021-12-31 00:00:00+00:00", "2020-06-05 06:30:54 UTC", "2021-03-01 14:05:00-05:00", "junk", None])
     got = [None if v == np.iinfo(np.int64).min else pd.Timestamp(v, tz="UTC") for v in ns]
     assert got[:3] == [
         pd.Timestamp("2021-12-31 00:00", tz="UTC"),

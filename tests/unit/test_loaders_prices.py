@@ -17,8 +17,28 @@ from finrag_dagster.sources import prices
 from finrag_dagster.sources.base import SourceError
 from finrag_dagster.sources.prices import load_prices
 
-UNIVERSE = {"AAL", "AAPL", "AMD", "AMGN", "AMZN", "BIIB", "CMCSA", "COST", "GOOG", "GOOGL", "INTC", "META",
-            "MSFT", "MU", "NVDA", "PEP", "PYPL", "QQQ", "SBUX", "TSLA"}
+UNIVERSE = {
+    "AAL",
+    "AAPL",
+    "AMD",
+    "AMGN",
+    "AMZN",
+    "BIIB",
+    "CMCSA",
+    "COST",
+    "GOOG",
+    "GOOGL",
+    "INTC",
+    "META",
+    "MSFT",
+    "MU",
+    "NVDA",
+    "PEP",
+    "PYPL",
+    "QQQ",
+    "SBUX",
+    "TSLA",
+}
 FNSPID_HEADER = "Date,Open,High,Low,Close,Adj Close,Volume\n"
 BAD = Path(__file__).resolve().parents[1] / "data" / "bad" / "prices"
 
@@ -138,7 +158,8 @@ def test_bad_paths_and_formats_are_errors(tmp_path):
 def test_move_bound_and_bar_tolerance_are_parameters():
     moves = load_prices(BAD / "large_move_real" / "aapl.csv", UNIVERSE, max_abs_move=0.09)
     assert moves.flags.select("date", "flag").rows() == [
-        (dt.date(2000, 9, 28), prices.F_LARGE_MOVE), (dt.date(2000, 9, 29), prices.F_LARGE_MOVE)  # +9.3%, -51.9%
+        (dt.date(2000, 9, 28), prices.F_LARGE_MOVE),
+        (dt.date(2000, 9, 29), prices.F_LARGE_MOVE),  # +9.3%, -51.9%
     ]
     assert load_prices(BAD / "large_move_real" / "aapl.csv", UNIVERSE, max_abs_move=0.6).flags.height == 0
     qqq = BAD / "ohlc_range" / "qqq.csv"  # real bar: open 193.84 above high 193.83 on 2019-07-19

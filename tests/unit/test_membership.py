@@ -19,9 +19,12 @@ def _news(day: dt.date, tickers: list[str]) -> pl.DataFrame:
     t = cal.open_time(day).to_pydatetime() + dt.timedelta(hours=1)
     return pl.DataFrame(
         {
-            "news_id": [f"N{i}" for i in range(len(tickers))], "ticker": tickers,
-            "public_time": [t] * len(tickers), "time_precision": ["second"] * len(tickers),
-            "title": [f"{tk} wins a large contract" for tk in tickers], "summary": ["s"] * len(tickers),
+            "news_id": [f"N{i}" for i in range(len(tickers))],
+            "ticker": tickers,
+            "public_time": [t] * len(tickers),
+            "time_precision": ["second"] * len(tickers),
+            "title": [f"{tk} wins a large contract" for tk in tickers],
+            "summary": ["s"] * len(tickers),
             "url": [f"u{i}" for i in range(len(tickers))],
         },
         schema_overrides={"public_time": pl.Datetime("us", "UTC")},

@@ -33,11 +33,16 @@ DAYS = [d.isoformat() for d in cal.sessions_in_range("2021-01-04", "2021-12-31")
 H = ("1D", "3D", "5D")
 # planted P(right | family cited) per event type and horizon; the better family differs by cell
 PLANTED = {
-    ("news", EVENT_TYPES[0]): (0.75, 0.60, 0.40), ("sec_filing", EVENT_TYPES[0]): (0.45, 0.50, 0.72),
-    ("news", EVENT_TYPES[1]): (0.40, 0.38, 0.35), ("sec_filing", EVENT_TYPES[1]): (0.62, 0.68, 0.74),
-    ("news", EVENT_TYPES[2]): (0.78, 0.72, 0.66), ("sec_filing", EVENT_TYPES[2]): (0.42, 0.45, 0.40),
-    ("news", EVENT_TYPES[3]): (0.70, 0.45, 0.40), ("sec_filing", EVENT_TYPES[3]): (0.45, 0.66, 0.70),
-    ("news", EVENT_TYPES[4]): (0.55, 0.52, 0.38), ("sec_filing", EVENT_TYPES[4]): (0.40, 0.42, 0.60),
+    ("news", EVENT_TYPES[0]): (0.75, 0.60, 0.40),
+    ("sec_filing", EVENT_TYPES[0]): (0.45, 0.50, 0.72),
+    ("news", EVENT_TYPES[1]): (0.40, 0.38, 0.35),
+    ("sec_filing", EVENT_TYPES[1]): (0.62, 0.68, 0.74),
+    ("news", EVENT_TYPES[2]): (0.78, 0.72, 0.66),
+    ("sec_filing", EVENT_TYPES[2]): (0.42, 0.45, 0.40),
+    ("news", EVENT_TYPES[3]): (0.70, 0.45, 0.40),
+    ("sec_filing", EVENT_TYPES[3]): (0.45, 0.66, 0.70),
+    ("news", EVENT_TYPES[4]): (0.55, 0.52, 0.38),
+    ("sec_filing", EVENT_TYPES[4]): (0.40, 0.42, 0.60),
 }
 
 
@@ -94,11 +99,24 @@ def build_world(n_per_day: int = 24):
                 fam = "news" if k % 2 == 0 else "sec_filing"
                 pid = f"P{aid}_{k}"
                 evidence[pid] = EvidenceItem(pid, fam, pid, "text", "2021-01-01T00:00:00+00:00")
-                crows.append({"anchor_id": aid, "passage_id": pid, "rank": k + 1, "bm25": 0.0, "dense": 0.0, "relevance": float(rel[k]),
-                              "is_peer": False, "source_family": fam, "ticker": ticker})
+                crows.append(
+                    {
+                        "anchor_id": aid,
+                        "passage_id": pid,
+                        "rank": k + 1,
+                        "bm25": 0.0,
+                        "dense": 0.0,
+                        "relevance": float(rel[k]),
+                        "is_peer": False,
+                        "source_family": fam,
+                        "ticker": ticker,
+                    }
+                )
             for h in H:
                 k = cal.session_index(d) + int(h[0])
-                lrows.append({"ticker": ticker, "horizon": h, "maturity_day": cal.sessions[k].item(), "status": "ok", "y": ys[h], "z": float(ys[h]) * 1.5})
+                lrows.append(
+                    {"ticker": ticker, "horizon": h, "maturity_day": cal.sessions[k].item(), "status": "ok", "y": ys[h], "z": float(ys[h]) * 1.5}
+                )
         anchors[d] = pl.DataFrame(arows)
         cands[d] = pl.DataFrame(crows, schema_overrides={"rank": pl.Int32})
         labels[d] = pl.DataFrame(lrows, schema_overrides={"y": pl.Int8})
@@ -127,15 +145,20 @@ def test_the_loop_learns_the_planted_orderings(tmp_path):
     learned = run_days(DAYS, Variant("source_memory", "source_memory", 0.3), env, None)
 
     snap = learned[-1].snapshot
-    planted = pl.DataFrame([{"source_family": f, "event_type": c, "horizon": h, "planted": PLANTED[(f, c)][i]}
-                            for (f, c) in PLANTED for i, h in enumerate(H)])
+    planted = pl.DataFrame(
+        [{"source_family": f, "event_type": c, "horizon": h, "planted": PLANTED[(f, c)][i]} for (f, c) in PLANTED for i, h in enumerate(H)]
+    )
     order = family_ordering(snap, planted, min_n=100)
     assert order.height >= 10, "most cells must collect at least 100 feedback from both families"
     assert order["agree"].mean() >= 0.9, order
 
     use = useful_family(planted)
     # event types whose better family is clearly better once averaged over horizons (the shared context)
-    gap = planted.group_by(["event_type", "source_family"]).agg(pl.col("planted").mean()).pivot(on="source_family", index="event_type", values="planted")
+    gap = (
+        planted.group_by(["event_type", "source_family"])
+        .agg(pl.col("planted").mean())
+        .pivot(on="source_family", index="event_type", values="planted")
+    )
     clear = gap.filter((pl.col("news") - pl.col("sec_filing")).abs() >= 0.15)["event_type"].to_list()
     assert len(clear) >= 2
 
@@ -160,8 +183,12 @@ def test_the_loop_learns_the_planted_orderings(tmp_path):
 def test_useful_share_gain_is_memory_minus_static_per_quarter():
     from finrag_dagster.core.evaluation.oracle import useful_share_gain
 
-    planted = pl.DataFrame([{"source_family": f, "event_type": c, "horizon": "1D", "planted": p}
-                            for f, c, p in [("news", "A", 0.8), ("sec_filing", "A", 0.4), ("news", "B", 0.3), ("sec_filing", "B", 0.7)]])
+    planted = pl.DataFrame(
+        [
+            {"source_family": f, "event_type": c, "horizon": "1D", "planted": p}
+            for f, c, p in [("news", "A", 0.8), ("sec_filing", "A", 0.4), ("news", "B", 0.3), ("sec_filing", "B", 0.7)]
+        ]
+    )
     anchors = pl.DataFrame({"anchor_id": ["a1", "b1", "a2", "b2"], "event_type": ["A", "B", "A", "B"]})
     q1, q2 = dt.date(2020, 1, 2), dt.date(2020, 4, 1)
 
@@ -198,8 +225,14 @@ def test_a_planted_memory_holds_the_planted_utilities_and_reorders_by_them():
     from finrag_dagster.core.evaluation.oracle import changed_contexts, changed_order, planted_memory
     from finrag_dagster.core.memory.source_memory import rerank
 
-    planted = pl.DataFrame({"source_family": ["news", "sec_filing"] * 3, "event_type": ["Legal & Regulatory"] * 6,
-                            "horizon": ["1D", "1D", "3D", "3D", "5D", "5D"], "planted": [0.48, 0.655, 0.47, 0.655, 0.42, 0.86]})
+    planted = pl.DataFrame(
+        {
+            "source_family": ["news", "sec_filing"] * 3,
+            "event_type": ["Legal & Regulatory"] * 6,
+            "horizon": ["1D", "1D", "3D", "3D", "5D", "5D"],
+            "planted": [0.48, 0.655, 0.47, 0.655, 0.42, 0.86],
+        }
+    )
     mem = planted_memory(planted, MemoryParams(kappa=30, delta=0.2, lam=0.3))
     snap = mem.to_frame().join(planted, on=["source_family", "event_type", "horizon"])
     assert np.allclose(snap["u_hat"], snap["planted"], atol=1e-6) and snap["eta"].min() > 0.999999
@@ -207,12 +240,15 @@ def test_a_planted_memory_holds_the_planted_utilities_and_reorders_by_them():
     # a pool where the filing sits just below the fifth news passage: the planted memory lifts it in
     rel = [1.0, 0.9, 0.8, 0.7, 0.6, 0.58, 0.5]
     fams = ["news"] * 5 + ["sec_filing", "news"]
-    cands = pl.DataFrame({"anchor_id": ["a"] * 7, "passage_id": [f"p{i}" for i in range(7)], "source_family": fams,
-                          "relevance": rel, "rank": list(range(1, 8))})
+    cands = pl.DataFrame(
+        {"anchor_id": ["a"] * 7, "passage_id": [f"p{i}" for i in range(7)], "source_family": fams, "relevance": rel, "rank": list(range(1, 8))}
+    )
     keys = {"a": "Legal & Regulatory"}
     static, learned = rerank(cands, keys, None, 0.0, 5), rerank(cands, keys, mem, 0.3, 5)
     assert "p5" not in static["passage_id"].to_list() and "p5" in learned["passage_id"].to_list()
     assert changed_contexts(learned, static) == (1, 1) and changed_order(learned, static) == 1
     # a swap inside the top 5 changes the order but not the set
-    swapped = static.with_columns(pl.when(pl.col("position") == 1).then(2).when(pl.col("position") == 2).then(1).otherwise(pl.col("position")).alias("position"))
+    swapped = static.with_columns(
+        pl.when(pl.col("position") == 1).then(2).when(pl.col("position") == 2).then(1).otherwise(pl.col("position")).alias("position")
+    )
     assert changed_contexts(swapped, static) == (0, 1) and changed_order(swapped, static) == 1

@@ -38,8 +38,7 @@ def test_fnspid_default_reads_every_stamp_as_a_date():
 def test_wrong_way_offset_after_close_news_is_not_same_day(tmp_path):
     """An item published after the close (18:10 EDT) that FNSPID stamps 14:10 UTC (10:10 EDT)."""
     f = tmp_path / "fnspid.csv"
-    f.write_text(HEADER + "2020-06-05 14:10:00 UTC,t,AAA,u-late,Benzinga,,b,,,,\n"
-                 "2020-06-05 06:30:54 UTC,t,AAA,u-bz,Benzinga,,b,,,,\n")
+    f.write_text(HEADER + "2020-06-05 14:10:00 UTC,t,AAA,u-late,Benzinga,,b,,,,\n2020-06-05 06:30:54 UTC,t,AAA,u-bz,Benzinga,,b,,,,\n")
     trusted = _by_url(load_news(f, UNIVERSE, clock=NewsClock(trusted_publishers=("benzinga",))))
     default = _by_url(load_news(f, UNIVERSE))
     # trusting the wrong clock decides the after-close item on Fri 5 June: a look-ahead
@@ -73,8 +72,10 @@ def test_a_source_with_seconds_keeps_second_precision(tmp_path):
 
 def test_local_midnight_with_an_offset_is_a_date(tmp_path):
     f = tmp_path / "n.csv"
-    f.write_text(HEADER + "2021-03-01 00:00:00-05:00,t,AAA,u1,P,,b,,,,\n2021-03-01 00:00-05:00,t,AAA,u2,P,,b,,,,\n"
-                 "2021-03-01 09:15:00-05:00,t,AAA,u3,P,,b,,,,\n")
+    f.write_text(
+        HEADER + "2021-03-01 00:00:00-05:00,t,AAA,u1,P,,b,,,,\n2021-03-01 00:00-05:00,t,AAA,u2,P,,b,,,,\n"
+        "2021-03-01 09:15:00-05:00,t,AAA,u3,P,,b,,,,\n"
+    )
     acc = _by_url(load_news(f, UNIVERSE, dates_only=False))
     for u in ("u1", "u2"):
         assert acc[u]["time_precision"] == "date"

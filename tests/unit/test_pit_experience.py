@@ -24,8 +24,11 @@ from finrag_dagster.core.splits import induction_day, train_days_before
 from finrag_dagster.core.storage.lake import Lake
 
 cal = nyse()
-SPLITS = {"train": (dt.date(2019, 1, 1), dt.date(2019, 1, 31)), "validation": (dt.date(2019, 2, 1), dt.date(2019, 2, 28)),
-          "test": (dt.date(2019, 3, 1), dt.date(2019, 6, 28))}
+SPLITS = {
+    "train": (dt.date(2019, 1, 1), dt.date(2019, 1, 31)),
+    "validation": (dt.date(2019, 2, 1), dt.date(2019, 2, 28)),
+    "test": (dt.date(2019, 3, 1), dt.date(2019, 6, 28)),
+}
 
 
 def test_tree_is_induced_on_the_last_train_session_from_train_days_only():
@@ -66,7 +69,10 @@ def test_the_tree_of_d_never_reads_content_that_appeared_after_d(tmp_path):
     assert (n0, n1, n2) == (2, 1, 1)  # the prior's leaf and leafless factor; then one new position; then its new version
 
     on = {d: read_tree(lake, "toe", d, ToEParams()) for d in days}
-    assert [(x.leaf_id, x.principle) for x in on[days[1]].leaves()] == [("L00000", "the company beats estimates"), ("L00001", "the company faces a lawsuit")]
+    assert [(x.leaf_id, x.principle) for x in on[days[1]].leaves()] == [
+        ("L00000", "the company beats estimates"),
+        ("L00001", "the company faces a lawsuit"),
+    ]
     assert np.array_equal(on[days[1]].leaves()[1].embedding, _vec(1))
     assert [(x.leaf_id, x.principle) for x in on[days[2]].leaves()][1] == ("L00001", "the company settles with regulators")
     assert on[days[0]].factors[1].leaves == []

@@ -55,15 +55,38 @@ def world():
         arows, crows, lrows = [], [], []
         for t in TICKERS:
             aid = f"{d}_{t}"
-            arows.append({"anchor_id": aid, "ticker": t, "headline": f"{t} beats earnings estimates", "summary": "", "event_type": ET, "session": "regular"})
+            arows.append(
+                {"anchor_id": aid, "ticker": t, "headline": f"{t} beats earnings estimates", "summary": "", "event_type": ET, "session": "regular"}
+            )
             for k, fam in enumerate(("news", "sec_filing")):
                 pid = f"P{aid}_{k}"
                 evidence[pid] = EvidenceItem(pid, fam, pid, "text", "2021-02-01T00:00:00+00:00")
-                crows.append({"anchor_id": aid, "passage_id": pid, "rank": k + 1, "bm25": 0.0, "dense": 0.0, "relevance": 0.9 - 0.1 * k,
-                              "is_peer": False, "source_family": fam, "ticker": t})
+                crows.append(
+                    {
+                        "anchor_id": aid,
+                        "passage_id": pid,
+                        "rank": k + 1,
+                        "bm25": 0.0,
+                        "dense": 0.0,
+                        "relevance": 0.9 - 0.1 * k,
+                        "is_peer": False,
+                        "source_family": fam,
+                        "ticker": t,
+                    }
+                )
             for h, n in H.items():
-                lrows.append({"date": cal.sessions[cal.session_index(d)].item(), "ticker": t, "horizon": h,
-                              "maturity_day": cal.offset(d, n), "status": "ok", "y": 1, "z": 1.5, "epsilon": 0.01})
+                lrows.append(
+                    {
+                        "date": cal.sessions[cal.session_index(d)].item(),
+                        "ticker": t,
+                        "horizon": h,
+                        "maturity_day": cal.offset(d, n),
+                        "status": "ok",
+                        "y": 1,
+                        "z": 1.5,
+                        "epsilon": 0.01,
+                    }
+                )
         anchors[d] = pl.DataFrame(arows)
         cands[d] = pl.DataFrame(crows, schema_overrides={"rank": pl.Int32})
         labels[d] = pl.DataFrame(lrows, schema_overrides={"y": pl.Int8})
@@ -124,7 +147,12 @@ def prior_tree(day):
 
 def states(day):
     ids = [f"{day}_{t}" for t in TICKERS]
-    return ids, [f"{ET}. {t} beats earnings estimates" for t in TICKERS], ["the company beats earnings estimates"] * 2, np.stack([unit([1, 0, 0])] * 2)
+    return (
+        ids,
+        [f"{ET}. {t} beats earnings estimates" for t in TICKERS],
+        ["the company beats earnings estimates"] * 2,
+        np.stack([unit([1, 0, 0])] * 2),
+    )
 
 
 def test_toe_tree_of_day_d_is_updated_only_by_labels_matured_on_d_minus_1(tmp_path):

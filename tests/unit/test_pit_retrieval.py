@@ -15,19 +15,29 @@ from finrag_dagster.core.retrieval.pool import PoolConfig, Store, build_day_cand
 DECISION = 10_000
 ANCHOR_TEXT = "acme raises revenue guidance after record quarter"
 PAST = [
-    "acme revenue guidance raised", "acme record quarter profit", "acme plant recall lawsuit", "acme dividend buyback",
-    "acme ceo resigns", "acme cloud demand strong", "acme supply decline weak outlook", "acme antitrust probe",
+    "acme revenue guidance raised",
+    "acme record quarter profit",
+    "acme plant recall lawsuit",
+    "acme dividend buyback",
+    "acme ceo resigns",
+    "acme cloud demand strong",
+    "acme supply decline weak outlook",
+    "acme antitrust probe",
 ]
 
 
 def rows(with_future: bool):
     out = [("anc", "AAA", "IT", "news", 9_000, "ua", "ta", "anc", ANCHOR_TEXT)]
-    out += [(f"p{i}", "AAA" if i % 3 else "BBB", "IT", "news" if i % 2 else "sec_filing", 100 + 10 * i, f"u{i}", f"t{i}", f"c{i}", t)
-            for i, t in enumerate(PAST)]
+    out += [
+        (f"p{i}", "AAA" if i % 3 else "BBB", "IT", "news" if i % 2 else "sec_filing", 100 + 10 * i, f"u{i}", f"t{i}", f"c{i}", t)
+        for i, t in enumerate(PAST)
+    ]
     if with_future:
-        out += [("f_copy", "AAA", "IT", "news", DECISION, "uf1", "tf1", "cf1", ANCHOR_TEXT + " again"),
-                ("f_opp", "AAA", "IT", "news", DECISION + 500, "uf2", "tf2", "cf2", "acme guidance guidance guidance"),
-                ("f_new", "BBB", "IT", "news", DECISION + 900, "uf3", "tf3", "cf3", "zebra unicorn words nobody used before acme")]
+        out += [
+            ("f_copy", "AAA", "IT", "news", DECISION, "uf1", "tf1", "cf1", ANCHOR_TEXT + " again"),
+            ("f_opp", "AAA", "IT", "news", DECISION + 500, "uf2", "tf2", "cf2", "acme guidance guidance guidance"),
+            ("f_new", "BBB", "IT", "news", DECISION + 900, "uf3", "tf3", "cf3", "zebra unicorn words nobody used before acme"),
+        ]
     return out
 
 
@@ -40,8 +50,10 @@ def store_of(rs):
     if "f_copy" in ids:
         emb[ids.index("f_copy")] = emb[0]  # cosine 1 with the anchor
         emb[ids.index("f_opp")] = -emb[0]  # cosine -1
-    df = df.with_columns(pl.col("t").cast(pl.Datetime("ns", "UTC")).cast(pl.Datetime("us", "UTC")).alias("public_time"),
-                         pl.Series("embedding", emb, dtype=pl.Array(pl.Float32, 384)))
+    df = df.with_columns(
+        pl.col("t").cast(pl.Datetime("ns", "UTC")).cast(pl.Datetime("us", "UTC")).alias("public_time"),
+        pl.Series("embedding", emb, dtype=pl.Array(pl.Float32, 384)),
+    )
     return Store.from_evidence(df, threads=False)
 
 

@@ -24,21 +24,32 @@ def evidence(rows):
     emb = rng.normal(size=(len(rows), 384)).astype(np.float32)
     emb /= np.linalg.norm(emb, axis=1, keepdims=True)
     return pl.DataFrame(
-        {"passage_id": [r[0] for r in rows], "ticker": ["NVDA"] * len(rows), "source_family": ["news"] * len(rows),
-         "public_time": [r[1] for r in rows], "form_type": [None] * len(rows), "item": [None] * len(rows), "fiscal_period": [None] * len(rows),
-         "title": [r[0] for r in rows], "text": [r[2] for r in rows], "url": [f"u{r[0]}" for r in rows],
-         "embedding": pl.Series(emb, dtype=pl.Array(pl.Float32, 384))},
+        {
+            "passage_id": [r[0] for r in rows],
+            "ticker": ["NVDA"] * len(rows),
+            "source_family": ["news"] * len(rows),
+            "public_time": [r[1] for r in rows],
+            "form_type": [None] * len(rows),
+            "item": [None] * len(rows),
+            "fiscal_period": [None] * len(rows),
+            "title": [r[0] for r in rows],
+            "text": [r[2] for r in rows],
+            "url": [f"u{r[0]}" for r in rows],
+            "embedding": pl.Series(emb, dtype=pl.Array(pl.Float32, 384)),
+        },
         schema_overrides={"public_time": pl.Datetime("us", "UTC"), "form_type": pl.Utf8, "item": pl.Utf8, "fiscal_period": pl.Utf8},
     )
 
 
 def test_search_index_holds_exactly_the_passages_public_before_as_of():
     us = dt.timedelta(microseconds=1)
-    ev = evidence([
-        ("before", AS_OF - us, "nvidia margin guidance"),
-        ("at", AS_OF, "nvidia margin guidance record"),
-        ("after", AS_OF + dt.timedelta(minutes=30), "nvidia margin guidance surge blowout"),
-    ])
+    ev = evidence(
+        [
+            ("before", AS_OF - us, "nvidia margin guidance"),
+            ("at", AS_OF, "nvidia margin guidance record"),
+            ("after", AS_OF + dt.timedelta(minutes=30), "nvidia margin guidance surge blowout"),
+        ]
+    )
     as_of_ns = int(pd.Timestamp(AS_OF).value)
     idx = SearchIndex(ev, as_of_ns)
     assert idx.pid == ["before"]

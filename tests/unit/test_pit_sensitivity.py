@@ -35,10 +35,21 @@ def _ts(day: dt.date, hour: int) -> dt.datetime:
 
 def build_lake(root) -> Lake:
     lake = Lake(root)
-    lake.write("universe", pl.DataFrame({
-        "ticker": [*TICKERS, "QQQ"], "company": [*TICKERS.values(), "Invesco QQQ"], "sector": ["IT", "IT", "ETF"],
-        "sub_industry": [None, None, None], "cik": [1, 2, None], "aliases": ["acme", "bolt", ""], "is_benchmark": [False, False, True],
-    }, schema_overrides={"sub_industry": pl.Utf8, "cik": pl.Int64}))
+    lake.write(
+        "universe",
+        pl.DataFrame(
+            {
+                "ticker": [*TICKERS, "QQQ"],
+                "company": [*TICKERS.values(), "Invesco QQQ"],
+                "sector": ["IT", "IT", "ETF"],
+                "sub_industry": [None, None, None],
+                "cik": [1, 2, None],
+                "aliases": ["acme", "bolt", ""],
+                "is_benchmark": [False, False, True],
+            },
+            schema_overrides={"sub_industry": pl.Utf8, "cik": pl.Int64},
+        ),
+    )
     rng = np.random.default_rng(0)
     ev_rows, emb = [], []
     days = cal.sessions_in_range(VALID[0], VALID[1]) + TEST_MATERIALISED
@@ -48,31 +59,123 @@ def build_lake(root) -> Lake:
         for j, (tk, company) in enumerate(TICKERS.items()):
             aid = f"N{d:%Y%m%d}{tk}"
             head = HEADLINES[(i + j) % 2].format(c=company)
-            anchors.append({"anchor_id": aid, "passage_id": aid, "ticker": tk, "sector": "IT", "public_time": _ts(d, 15), "time_precision": "second",
-                            "decision_time": close, "session": "regular", "headline": head, "summary": "", "url": f"https://x/{aid}",
-                            "event_type": "Earnings & Guidance", "cue_counts": "{}", "dup_cluster": aid})
+            anchors.append(
+                {
+                    "anchor_id": aid,
+                    "passage_id": aid,
+                    "ticker": tk,
+                    "sector": "IT",
+                    "public_time": _ts(d, 15),
+                    "time_precision": "second",
+                    "decision_time": close,
+                    "session": "regular",
+                    "headline": head,
+                    "summary": "",
+                    "url": f"https://x/{aid}",
+                    "event_type": "Earnings & Guidance",
+                    "cue_counts": "{}",
+                    "dup_cluster": aid,
+                }
+            )
             for k, fam in enumerate(("news", "sec_filing")):
                 pid = f"P{aid}{k}"
-                ev_rows.append({"passage_id": pid, "source_family": fam, "doc_id": pid, "ticker": tk, "sector": "IT", "public_time": _ts(d, 13),
-                                "time_precision": "second", "form_type": None if fam == "news" else "8-K", "item": None, "fiscal_period": None,
-                                "url": f"https://x/{pid}", "title": f"{company} update {k}", "title_key": f"{pid}", "text": f"{company} reports results {k}",
-                                "dup_cluster": pid})
+                ev_rows.append(
+                    {
+                        "passage_id": pid,
+                        "source_family": fam,
+                        "doc_id": pid,
+                        "ticker": tk,
+                        "sector": "IT",
+                        "public_time": _ts(d, 13),
+                        "time_precision": "second",
+                        "form_type": None if fam == "news" else "8-K",
+                        "item": None,
+                        "fiscal_period": None,
+                        "url": f"https://x/{pid}",
+                        "title": f"{company} update {k}",
+                        "title_key": f"{pid}",
+                        "text": f"{company} reports results {k}",
+                        "dup_cluster": pid,
+                    }
+                )
                 emb.append(rng.normal(size=384))
-                cands.append({"anchor_id": aid, "passage_id": pid, "rank": k + 1, "bm25": 1.0 - k, "dense": 0.5 - 0.1 * k,
-                              "relevance": 0.9 - 0.2 * k, "is_peer": False, "source_family": fam, "ticker": tk})
+                cands.append(
+                    {
+                        "anchor_id": aid,
+                        "passage_id": pid,
+                        "rank": k + 1,
+                        "bm25": 1.0 - k,
+                        "dense": 0.5 - 0.1 * k,
+                        "relevance": 0.9 - 0.2 * k,
+                        "is_peer": False,
+                        "source_family": fam,
+                        "ticker": tk,
+                    }
+                )
             for h, n in H.items():
                 y = (1, 0, -1)[(i + j + n) % 3]
-                labels.append({"ticker": tk, "horizon": h, "maturity_day": cal.offset(d, n), "status": "ok", "n_obs": 200, "R": 0.0, "Rm": 0.0,
-                               "alpha": 0.0, "beta": 1.0, "sigma": 0.01, "epsilon": 0.015 * y, "z": 1.5 * y, "y": y})
+                labels.append(
+                    {
+                        "ticker": tk,
+                        "horizon": h,
+                        "maturity_day": cal.offset(d, n),
+                        "status": "ok",
+                        "n_obs": 200,
+                        "R": 0.0,
+                        "Rm": 0.0,
+                        "alpha": 0.0,
+                        "beta": 1.0,
+                        "sigma": 0.01,
+                        "epsilon": 0.015 * y,
+                        "z": 1.5 * y,
+                        "y": y,
+                    }
+                )
         for tk in [*TICKERS, "QQQ"]:
             r = 0.01 * ((i % 3) - 1)
-            rets.append({"ticker": tk, "adj_close": 100.0, "ret_1d": r, "ret_3d": r, "ret_5d": r, "ret_10d": r, "ret_20d": r,
-                         "vol_20d": 0.01, "vol_252d": 0.01, "n_obs_252d": 252})
+            rets.append(
+                {
+                    "ticker": tk,
+                    "adj_close": 100.0,
+                    "ret_1d": r,
+                    "ret_3d": r,
+                    "ret_5d": r,
+                    "ret_10d": r,
+                    "ret_20d": r,
+                    "vol_20d": 0.01,
+                    "vol_252d": 0.01,
+                    "n_obs_252d": 252,
+                }
+            )
             if tk != "QQQ":
-                cards.append({"ticker": tk, "as_of": close, **{c: 0.0 for c in ("ret_1d", "ret_5d", "ret_20d", "mkt_ret_1d", "mkt_ret_5d", "mkt_ret_20d",
-                                                                              "rel_5d", "rel_20d", "vol_20d", "vol_252d", "mkt_vol_20d", "mkt_vol_252d")},
-                              "momentum_state": "flat", "relative_state": "in line", "risk_state": "normal", "market_trend": "range-bound",
-                              "card_text": f"as_of: {d} close"})
+                cards.append(
+                    {
+                        "ticker": tk,
+                        "as_of": close,
+                        **{
+                            c: 0.0
+                            for c in (
+                                "ret_1d",
+                                "ret_5d",
+                                "ret_20d",
+                                "mkt_ret_1d",
+                                "mkt_ret_5d",
+                                "mkt_ret_20d",
+                                "rel_5d",
+                                "rel_20d",
+                                "vol_20d",
+                                "vol_252d",
+                                "mkt_vol_20d",
+                                "mkt_vol_252d",
+                            )
+                        },
+                        "momentum_state": "flat",
+                        "relative_state": "in line",
+                        "risk_state": "normal",
+                        "market_trend": "range-bound",
+                        "card_text": f"as_of: {d} close",
+                    }
+                )
         lake.write("anchors", pl.DataFrame(anchors), date=d)
         lake.write("candidates", pl.DataFrame(cands, schema_overrides={"rank": pl.Int32}), date=d)
         lake.write("context_cards", pl.DataFrame(cards), date=d)
@@ -94,8 +197,11 @@ def test_table6_scores_validation_days_with_labels_matured_before_the_test_split
     from finrag_dagster.defs.assets.evaluation import build_evaluation_assets
 
     lake = build_lake(tmp_path / "lake")
-    s = Settings(lake_dir=lake.root, splits={"train": TRAIN, "validation": VALID, "test": TEST},
-                 calendar={"start": dt.date(2020, 1, 2), "end": TEST[1], "decision_start": VALID[0]})
+    s = Settings(
+        lake_dir=lake.root,
+        splits={"train": TRAIN, "validation": VALID, "test": TEST},
+        calendar={"start": dt.date(2020, 1, 2), "end": TEST[1], "decision_start": VALID[0]},
+    )
     sens = next(a for a in build_evaluation_assets(s) if a.key == dg.AssetKey("sensitivity"))
     res = dg.materialize([sens], resources={"finrag": FinragResource.from_settings(s)}, instance=dg.DagsterInstance.ephemeral())
     assert res.success
@@ -117,8 +223,11 @@ def test_table6_cut_is_the_test_split_start_even_before_its_first_anchors_exist(
     lake = build_lake(tmp_path / "lake")
     for d in TEST_MATERIALISED[:2]:  # the test split's first two days not materialised yet
         lake.path("anchors", date=d).unlink()
-    s = Settings(lake_dir=lake.root, splits={"train": TRAIN, "validation": VALID, "test": TEST},
-                 calendar={"start": dt.date(2020, 1, 2), "end": TEST[1], "decision_start": VALID[0]})
+    s = Settings(
+        lake_dir=lake.root,
+        splits={"train": TRAIN, "validation": VALID, "test": TEST},
+        calendar={"start": dt.date(2020, 1, 2), "end": TEST[1], "decision_start": VALID[0]},
+    )
     sens = next(a for a in build_evaluation_assets(s) if a.key == dg.AssetKey("sensitivity"))
     assert dg.materialize([sens], resources={"finrag": FinragResource.from_settings(s)}, instance=dg.DagsterInstance.ephemeral()).success
     grid = lake.read("sensitivity").filter(pl.col("row") != "selected")

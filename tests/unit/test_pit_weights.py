@@ -43,9 +43,23 @@ def lake(tmp_path):
         for t, tk in enumerate(TICKERS):
             for h, n in H.items():
                 ok = not (tk == "CCC" and h == "1D")  # one series without enough history
-                rows.append({"ticker": tk, "horizon": h, "maturity_day": cal.offset(day, n), "status": "ok" if ok else "insufficient_history",
-                             "n_obs": 200 if ok else 50, "R": None, "Rm": None, "alpha": None, "beta": None, "sigma": None, "epsilon": None,
-                             "z": 0.0 if ok else None, "y": y_of(day, t, h) if ok else None})
+                rows.append(
+                    {
+                        "ticker": tk,
+                        "horizon": h,
+                        "maturity_day": cal.offset(day, n),
+                        "status": "ok" if ok else "insufficient_history",
+                        "n_obs": 200 if ok else 50,
+                        "R": None,
+                        "Rm": None,
+                        "alpha": None,
+                        "beta": None,
+                        "sigma": None,
+                        "epsilon": None,
+                        "z": 0.0 if ok else None,
+                        "y": y_of(day, t, h) if ok else None,
+                    }
+                )
         lake.write("labels", pl.DataFrame(rows, schema_overrides={"y": pl.Int8, "n_obs": pl.Int32}), date=day)
     return lake
 
@@ -54,8 +68,12 @@ def by_hand(first: dt.date, last: dt.date, start: dt.date) -> dict:
     """w_y per horizon from the labels of decision days first..last that matured before ``start``."""
     out = {}
     for h, n in H.items():
-        ys = [y_of(d, t, h) for d in cal.sessions_in_range(first, last) for t, tk in enumerate(TICKERS)
-              if not (tk == "CCC" and h == "1D") and cal.offset(d, n) < start]
+        ys = [
+            y_of(d, t, h)
+            for d in cal.sessions_in_range(first, last)
+            for t, tk in enumerate(TICKERS)
+            if not (tk == "CCC" and h == "1D") and cal.offset(d, n) < start
+        ]
         c = Counter(ys)
         out[h] = {y: 1.0 / (3.0 * c[y] / len(ys)) for y in (-1, 0, 1) if c[y]}
     return out

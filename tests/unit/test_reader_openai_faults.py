@@ -37,8 +37,13 @@ from finrag_dagster.core.storage.lake import Lake
 KEY_ENV = "FINRAG_FAULT_TEST_KEY"
 KEY = "loc4l-Secret-Value-9f3c"  # not sk- shaped: only the literal-value redaction can catch it when echoed bare
 DAY = "2021-01-04"
-ANSWER = json.dumps({"event_type": "Earnings & Guidance",
-                     "signals": {h: {"signal": 1, "ids": [], "reason": "beat"} for h in ("1D", "3D", "5D")}, "main_uncertainty": ""})
+ANSWER = json.dumps(
+    {
+        "event_type": "Earnings & Guidance",
+        "signals": {h: {"signal": 1, "ids": [], "reason": "beat"} for h in ("1D", "3D", "5D")},
+        "main_uncertainty": "",
+    }
+)
 CLIENT_TIMEOUT = 0.4
 
 
@@ -117,8 +122,12 @@ class FaultServer:
         echo = json.dumps({"error": {"message": f"bad request, you sent Authorization: {auth}", "received_key": token}})
         try:
             if action == "ok":
-                send(200, json.dumps({"choices": [{"message": {"role": "assistant", "content": ANSWER}}],
-                                      "usage": {"prompt_tokens": 11, "completion_tokens": 7}}))
+                send(
+                    200,
+                    json.dumps(
+                        {"choices": [{"message": {"role": "assistant", "content": ANSWER}}], "usage": {"prompt_tokens": 11, "completion_tokens": 7}}
+                    ),
+                )
             elif action == "timeout":
                 time.sleep(CLIENT_TIMEOUT + 0.4)
                 send(200, "{}")
@@ -146,8 +155,17 @@ def prompt(headline: str = "Apple beats estimates"):
 
 def backend(server: FaultServer, monkeypatch, **kw) -> OpenAIBackend:
     monkeypatch.setenv(KEY_ENV, KEY)
-    cfg = {"backend": "openai", "model": "fault-test", "base_url": server.url, "api_key_env": KEY_ENV, "timeout_s": CLIENT_TIMEOUT,
-           "retries": 6, "backoff_base_s": 0.01, "backoff_max_s": 1.0, "concurrency": 4}
+    cfg = {
+        "backend": "openai",
+        "model": "fault-test",
+        "base_url": server.url,
+        "api_key_env": KEY_ENV,
+        "timeout_s": CLIENT_TIMEOUT,
+        "retries": 6,
+        "backoff_base_s": 0.01,
+        "backoff_max_s": 1.0,
+        "concurrency": 4,
+    }
     be = make_backend(BackendConfig(**{**cfg, **kw}))
     be.rng = random.Random(0)
     return be
@@ -155,8 +173,16 @@ def backend(server: FaultServer, monkeypatch, **kw) -> OpenAIBackend:
 
 def anchors_frame(headlines: list[str]) -> pl.DataFrame:
     n = len(headlines)
-    return pl.DataFrame({"anchor_id": [f"a{i}" for i in range(n)], "ticker": ["AAPL"] * n, "headline": headlines, "summary": [""] * n,
-                         "event_type": ["Earnings & Guidance"] * n, "session": ["after_close"] * n})
+    return pl.DataFrame(
+        {
+            "anchor_id": [f"a{i}" for i in range(n)],
+            "ticker": ["AAPL"] * n,
+            "headline": headlines,
+            "summary": [""] * n,
+            "event_type": ["Earnings & Guidance"] * n,
+            "session": ["after_close"] * n,
+        }
+    )
 
 
 NO_CONTEXT = pl.DataFrame(schema={"anchor_id": pl.Utf8, "passage_id": pl.Utf8, "position": pl.Int32})
@@ -172,7 +198,7 @@ def test_retries_through_every_fault_then_answers(monkeypatch):
         be = backend(srv, monkeypatch)
         [g] = be.generate([Request(prompt())])
     assert g.error == "" and g.text == ANSWER and (g.prompt_tokens, g.output_tokens) == (11, 7)
-    assert srv.actions[:len(script)] == script and len(srv.log) == len(script)
+    assert srv.actions[: len(script)] == script and len(srv.log) == len(script)
     assert (be.requests_sent, be.retries, be.failures) == (7, 6, 0)
 
 
@@ -260,14 +286,35 @@ def test_the_loop_flushes_successes_then_fails_the_day_and_a_rerun_completes_it(
     lake = Lake(tmp_path)
     anchors = anchors_frame(["Apple beats estimates", "POISON: Apple misses"])
     ev = {f"p{i}": EvidenceItem(f"p{i}", "news", f"t{i}", "Apple beat estimates.", "2021-01-01T00:00:00+00:00") for i in range(2)}
-    cands = pl.DataFrame({"anchor_id": ["a0", "a1"], "passage_id": ["p0", "p1"], "rank": [1, 1], "bm25": [0.0, 0.0], "dense": [0.0, 0.0],
-                          "relevance": [0.5, 0.5], "is_peer": [False, False], "source_family": ["news", "news"], "ticker": ["AAPL", "AAPL"]},
-                         schema_overrides={"rank": pl.Int32})
+    cands = pl.DataFrame(
+        {
+            "anchor_id": ["a0", "a1"],
+            "passage_id": ["p0", "p1"],
+            "rank": [1, 1],
+            "bm25": [0.0, 0.0],
+            "dense": [0.0, 0.0],
+            "relevance": [0.5, 0.5],
+            "is_peer": [False, False],
+            "source_family": ["news", "news"],
+            "ticker": ["AAPL", "AAPL"],
+        },
+        schema_overrides={"rank": pl.Int32},
+    )
     with FaultServer([], default="ok", poison="500") as srv:
         be = backend(srv, monkeypatch, retries=1)
-        env = LoopEnv(cal=nyse(), day_data=lambda d: DayData(anchors, cands, {}), split_start=lambda d: DAY, class_weights=lambda s: {},
-                      labels_of=lambda d: None, past_of=lambda d, v: None, evidence=ev, companies={}, backend=be,
-                      cache_of=lambda d: PromptCache(lake, d), decoding={"temperature": 0.0})
+        env = LoopEnv(
+            cal=nyse(),
+            day_data=lambda d: DayData(anchors, cands, {}),
+            split_start=lambda d: DAY,
+            class_weights=lambda s: {},
+            labels_of=lambda d: None,
+            past_of=lambda d, v: None,
+            evidence=ev,
+            companies={},
+            backend=be,
+            cache_of=lambda d: PromptCache(lake, d),
+            decoding={"temperature": 0.0},
+        )
         with pytest.raises(ReaderIncomplete, match=r"1 of 2 anchors failed on 2021-01-04") as e:
             run_days([DAY], Variant("no_memory", "no_memory", 0.0), env, None)
         assert "a1: HTTP 500" in str(e.value) and KEY not in str(e.value)
@@ -284,6 +331,7 @@ def test_backoff_is_jittered_exponential_and_capped():
     assert len(set(ds)) == len(ds)  # not all equal: every attempt draws its own delay
     assert all(0.0 <= d <= min(30.0, 0.5 * 2**a) for a, d in enumerate(ds))
     assert ds == [backoff_delay(a, 0.5, 30.0, r) for r in [random.Random(42)] for a in range(10)]  # a seed reproduces them
+
     def mean(a):
         return sum(backoff_delay(a, 0.5, 30.0, rng) for _ in range(400)) / 400
 
@@ -295,7 +343,7 @@ def test_backoff_is_jittered_exponential_and_capped():
 
 
 def test_redact_secrets():
-    s = "Authorization: Bearer abc.DEF-123, key=sk-proj-AbCdEf123456 url?api_key=zz9&x=1 {\"api_key\": \"qq\"} raw my key!"
+    s = 'Authorization: Bearer abc.DEF-123, key=sk-proj-AbCdEf123456 url?api_key=zz9&x=1 {"api_key": "qq"} raw my key!'
     r = redact_secrets(s, ["my key!"])
     for secret in ("abc.DEF-123", "sk-proj-AbCdEf123456", "zz9", "qq", "my key!"):
         assert secret not in r

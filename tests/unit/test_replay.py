@@ -25,8 +25,7 @@ from finrag_dagster.sources.universe import load_universe
 cal = nyse()
 UTC = dt.timezone.utc
 # 3 tickers + QQQ, news from 2018-11: a few hundred news rows, ~40 filings
-TINY = WorldSettings(seed=11, n_tickers=3, n_sectors=2, start=dt.date(2018, 6, 1), end=dt.date(2019, 4, 30),
-                     news_start=dt.date(2018, 11, 1))
+TINY = WorldSettings(seed=11, n_tickers=3, n_sectors=2, start=dt.date(2018, 6, 1), end=dt.date(2019, 4, 30), news_start=dt.date(2018, 11, 1))
 D0, D1 = dt.date(2019, 1, 28), dt.date(2019, 2, 22)  # the replay window of most tests (4 weeks)
 ROOT = Path(__file__).resolve().parents[2]
 CLOCK = NewsClock(dates_only=False)  # the world's stamps are generated true: replay and load them timed
@@ -88,9 +87,7 @@ def _check_cut(landing: Path, full, t: pd.Timestamp) -> tuple[int, int, int]:
         assert closes.max() <= t.value
     # (1b) and everything public by t is there, exactly as the source's loader reads it
     _same(news.accepted, _upto(f_news.accepted, "public_time", t), ["news_id"])
-    src_bars = f_prices.accepted.filter(
-        pl.Series(cal.closes_for(f_prices.accepted["date"].to_numpy().astype("datetime64[D]")) <= t.value)
-    )
+    src_bars = f_prices.accepted.filter(pl.Series(cal.closes_for(f_prices.accepted["date"].to_numpy().astype("datetime64[D]")) <= t.value))
     _same(prices.accepted, src_bars, ["ticker", "date"])
     _same(filings.accepted, _upto(f_filings.accepted, "public_time", t), ["accession"], drop=())
     assert news.quarantine.height == prices.quarantine.height == filings.quarantine.height == 0
@@ -136,7 +133,7 @@ def test_news_public_time_is_the_loaders(tmp_path):
     """Date-only stamps at 23:59:59 New York, offsets and ' UTC' honoured, bad stamps never released."""
     csv = (
         "Date,Article_title,Stock_symbol,Url,Publisher,Author,Article,Lsa_summary,Luhn_summary,Textrank_summary,Lexrank_summary\n"
-        "2021-03-01 00:00:00+00:00,a,AAA,u1,p,au,\"multi\nline, \"\"quoted\"\"\",,,,\n"
+        '2021-03-01 00:00:00+00:00,a,AAA,u1,p,au,"multi\nline, ""quoted""",,,,\n'
         "2021-03-01 14:05:00-05:00,b,AAA,u2,p,au,x,,,,\n"
         "2020-06-05 06:30:54 UTC,c,AAA,u3,p,au,x,,,,\n"
         "\n"
@@ -251,8 +248,7 @@ def test_filing_waits_for_the_later_acceptance_time(raw, tmp_path):
 
 
 def _landing_files(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and "_replay" not in p.parts}
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and "_replay" not in p.parts}
 
 
 def _log(root: Path) -> list[tuple]:
@@ -307,8 +303,9 @@ def test_resume_refuses_another_source(raw, tmp_path):
 
 def test_speed_waits_in_proportion(raw, index, tmp_path):
     waits: list[float] = []
-    R.Replayer(raw, tmp_path, index=index, news_clock=CLOCK).run("2019-02-01", "2019-02-04", speed=3600.0, sleep=waits.append,
-                                                max_wait=10.0, intraday_every=None)
+    R.Replayer(raw, tmp_path, index=index, news_clock=CLOCK).run(
+        "2019-02-01", "2019-02-04", speed=3600.0, sleep=waits.append, max_wait=10.0, intraday_every=None
+    )
     # start (no wait); Fri 00:00 -> 09:00 pre-open; -> 16:05 post-close; weekend; Mon 09:00 -> 16:05
     assert waits == pytest.approx([9.0, 7 + 5 / 60, 10.0, 7 + 5 / 60])  # the weekend capped by max_wait
     with pytest.raises(R.ReplayError):
@@ -321,8 +318,7 @@ def test_speed_waits_in_proportion(raw, index, tmp_path):
 def test_settings_snippet_keeps_the_config(config, tmp_path):
     """The snippet = the config's own sections, with sources, calendar window and lake replaced."""
     base = load_settings(config)
-    p = R.write_settings_snippet(tmp_path / "landing", tmp_path / "lake", base, first_day="2019-03-01",
-                                 last_day="2019-06-28")
+    p = R.write_settings_snippet(tmp_path / "landing", tmp_path / "lake", base, first_day="2019-03-01", last_day="2019-06-28")
     s = load_settings(p)
     assert s.lake_dir == (tmp_path / "lake").resolve()
     assert s.sources.kind == "files" and s.sources.news == [str((tmp_path / "landing").resolve() / "news" / "*.csv")]
@@ -340,18 +336,20 @@ WIRING = {  # the two ways cli.py can register the command
 
 def _cli(args: list[str], timeout: float = 90, wiring: str = "add_typer") -> subprocess.CompletedProcess:
     """`finrag replay ...` as cli.py registers it."""
-    code = ("import typer; from finrag_dagster.cli_replay import replay_app, replay; "
-            f"app = typer.Typer(); app.command('world')(lambda: None); {WIRING[wiring]}; app()")
+    code = (
+        "import typer; from finrag_dagster.cli_replay import replay_app, replay; "
+        f"app = typer.Typer(); app.command('world')(lambda: None); {WIRING[wiring]}; app()"
+    )
     env = {**os.environ, "COLUMNS": "120", "FINRAG_CONFIG": "", "FINRAG_LAKE": ""}
-    return subprocess.run([sys.executable, "-c", code, "replay", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, env=env)
+    return subprocess.run([sys.executable, "-c", code, "replay", *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env)
 
 
 def test_cli_ends_and_writes_usable_settings(raw, tmp_path):
     """(5) `finrag replay --speed 0` ends with exit 0, one line per session; the settings snippet works."""
     landing, lake = tmp_path / "landing", tmp_path / "lake"
-    res = _cli(["--landing", str(landing), "--from", "2019-02-04", "--to", "2019-02-09", "--speed", "0",
-                "--source-raw", str(raw), "--lake", str(lake)])
+    res = _cli(
+        ["--landing", str(landing), "--from", "2019-02-04", "--to", "2019-02-09", "--speed", "0", "--source-raw", str(raw), "--lake", str(lake)]
+    )
     assert res.returncode == 0, res.stderr
     out = res.stdout.splitlines()
     days = [ln.split()[0] for ln in out if ln.strip()[:4] == "2019"]
@@ -367,17 +365,32 @@ def test_cli_ends_and_writes_usable_settings(raw, tmp_path):
     assert bars["date"].max() == dt.date(2019, 2, 8)
     assert R.replay_now(s) == cal.close_time("2019-02-08") + pd.Timedelta(minutes=5)
     # the standalone module runs too and resumes (nothing new to release up to the same day)
-    res2 = subprocess.run([sys.executable, "-m", "finrag_dagster.cli_replay", "--landing", str(landing),
-                           "--from", "2019-02-04", "--to", "2019-02-11", "--source-raw", str(raw)],
-                          capture_output=True, text=True, timeout=90, cwd=ROOT)
+    res2 = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "finrag_dagster.cli_replay",
+            "--landing",
+            str(landing),
+            "--from",
+            "2019-02-04",
+            "--to",
+            "2019-02-11",
+            "--source-raw",
+            str(raw),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        cwd=ROOT,
+    )
     assert res2.returncode == 0, res2.stderr
     assert "resuming" in res2.stdout and [ln.split()[0] for ln in res2.stdout.splitlines() if ln.strip()[:4] == "2019"] == ["2019-02-11"]
 
 
 @pytest.mark.parametrize("wiring", sorted(WIRING))
 def test_cli_bad_dates_fail_short(tmp_path, wiring):
-    for args, what in ((["--from", "2019-13-45", "--to", "2019-02-01"], "--from"),
-                       (["--from", "2019-02-04", "--to", "2019-02-01"], "--to")):
+    for args, what in ((["--from", "2019-13-45", "--to", "2019-02-01"], "--from"), (["--from", "2019-02-04", "--to", "2019-02-01"], "--to")):
         res = _cli(["--landing", str(tmp_path / "l"), *args, "--source-raw", str(tmp_path)], timeout=60, wiring=wiring)
         assert res.returncode != 0
         assert what in res.stderr and "Traceback" not in res.stderr + res.stdout

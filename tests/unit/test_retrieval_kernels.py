@@ -92,7 +92,9 @@ def both(store_df: pl.DataFrame, anchors_fn, decisions, cfg: PoolConfig, fallbac
 
 
 @pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("cfg", [PoolConfig(), PoolConfig(m0=5, peer_share=0.0), PoolConfig(m0=3, peer_share=1.0), PoolConfig(m0=20, lookback_ns=3_000_000)])
+@pytest.mark.parametrize(
+    "cfg", [PoolConfig(), PoolConfig(m0=5, peer_share=0.0), PoolConfig(m0=3, peer_share=1.0), PoolConfig(m0=20, lookback_ns=3_000_000)]
+)
 def test_numba_pools_equal_the_numpy_reference(seed, cfg):
     rng = np.random.default_rng(seed)
     df = random_store(rng)
@@ -206,8 +208,19 @@ def test_bm25_window_equals_the_sparse_product(seed):
     ref = (query_matrix(queries, W.shape[1], idf) @ W.T).toarray()
     q_ptr, q_terms, q_vals = query_csr(queries, idf)
     got = kernels.bm25_window(
-        Xc.indptr.astype(np.int64), Xc.indices.astype(np.int32), Xc.data.astype(np.int32), tm.doc_len[rows].astype(np.int64),
-        a, b, q_ptr, q_terms, q_vals, np.arange(len(queries), dtype=np.int64), stats.k1, stats.b, stats.avgdl,
+        Xc.indptr.astype(np.int64),
+        Xc.indices.astype(np.int32),
+        Xc.data.astype(np.int32),
+        tm.doc_len[rows].astype(np.int64),
+        a,
+        b,
+        q_ptr,
+        q_terms,
+        q_vals,
+        np.arange(len(queries), dtype=np.int64),
+        stats.k1,
+        stats.b,
+        stats.avgdl,
     )
     assert np.array_equal(got.view(np.int64), ref.view(np.int64))
 
@@ -295,7 +308,10 @@ def test_threaded_days_equal_sequential_days(kernel):
     store = Store.from_evidence(df)
     stats = PrefixStats(store.tm)
     with pool.one_blas_thread(), ThreadPoolExecutor(3) as ex:
-        pending = [pool.start_day_candidates(store, stats, anchors_for(store, d), d, PoolConfig(lookback_ns=4_000_000), kernel=kernel, executor=ex) for d in decisions]
+        pending = [
+            pool.start_day_candidates(store, stats, anchors_for(store, d), d, PoolConfig(lookback_ns=4_000_000), kernel=kernel, executor=ex)
+            for d in decisions
+        ]
         par = [p.frame() for p in pending]
     assert sum(f.height for f in seq) > 100
     for a, b in zip(seq, par):

@@ -8,8 +8,10 @@ from rank_bm25 import BM25Okapi
 from finrag_dagster.core.retrieval.lexical import PrefixStats, TermMatrix, bm25_scores, bm25_tokens
 from finrag_dagster.core.retrieval.pool import PoolConfig, Store, build_day_candidates, minmax, select_pool
 
-WORDS = ("revenue guidance margin lawsuit merger dividend ceo resigns quarter profit loss plant recall antitrust "
-         "buyback outlook strong weak record decline growth chip cloud supply demand").split()
+WORDS = (
+    "revenue guidance margin lawsuit merger dividend ceo resigns quarter profit loss plant recall antitrust "
+    "buyback outlook strong weak record decline growth chip cloud supply demand"
+).split()
 
 
 def random_texts(n, seed=0):
@@ -59,13 +61,17 @@ def _store(rows):
     rng = np.random.default_rng(1)
     emb = rng.normal(size=(df.height, 384)).astype(np.float32)
     emb /= np.linalg.norm(emb, axis=1, keepdims=True)
-    df = df.with_columns(pl.col("t").cast(pl.Datetime("ns", "UTC")).cast(pl.Datetime("us", "UTC")).alias("public_time"),
-                         pl.Series("embedding", emb, dtype=pl.Array(pl.Float32, 384)))
+    df = df.with_columns(
+        pl.col("t").cast(pl.Datetime("ns", "UTC")).cast(pl.Datetime("us", "UTC")).alias("public_time"),
+        pl.Series("embedding", emb, dtype=pl.Array(pl.Float32, 384)),
+    )
     return Store.from_evidence(df)
 
 
 def _anchor(pid, ticker="AAA", sector="IT", headline="acme revenue guidance", summary=""):
-    return pl.DataFrame({"anchor_id": [pid], "passage_id": [pid], "ticker": [ticker], "sector": [sector], "headline": [headline], "summary": [summary]})
+    return pl.DataFrame(
+        {"anchor_id": [pid], "passage_id": [pid], "ticker": [ticker], "sector": [sector], "headline": [headline], "summary": [summary]}
+    )
 
 
 def test_filter_first_and_every_removal_rule():
@@ -107,8 +113,11 @@ def test_peers_are_at_most_a_fifth_of_the_pool_and_flagged():
 
 def test_unknown_sector_has_no_peers_and_lookback_limits_history():
     rows = [("anc", "AAA", "Unknown", "news", 10_000, "ua", "ta", "anc", "acme")]
-    rows += [("old", "AAA", "Unknown", "news", 10, "u1", "t1", "c1", "acme old"), ("new", "AAA", "Unknown", "news", 9_000, "u2", "t2", "c2", "acme new"),
-             ("peer", "BBB", "Unknown", "news", 9_000, "u3", "t3", "c3", "acme peer")]
+    rows += [
+        ("old", "AAA", "Unknown", "news", 10, "u1", "t1", "c1", "acme old"),
+        ("new", "AAA", "Unknown", "news", 9_000, "u2", "t2", "c2", "acme new"),
+        ("peer", "BBB", "Unknown", "news", 9_000, "u3", "t3", "c3", "acme peer"),
+    ]
     store = _store(rows)
     c = build_day_candidates(store, PrefixStats(store.tm), _anchor("anc", sector="Unknown", headline="acme"), 20_000, PoolConfig(lookback_ns=15_000))
     assert c["passage_id"].to_list() == ["new"]

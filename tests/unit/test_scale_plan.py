@@ -25,8 +25,11 @@ def _settings(tmp_path) -> Settings:
     return Settings().with_overrides(
         lake_dir=str(tmp_path / "lake"),
         calendar={"start": dt.date(2018, 10, 1), "end": dt.date(2021, 3, 31), "decision_start": dt.date(2019, 1, 2)},
-        splits={"train": (dt.date(2019, 1, 1), dt.date(2019, 12, 31)), "validation": (dt.date(2020, 1, 1), dt.date(2020, 12, 31)),
-                "test": (dt.date(2021, 1, 1), dt.date(2021, 3, 31))},
+        splits={
+            "train": (dt.date(2019, 1, 1), dt.date(2019, 12, 31)),
+            "validation": (dt.date(2020, 1, 1), dt.date(2020, 12, 31)),
+            "test": (dt.date(2021, 1, 1), dt.date(2021, 3, 31)),
+        },
         variants={"families": ["no_memory", "source_memory"]},
     )
 
@@ -47,7 +50,7 @@ def test_plan_orders_the_phases_of_each_year(tmp_path):
     assert kw[("2020", "history")]["history_start"] == dt.date(2020, 1, 2)
     # the previous year's last days get their matured labels and feedback, as the matured_feedback sensor asks
     lm = kw[("2021", "labels_matured")]
-    tail = nyse().sessions_in_range(dt.date(2020, 12, 1), dt.date(2020, 12, 31))[-(max(HORIZONS) + 1):]
+    tail = nyse().sessions_in_range(dt.date(2020, 12, 1), dt.date(2020, 12, 31))[-(max(HORIZONS) + 1) :]
     assert (lm["decision_start"], lm["end"]) == (tail[0], tail[-1])
     assert set(lm["only"]) == {"labels", "no_memory/feedback", "source_memory/feedback"}
     assert kw[("2021", "loop")]["end"] == dt.date(2021, 3, 31)
@@ -58,8 +61,7 @@ def test_a_recorded_phase_is_skipped_on_resume(tmp_path, monkeypatch):
     s = _settings(tmp_path)
     progress = tmp_path / "progress.jsonl"
     plan = scale.chunk_plan(s)
-    progress.write_text("".join(json.dumps({"chunk": c, "stage": st, "wall_s": 1.0, "cpu_s": 1.0, "peak_mib": 1}) + "\n"
-                                for c, (st,), _ in plan[:3]))
+    progress.write_text("".join(json.dumps({"chunk": c, "stage": st, "wall_s": 1.0, "cpu_s": 1.0, "peak_mib": 1}) + "\n" for c, (st,), _ in plan[:3]))
     ran = []
 
     def fake_run_range(settings, instance=None, **kw):

@@ -17,8 +17,15 @@ from finrag_dagster.core.retrieval.search import (
 )
 from finrag_dagster.core.storage.lake import Lake
 
-ALIASES = {"NVDA": ["nvidia corporation", "nvidia"], "AAPL": ["apple inc.", "apple"], "MSFT": ["microsoft"],
-           "GOOGL": ["alphabet", "google"], "AMZN": ["amazon"], "META": ["meta platforms", "meta"], "INTC": ["intel"]}
+ALIASES = {
+    "NVDA": ["nvidia corporation", "nvidia"],
+    "AAPL": ["apple inc.", "apple"],
+    "MSFT": ["microsoft"],
+    "GOOGL": ["alphabet", "google"],
+    "AMZN": ["amazon"],
+    "META": ["meta platforms", "meta"],
+    "INTC": ["intel"],
+}
 AS_OF = dt.date(2024, 12, 31)
 
 
@@ -46,11 +53,17 @@ def _evidence(rows):
     emb /= np.linalg.norm(emb, axis=1, keepdims=True)
     return pl.DataFrame(
         {
-            "passage_id": [r[0] for r in rows], "ticker": [r[1] for r in rows], "source_family": [r[2] for r in rows],
+            "passage_id": [r[0] for r in rows],
+            "ticker": [r[1] for r in rows],
+            "source_family": [r[2] for r in rows],
             "public_time": [dt.datetime.combine(dt.date.fromisoformat(r[3]), dt.time(15), tzinfo=dt.timezone.utc) for r in rows],
-            "form_type": ["10-Q" if r[2] == "sec_filing" else None for r in rows], "item": [None] * len(rows),
-            "fiscal_period": [r[4] for r in rows], "title": [r[0] for r in rows], "text": [r[5] for r in rows],
-            "url": [f"u{r[0]}" for r in rows], "embedding": pl.Series(emb, dtype=pl.Array(pl.Float32, 384)),
+            "form_type": ["10-Q" if r[2] == "sec_filing" else None for r in rows],
+            "item": [None] * len(rows),
+            "fiscal_period": [r[4] for r in rows],
+            "title": [r[0] for r in rows],
+            "text": [r[5] for r in rows],
+            "url": [f"u{r[0]}" for r in rows],
+            "embedding": pl.Series(emb, dtype=pl.Array(pl.Float32, 384)),
         },
         schema_overrides={"public_time": pl.Datetime("us", "UTC"), "form_type": pl.Utf8, "item": pl.Utf8, "fiscal_period": pl.Utf8},
     )
@@ -71,10 +84,12 @@ def test_as_of_hides_later_documents():
 
 
 def test_exact_fiscal_period_is_boosted():
-    ev = _evidence([
-        ("q2", "NVDA", "sec_filing", "2021-08-20", "Q2 2021", "NVIDIA gross margin was 64.1% for the quarter"),
-        ("q3", "NVDA", "sec_filing", "2021-11-20", "Q3 2021", "NVIDIA gross margin was 65.2% for the quarter"),
-    ])
+    ev = _evidence(
+        [
+            ("q2", "NVDA", "sec_filing", "2021-08-20", "Q2 2021", "NVIDIA gross margin was 64.1% for the quarter"),
+            ("q3", "NVDA", "sec_filing", "2021-11-20", "Q3 2021", "NVIDIA gross margin was 65.2% for the quarter"),
+        ]
+    )
     idx = SearchIndex(ev, _ns("2021-12-31"))
     q = parse_query("NVDA gross margin Q2 2021", ALIASES, dt.date(2021, 12, 31))
     res = run_search(idx, q, np.asarray(ev["embedding"][1].to_numpy()), ["q3", "q2"], SearchConfig(k=2), "full")
@@ -84,7 +99,10 @@ def test_exact_fiscal_period_is_boosted():
 
 def test_comparison_shows_three_companies_in_top_five():
     rows = [(f"n{i}", "NVDA", "sec_filing", "2021-11-20", "Q3 2021", f"NVIDIA operating margin {40 + i}.0% operating margin") for i in range(8)]
-    rows += [("a1", "AAPL", "sec_filing", "2021-11-01", "Q3 2021", "Apple results"), ("m1", "MSFT", "sec_filing", "2021-11-01", "Q3 2021", "Microsoft results")]
+    rows += [
+        ("a1", "AAPL", "sec_filing", "2021-11-01", "Q3 2021", "Apple results"),
+        ("m1", "MSFT", "sec_filing", "2021-11-01", "Q3 2021", "Microsoft results"),
+    ]
     ev = _evidence(rows)
     idx = SearchIndex(ev, _ns("2021-12-31"))
     q = parse_query("Compare operating margins across NVDA, AAPL and MSFT", ALIASES, dt.date(2021, 12, 31))
@@ -92,7 +110,9 @@ def test_comparison_shows_three_companies_in_top_five():
     res = run_search(idx, q, q_emb, [f"n{i}" for i in range(8)], SearchConfig(k=10), "full")
     assert len({h.ticker for h in res.hits[:5]}) >= 3
     assert res.hits[0].ticker == "NVDA"  # the best match stays first
-    plain = run_search(idx, parse_query("NVDA operating margin", ALIASES, dt.date(2021, 12, 31)), q_emb, [f"n{i}" for i in range(8)], SearchConfig(k=10), "full")
+    plain = run_search(
+        idx, parse_query("NVDA operating margin", ALIASES, dt.date(2021, 12, 31)), q_emb, [f"n{i}" for i in range(8)], SearchConfig(k=10), "full"
+    )
     assert {h.ticker for h in plain.hits[:5]} == {"NVDA"}  # no diversity for a single-company query
 
 
@@ -131,12 +151,22 @@ def test_numeric_density_and_context_budget():
 
 def test_structured_sql_runs_on_duckdb_over_the_lake(tmp_path):
     lake = Lake(tmp_path)
-    ev = _evidence([("a", "NVDA", "sec_filing", "2021-11-20", "Q3 2021", "gross margin 65%"), ("b", "AAPL", "sec_filing", "2021-11-20", "Q3 2021", "gross margin 40%"),
-                    ("c", "NVDA", "sec_filing", "2022-02-20", "Q4 2021", "gross margin 66%")])
+    ev = _evidence(
+        [
+            ("a", "NVDA", "sec_filing", "2021-11-20", "Q3 2021", "gross margin 65%"),
+            ("b", "AAPL", "sec_filing", "2021-11-20", "Q3 2021", "gross margin 40%"),
+            ("c", "NVDA", "sec_filing", "2022-02-20", "Q4 2021", "gross margin 66%"),
+        ]
+    )
     from finrag_dagster.core.text import title_key
 
-    full = ev.with_columns(pl.lit("second").alias("time_precision"), pl.col("passage_id").alias("doc_id"), pl.lit("IT").alias("sector"),
-                           pl.col("title").map_elements(title_key, return_dtype=pl.Utf8).alias("title_key"), pl.col("passage_id").alias("dup_cluster"))
+    full = ev.with_columns(
+        pl.lit("second").alias("time_precision"),
+        pl.col("passage_id").alias("doc_id"),
+        pl.lit("IT").alias("sector"),
+        pl.col("title").map_elements(title_key, return_dtype=pl.Utf8).alias("title_key"),
+        pl.col("passage_id").alias("dup_cluster"),
+    )
     lake.write("evidence", full, date="2022-03-01")
     q = parse_query("NVDA gross margin Q3 2021", ALIASES, dt.date(2022, 3, 1))
     sql, params = structured_sql(q, 10)
@@ -189,10 +219,12 @@ def test_a_named_filing_section_maps_to_its_item_on_each_form():
 
 
 def test_the_named_section_is_boosted_over_other_items_of_the_same_filing():
-    ev = _evidence([
-        ("mdna", "AAPL", "sec_filing", "2024-08-02", "Q3 2024", "Apple net sales by category and segment"),
-        ("fs", "AAPL", "sec_filing", "2024-08-02", "Q3 2024", "Apple net sales by category and segment"),
-    ]).with_columns(item=pl.Series(["Item 2", "Item 1"]))
+    ev = _evidence(
+        [
+            ("mdna", "AAPL", "sec_filing", "2024-08-02", "Q3 2024", "Apple net sales by category and segment"),
+            ("fs", "AAPL", "sec_filing", "2024-08-02", "Q3 2024", "Apple net sales by category and segment"),
+        ]
+    ).with_columns(item=pl.Series(["Item 2", "Item 1"]))
     idx = SearchIndex(ev, _ns("2024-08-15"))
     q = parse_query("Apple 10-Q MD&A net sales by category", ALIASES, dt.date(2024, 8, 15))
     q_emb = np.asarray(ev["embedding"][1].to_numpy())  # the embedding favours the financial statements
@@ -205,18 +237,31 @@ def test_a_query_that_names_a_past_time_is_not_aged_by_recency():
     assert parse_query("Intel layoffs in 2022", ALIASES, AS_OF).named_until == dt.date(2022, 12, 31)
     assert parse_query("Intel news in July 2021", ALIASES, AS_OF).named_until == dt.date(2021, 7, 31)
     assert parse_query("Intel to acquire Tower Semiconductor for $5.4 billion", ALIASES, AS_OF).named_until is None
-    ev = _evidence([
-        ("old", "INTC", "news", "2022-02-15", None, "Intel to acquire Tower Semiconductor"),
-        ("new", "INTC", "news", "2022-12-20", None, "Intel to acquire Tower Semiconductor"),
-    ])
+    ev = _evidence(
+        [
+            ("old", "INTC", "news", "2022-02-15", None, "Intel to acquire Tower Semiconductor"),
+            ("new", "INTC", "news", "2022-12-20", None, "Intel to acquire Tower Semiconductor"),
+        ]
+    )
     idx = SearchIndex(ev, _ns("2022-12-31"))
     q_emb = np.asarray(ev["embedding"][0].to_numpy())
-    undated = run_search(idx, parse_query("Intel to acquire Tower Semiconductor", ALIASES, dt.date(2022, 12, 31)), q_emb, [], SearchConfig(k=2), "full")
+    undated = run_search(
+        idx, parse_query("Intel to acquire Tower Semiconductor", ALIASES, dt.date(2022, 12, 31)), q_emb, [], SearchConfig(k=2), "full"
+    )
     assert "recency" in undated.hits[0].components
-    dated = run_search(idx, parse_query("Intel to acquire Tower Semiconductor in February 2022", ALIASES, dt.date(2022, 12, 31)), q_emb, [], SearchConfig(k=2), "full")
+    dated = run_search(
+        idx,
+        parse_query("Intel to acquire Tower Semiconductor in February 2022", ALIASES, dt.date(2022, 12, 31)),
+        q_emb,
+        [],
+        SearchConfig(k=2),
+        "full",
+    )
     assert all("recency" not in h.components for h in dated.hits)
     # a time that ends within the recency window (this year, asked in December) is still aged
-    this_year = run_search(idx, parse_query("Intel to acquire Tower Semiconductor in 2022", ALIASES, dt.date(2022, 12, 31)), q_emb, [], SearchConfig(k=2), "full")
+    this_year = run_search(
+        idx, parse_query("Intel to acquire Tower Semiconductor in 2022", ALIASES, dt.date(2022, 12, 31)), q_emb, [], SearchConfig(k=2), "full"
+    )
     assert "recency" in this_year.hits[0].components
 
 

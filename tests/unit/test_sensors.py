@@ -18,9 +18,19 @@ FAMILIES = ("no_memory", "source_memory")
 def _lake_with_prices(root, last: str, extra_without_market: str | None = None) -> Lake:
     lake = Lake(root)
     for d in cal.sessions_in_range("2021-03-01", last):
-        df = pl.DataFrame({"ticker": ["AAA", "QQQ"], "open": [None, None], "high": [None, None], "low": [None, None], "close": [None, None],
-                           "adj_close": [10.0, 300.0], "volume": [None, None], "source_file": ["f", "f"]},
-                          schema_overrides={"open": pl.Float64, "high": pl.Float64, "low": pl.Float64, "close": pl.Float64, "volume": pl.Int64})
+        df = pl.DataFrame(
+            {
+                "ticker": ["AAA", "QQQ"],
+                "open": [None, None],
+                "high": [None, None],
+                "low": [None, None],
+                "close": [None, None],
+                "adj_close": [10.0, 300.0],
+                "volume": [None, None],
+                "source_file": ["f", "f"],
+            },
+            schema_overrides={"open": pl.Float64, "high": pl.Float64, "low": pl.Float64, "close": pl.Float64, "volume": pl.Int64},
+        )
         lake.write("prices", df, date=d)
     if extra_without_market:  # a partition that exists but has no market bar yet (e.g. an empty future day)
         lake.write("prices", df.filter(pl.col("ticker") == "AAA"), date=extra_without_market)
@@ -94,9 +104,18 @@ def test_new_market_data_follows_the_replay_clock_of_a_landing_folder(tmp_path):
     for d in ("2019-01-30", "2019-01-31"):  # ingested up to Jan 31
         (lake / "evidence" / f"date={d}").mkdir(parents=True)
         (lake / "evidence" / f"date={d}" / "part-0.parquet").write_bytes(b"")
-    s = Settings(lake_dir=lake, sources={"kind": "files", "universe": str(landing / "universe" / "tickers.csv"), "news": [], "prices": [],
-                                         "filings_index": [], "filings_text": []},
-                 calendar={"start": dt.date(2018, 1, 2), "end": dt.date(2019, 6, 28), "decision_start": dt.date(2019, 2, 1)})
+    s = Settings(
+        lake_dir=lake,
+        sources={
+            "kind": "files",
+            "universe": str(landing / "universe" / "tickers.csv"),
+            "news": [],
+            "prices": [],
+            "filings_index": [],
+            "filings_text": [],
+        },
+        calendar={"start": dt.date(2018, 1, 2), "end": dt.date(2019, 6, 28), "decision_start": dt.date(2019, 2, 1)},
+    )
     job = dg.define_asset_job("j", selection=dg.AssetSelection.all())
     sensor = build_new_market_data_sensor(job, interval_s=10)
 

@@ -44,28 +44,43 @@ def test_class_balanced_weights_from_table_1_validation_proportions():
 def _outputs(rows):
     """rows: (anchor, ticker, horizon, signal, families)"""
     return pl.DataFrame(
-        {"anchor_id": [r[0] for r in rows], "ticker": [r[1] for r in rows], "event_type": [E] * len(rows), "horizon": [r[2] for r in rows],
-         "signal": [r[3] for r in rows], "cited_families": [r[4] for r in rows]},
+        {
+            "anchor_id": [r[0] for r in rows],
+            "ticker": [r[1] for r in rows],
+            "event_type": [E] * len(rows),
+            "horizon": [r[2] for r in rows],
+            "signal": [r[3] for r in rows],
+            "cited_families": [r[4] for r in rows],
+        },
         schema_overrides={"signal": pl.Int8, "cited_families": pl.List(pl.Utf8)},
     )
 
 
 def _labels(rows, day=dt.date(2020, 5, 1)):
     return pl.DataFrame(
-        {"date": [day] * len(rows), "ticker": [r[0] for r in rows], "horizon": [r[1] for r in rows], "maturity_day": [r[2] for r in rows],
-         "status": [r[3] for r in rows], "y": [r[4] for r in rows], "z": [float(r[4] or 0) * 1.5 for r in rows]},
+        {
+            "date": [day] * len(rows),
+            "ticker": [r[0] for r in rows],
+            "horizon": [r[1] for r in rows],
+            "maturity_day": [r[2] for r in rows],
+            "status": [r[3] for r in rows],
+            "y": [r[4] for r in rows],
+            "z": [float(r[4] or 0) * 1.5 for r in rows],
+        },
         schema_overrides={"y": pl.Int8},
     )
 
 
 def test_feedback_credit_matches_the_app_b_example():
     w = {"3D": {1: 1.8, 0: 0.5, -1: 1.9}}
-    out = _outputs([
-        ("a1", "AAPL", "3D", 1, ["sec_filing"]),  # correct, one SEC passage cited -> SEC a += w_+1
-        ("a2", "MSFT", "3D", 1, ["news", "sec_filing", "news"]),  # correct, both families -> 0.5 w each
-        ("a3", "NVDA", "3D", -1, ["news"]),  # wrong -> news b += w_y (y = +1)
-        ("a4", "AMZN", "3D", 0, []),  # no valid citation -> no update
-    ])
+    out = _outputs(
+        [
+            ("a1", "AAPL", "3D", 1, ["sec_filing"]),  # correct, one SEC passage cited -> SEC a += w_+1
+            ("a2", "MSFT", "3D", 1, ["news", "sec_filing", "news"]),  # correct, both families -> 0.5 w each
+            ("a3", "NVDA", "3D", -1, ["news"]),  # wrong -> news b += w_y (y = +1)
+            ("a4", "AMZN", "3D", 0, []),  # no valid citation -> no update
+        ]
+    )
     lab = _labels([(t, "3D", dt.date(2020, 5, 6), "ok", 1) for t in ("AAPL", "MSFT", "NVDA", "AMZN")])
     fb = build_feedback(out, lab, pl.DataFrame(), dt.date(2020, 5, 6), w, {a: E for a in ("a1", "a2", "a3", "a4")})
     assert dict(zip(fb["anchor_id"], fb["outcome"])) == {"a1": "applied", "a2": "applied", "a3": "applied", "a4": "no_valid_citation"}
@@ -78,8 +93,13 @@ def test_feedback_credit_matches_the_app_b_example():
 
 def test_feedback_never_comes_before_maturity_and_unavailable_labels_do_nothing():
     out = _outputs([("a1", "AAPL", "1D", 1, ["news"]), ("a1", "AAPL", "5D", 1, ["news"]), ("a2", "MSFT", "1D", 0, ["news"])])
-    lab = _labels([("AAPL", "1D", dt.date(2020, 5, 4), "ok", 1), ("AAPL", "5D", dt.date(2020, 5, 8), "pending", None),
-                   ("MSFT", "1D", dt.date(2020, 5, 4), "insufficient_history", None)])
+    lab = _labels(
+        [
+            ("AAPL", "1D", dt.date(2020, 5, 4), "ok", 1),
+            ("AAPL", "5D", dt.date(2020, 5, 8), "pending", None),
+            ("MSFT", "1D", dt.date(2020, 5, 4), "insufficient_history", None),
+        ]
+    )
     fb = build_feedback(out, lab, pl.DataFrame(), dt.date(2020, 5, 4), {"1D": {1: 2.0, 0: 0.5, -1: 2.0}}, {"a1": E, "a2": E})
     assert sorted(zip(fb["anchor_id"], fb["horizon"], fb["outcome"])) == [("a1", "1D", "applied"), ("a2", "1D", "label_unavailable")]
     assert fb.filter(pl.col("anchor_id") == "a1")["weight"][0] == 2.0
@@ -97,8 +117,15 @@ def test_top5_all_source_credits_every_family_in_the_context():
 
 
 def test_rerank_moves_a_useful_family_up_but_only_by_lambda_delta():
-    cands = pl.DataFrame({"anchor_id": ["a"] * 3, "passage_id": ["n1", "f1", "n2"], "source_family": ["news", "sec_filing", "news"],
-                          "relevance": [0.80, 0.76, 0.50], "rank": [1, 2, 3]})
+    cands = pl.DataFrame(
+        {
+            "anchor_id": ["a"] * 3,
+            "passage_id": ["n1", "f1", "n2"],
+            "source_family": ["news", "sec_filing", "news"],
+            "relevance": [0.80, 0.76, 0.50],
+            "rank": [1, 2, 3],
+        }
+    )
     m = SourceMemory(MemoryParams())
     for h in ("1D", "3D", "5D"):
         m.add("sec_filing", E, h, 1e6, True)

@@ -28,7 +28,10 @@ def _prices(lake: Lake, days, closes: dict[str, list[float]]):
         df = pl.DataFrame(
             {
                 "ticker": list(closes),
-                "open": [None] * len(closes), "high": [None] * len(closes), "low": [None] * len(closes), "close": [None] * len(closes),
+                "open": [None] * len(closes),
+                "high": [None] * len(closes),
+                "low": [None] * len(closes),
+                "close": [None] * len(closes),
                 "adj_close": [closes[t][i] for t in closes],
                 "volume": [None] * len(closes),
                 "source_file": ["t"] * len(closes),

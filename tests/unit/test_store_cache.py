@@ -28,6 +28,7 @@ def assert_same_frames(a: pl.DataFrame, b: pl.DataFrame) -> None:
         else:
             assert a[c].to_list() == b[c].to_list(), c
 
+
 CAL = nyse()
 DAYS = [d.isoformat() for d in CAL.sessions_in_range(CAL.sessions_in_range("2019-01-02", "2019-01-02")[0], "2019-01-31")]
 SECTORS = {"AAA": "IT", "BBB": "IT", "CCC": "IT", "DDD": "Unknown", "EEE": "Energy"}
@@ -88,8 +89,13 @@ def anchors_for(lake: Lake, days: list[str]) -> pl.DataFrame:
     ev = lake.read("evidence", dates=days)
     a = ev.group_by("date", maintain_order=True).head(3)
     return a.select(
-        pl.concat_str(pl.lit("A"), "passage_id").alias("anchor_id"), "passage_id", "ticker", "sector",
-        pl.col("text").alias("headline"), pl.lit("").alias("summary"), "date",
+        pl.concat_str(pl.lit("A"), "passage_id").alias("anchor_id"),
+        "passage_id",
+        "ticker",
+        "sector",
+        pl.col("text").alias("headline"),
+        pl.lit("").alias("summary"),
+        "date",
     )
 
 

@@ -25,17 +25,11 @@ from finrag_dagster.sources.synthetic.news import FNSPID_COLUMNS
 from finrag_dagster.sources.synthetic.universe import select_universe
 
 # ~15 months of prices, ~11 months of news, 6 tickers: about a second to build.
-SMALL = WorldSettings(
-    seed=11, n_tickers=6, start=dt.date(2018, 1, 2), end=dt.date(2019, 3, 29), news_start=dt.date(2018, 5, 1)
-)
+SMALL = WorldSettings(seed=11, n_tickers=6, start=dt.date(2018, 1, 2), end=dt.date(2019, 3, 29), news_start=dt.date(2018, 5, 1))
 
 
 def _hashes(root: Path) -> dict[str, str]:
-    return {
-        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-    }
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 @pytest.fixture(scope="module")
@@ -198,8 +192,9 @@ def test_types_buckets_and_date_only_share(truth, news):
     assert 0.08 <= share <= 0.25
     # a timed row never sits at exactly 00:00:00 UTC; a date-only one always does
     nd = docs.filter(pl.col("source_family") == "news")
-    joined = news.join(nd.select(pl.col("key").alias("Url"), pl.col("ticker").alias("Stock_symbol"), "date_only"),
-                       on=["Url", "Stock_symbol"], how="left")
+    joined = news.join(
+        nd.select(pl.col("key").alias("Url"), pl.col("ticker").alias("Stock_symbol"), "date_only"), on=["Url", "Stock_symbol"], how="left"
+    )
     assert joined["date_only"].null_count() == 0
     assert (joined["Date"].str.ends_with(" 00:00:00+00:00") == joined["date_only"]).all()
     cal = nyse()
@@ -361,9 +356,27 @@ def test_tone_is_expressed_in_loughran_mcdonald_words(world, truth, news):
 
 
 def test_templates_are_varied_and_typed():
-    kw = dict(co="Intel", tk="INTC", qn="Q3", fqs="fiscal Q3 2021", rev="$7.1B", eps="$1.23", gm="61.2", yoy="12",
-              amt="2.4", pct="8", target="Cedar Labs", partner_t="National Retailer", exec="Dana Whitfield", city="Austin",
-              unit_t="Payments", product_t="New Platform", agency="The FTC", div="0.35", subject="lawsuit")
+    kw = dict(
+        co="Intel",
+        tk="INTC",
+        qn="Q3",
+        fqs="fiscal Q3 2021",
+        rev="$7.1B",
+        eps="$1.23",
+        gm="61.2",
+        yoy="12",
+        amt="2.4",
+        pct="8",
+        target="Cedar Labs",
+        partner_t="National Retailer",
+        exec="Dana Whitfield",
+        city="Austin",
+        unit_t="Payments",
+        product_t="New Platform",
+        agency="The FTC",
+        div="0.35",
+        subject="lawsuit",
+    )
     for etype, table in list(T.TITLES.items()) + [("Earnings & Guidance", T.QUARTERLY_TITLES)]:
         for tone in (-1, 0, 1):
             titles = table[tone]
@@ -429,6 +442,8 @@ def test_press_release_echo_restates_the_anchor_without_its_sentiment(tmp_path):
             echoed += 1
             assert echo in body, (r["accession"], echo)
         assert _lm_tone(body, pos, neg) == r["sec_tone"], r["accession"]
-        plain_body = next((plain / "raw" / "sec" / "sec-edgar-filings" / r["ticker"] / "8-K").glob(f"{r['accession']}/full-submission.txt")).read_text()
+        plain_body = next(
+            (plain / "raw" / "sec" / "sec-edgar-filings" / r["ticker"] / "8-K").glob(f"{r['accession']}/full-submission.txt")
+        ).read_text()
         assert "the Company announced:" not in plain_body and "is headed:" not in plain_body
     assert echoed >= 0.9 * events.height > 0

@@ -125,8 +125,17 @@ def run_experience_task(s: Settings, lake: Lake, cal: TradingCalendar) -> TaskRu
     if prior is None:
         methods = [m for m in methods if not m.startswith("Pipe+ToE")]
         note += " No prior experience tree on the first test day: the ToE methods were not run."
-    scores = run_task(tdays, task_inputs(s, lake, cal, days, set(prices["ticker"].unique().to_list())), alphas, prior, methods, s.experience.expansion_cap, llm_fn,
-                      s.experience.q0, s.experience.eta)
+    scores = run_task(
+        tdays,
+        task_inputs(s, lake, cal, days, set(prices["ticker"].unique().to_list())),
+        alphas,
+        prior,
+        methods,
+        s.experience.expansion_cap,
+        llm_fn,
+        s.experience.q0,
+        s.experience.eta,
+    )
     for d in days:
         lake.write("experience_task_scores", scores.filter(pl.col("date") == dt.date.fromisoformat(d)).drop("date"), date=d)
     res = result_tables(scores)
@@ -137,10 +146,14 @@ def run_experience_task(s: Settings, lake: Lake, cal: TradingCalendar) -> TaskRu
 # ------------------------------------------------------------------ its tables
 def _in_method_order(res: pl.DataFrame) -> pl.DataFrame:
     order = {m: i for i, m in enumerate([*METHODS, "Pipe+formula", "Pipe+llm"])}
-    return res.with_columns(pl.col("method").replace_strict(order, default=len(order), return_dtype=pl.Int32).alias("_o")).sort("_o", maintain_order=True)
+    return res.with_columns(pl.col("method").replace_strict(order, default=len(order), return_dtype=pl.Int32).alias("_o")).sort(
+        "_o", maintain_order=True
+    )
 
 
-def task_rows(res: pl.DataFrame, table: str, cell: Callable[[float | None], str], metrics: list[str] | None = None) -> tuple[list[str], list[list[str]]]:
+def task_rows(
+    res: pl.DataFrame, table: str, cell: Callable[[float | None], str], metrics: list[str] | None = None
+) -> tuple[list[str], list[list[str]]]:
     """(columns, rows) of one of the task's result tables: methods × horizons (Tables 1 and 6), or
     update strategies × ``metrics`` (Table 2; default: the metrics in the table's row order)."""
     g = _in_method_order(res.filter(pl.col("table") == table))
@@ -169,10 +182,19 @@ def task_tables(lake: Lake) -> list[dict]:
         return []
     res = lake.read("experience_task")
     out = []
-    for table, metric, title in (("Table 1", "tsIC", "Experience task (seed 002 Table 1): tsIC by horizon, test split, sector targets"),
-                                 ("Table 6", "csIC", "Experience task (seed 002 Table 6): csIC by horizon, test split, sector targets")):
+    for table, metric, title in (
+        ("Table 1", "tsIC", "Experience task (seed 002 Table 1): tsIC by horizon, test split, sector targets"),
+        ("Table 6", "csIC", "Experience task (seed 002 Table 6): csIC by horizon, test split, sector targets"),
+    ):
         columns, rows = task_rows(res, table, fmt)
-        out.append({"title": title, "columns": columns, "rows": rows, "note": f"{metric}: Pearson correlation of scores with the realised excess return (eqs 21-24)."})
+        out.append(
+            {
+                "title": title,
+                "columns": columns,
+                "rows": rows,
+                "note": f"{metric}: Pearson correlation of scores with the realised excess return (eqs 21-24).",
+            }
+        )
     if res.filter(pl.col("table") == "Table 2").height:
         columns, rows = task_rows(res, "Table 2", fmt, ["tsIC", "csIC"])
         out.append({"title": "Experience task (seed 002 Table 2): update strategy at 20 days", "columns": columns, "rows": rows})
@@ -193,9 +215,16 @@ def tree_tables(s: Settings, lake: Lake, max_rows: int = 24) -> list[dict]:
         if not leaves:
             continue
         hs = list(tree.params.horizons)
-        rows = [[x.factor, x.principle[:140], *[f"{x.q[h]:.3f}" for h in hs], f"{x.n_recall}/{x.n_hit}", x.support, x.leaf_id] for x in leaves[:max_rows]]
-        out.append({"title": f"Experience tree `{tree_id}` on {days[-1]} (seed 002 Table 5 shape)",
-                    "columns": ["factor", "principle", *[f"Q {h}" for h in hs], "recall/hit", "support", "id"], "rows": rows,
-                    "note": f"{len(tree.factors)} factors, {len(leaves)} principles; the {min(max_rows, len(leaves))} most recalled shown. "
-                            f"Q in [0, {2 * tree.params.q0:g}], neutral {tree.params.q0:g}."})
+        rows = [
+            [x.factor, x.principle[:140], *[f"{x.q[h]:.3f}" for h in hs], f"{x.n_recall}/{x.n_hit}", x.support, x.leaf_id] for x in leaves[:max_rows]
+        ]
+        out.append(
+            {
+                "title": f"Experience tree `{tree_id}` on {days[-1]} (seed 002 Table 5 shape)",
+                "columns": ["factor", "principle", *[f"Q {h}" for h in hs], "recall/hit", "support", "id"],
+                "rows": rows,
+                "note": f"{len(tree.factors)} factors, {len(leaves)} principles; the {min(max_rows, len(leaves))} most recalled shown. "
+                f"Q in [0, {2 * tree.params.q0:g}], neutral {tree.params.q0:g}.",
+            }
+        )
     return out

@@ -32,9 +32,19 @@ def family_ordering(snapshot: pl.DataFrame, planted: pl.DataFrame, min_n: float 
         d = {r["source_family"]: r for r in g.iter_rows(named=True)}
         du = d["news"]["u_hat"] - d["sec_filing"]["u_hat"]
         dp = d["news"]["planted"] - d["sec_filing"]["planted"]
-        rows.append({"event_type": c, "horizon": h, "n_news": d["news"]["n"], "n_sec": d["sec_filing"]["n"],
-                     "u_news": d["news"]["u_hat"], "u_sec": d["sec_filing"]["u_hat"],
-                     "planted_news": d["news"]["planted"], "planted_sec": d["sec_filing"]["planted"], "agree": bool(du * dp > 0)})
+        rows.append(
+            {
+                "event_type": c,
+                "horizon": h,
+                "n_news": d["news"]["n"],
+                "n_sec": d["sec_filing"]["n"],
+                "u_news": d["news"]["u_hat"],
+                "u_sec": d["sec_filing"]["u_hat"],
+                "planted_news": d["news"]["planted"],
+                "planted_sec": d["sec_filing"]["planted"],
+                "agree": bool(du * dp > 0),
+            }
+        )
     return pl.DataFrame(rows) if rows else pl.DataFrame(schema={"event_type": pl.Utf8, "horizon": pl.Utf8, "agree": pl.Boolean})
 
 
@@ -77,8 +87,9 @@ def trend(values: list[float]) -> float:
     return float(np.polyfit(x, np.asarray(values, dtype=float), 1)[0])
 
 
-def useful_share_gain(memory_ctx: pl.DataFrame, static_ctx: pl.DataFrame, anchors: pl.DataFrame, planted: pl.DataFrame,
-                      every: str = "1q") -> pl.DataFrame:
+def useful_share_gain(
+    memory_ctx: pl.DataFrame, static_ctx: pl.DataFrame, anchors: pl.DataFrame, planted: pl.DataFrame, every: str = "1q"
+) -> pl.DataFrame:
     """Per period: the useful family's share of context slots with the memory minus without it.
 
     Both variants share anchors and candidate pools, so the difference removes what moves both
@@ -86,9 +97,12 @@ def useful_share_gain(memory_ctx: pl.DataFrame, static_ctx: pl.DataFrame, anchor
     rises as the memory learns which family to trust."""
     m = useful_share_by_period(memory_ctx, anchors, planted, every).rename({"useful_share": "with_memory", "slots": "slots"})
     s = useful_share_by_period(static_ctx, anchors, planted, every).select("date", pl.col("useful_share").alias("without_memory"))
-    return m.join(s, on="date", how="full", coalesce=True).sort("date").with_columns(
-        (pl.col("with_memory") - pl.col("without_memory")).alias("gain")
-    ).select("date", "with_memory", "without_memory", "gain", "slots")
+    return (
+        m.join(s, on="date", how="full", coalesce=True)
+        .sort("date")
+        .with_columns((pl.col("with_memory") - pl.col("without_memory")).alias("gain"))
+        .select("date", "with_memory", "without_memory", "gain", "slots")
+    )
 
 
 def changed_contexts(memory_ctx: pl.DataFrame, static_ctx: pl.DataFrame) -> tuple[int, int]:
@@ -121,5 +135,9 @@ def planted_memory(planted: pl.DataFrame, params: MemoryParams, n: float = 1e9) 
 def changed_order(memory_ctx: pl.DataFrame, static_ctx: pl.DataFrame) -> int:
     """Anchors whose top-M differs in set or in order (the reader weighs passages by place)."""
     cols = ["anchor_id", "passage_id", "position"]
-    return pl.concat([memory_ctx.select(cols).join(static_ctx.select(cols), on=cols, how="anti"),
-                      static_ctx.select(cols).join(memory_ctx.select(cols), on=cols, how="anti")])["anchor_id"].n_unique()
+    return pl.concat(
+        [
+            memory_ctx.select(cols).join(static_ctx.select(cols), on=cols, how="anti"),
+            static_ctx.select(cols).join(memory_ctx.select(cols), on=cols, how="anti"),
+        ]
+    )["anchor_id"].n_unique()

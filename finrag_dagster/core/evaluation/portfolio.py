@@ -87,7 +87,10 @@ def equal_weight_targets(returns: dict, days: list, universe: list[str]) -> dict
 
 def buy_and_hold(returns: dict, days: list, ticker: str) -> pl.DataFrame:
     """A buy-and-hold position: no turnover after the entry (zero cost, as in Table 4)."""
-    rows = [{"date": t, "gross": returns.get(t, {}).get(ticker, 0.0), "turnover": 0.0, "net": returns.get(t, {}).get(ticker, 0.0), "n_names": 1} for t in days]
+    rows = [
+        {"date": t, "gross": returns.get(t, {}).get(ticker, 0.0), "turnover": 0.0, "net": returns.get(t, {}).get(ticker, 0.0), "n_names": 1}
+        for t in days
+    ]
     return pl.DataFrame(rows, schema={"date": pl.Date, "gross": pl.Float64, "turnover": pl.Float64, "net": pl.Float64, "n_names": pl.Int64})
 
 
@@ -101,4 +104,10 @@ def summary(book: pl.DataFrame) -> dict:
     curve = np.cumprod(1 + r)
     peak = np.maximum.accumulate(np.concatenate([[1.0], curve]))[1:]
     mdd = float(np.min(curve / peak - 1))
-    return {"Ann. Ret.": ann, "Ann. Vol.": vol, "Sharpe": ann / vol if vol and vol > 0 else math.nan, "Max DD": mdd, "Turnover": float(np.mean(book["turnover"].to_numpy()))}
+    return {
+        "Ann. Ret.": ann,
+        "Ann. Vol.": vol,
+        "Sharpe": ann / vol if vol and vol > 0 else math.nan,
+        "Max DD": mdd,
+        "Turnover": float(np.mean(book["turnover"].to_numpy())),
+    }

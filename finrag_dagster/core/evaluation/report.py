@@ -157,8 +157,11 @@ def citation_figure(valid: pl.DataFrame) -> str | None:
 def render(lake: Lake, out: Path, splits: dict, tables: list[dict], figures: list[dict], notes: list[str] = ()) -> Path:
     env = Environment(autoescape=select_autoescape(["html"]))
     html = env.from_string(TEMPLATE).render(
-        lake=str(lake.root), splits=", ".join(f"{k} {a}..{b}" for k, (a, b) in splits.items()), tables=tables,
-        figures=[f for f in figures if f.get("png")], notes=list(notes),
+        lake=str(lake.root),
+        splits=", ".join(f"{k} {a}..{b}" for k, (a, b) in splits.items()),
+        tables=tables,
+        figures=[f for f in figures if f.get("png")],
+        notes=list(notes),
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".tmp")
@@ -170,11 +173,12 @@ def render(lake: Lake, out: Path, splits: dict, tables: list[dict], figures: lis
 def universe_note(membership: str) -> str:
     """What the report says about survivorship."""
     if membership:
-        return (f"Universe: point in time from the membership file {membership}; a ticker has anchors only on "
-                "decision days when it was a member.")
-    return ("Universe: today's ticker list applied to every past day (survivorship bias: companies delisted, "
-            "merged or dropped before today are missing). Configure sources.membership (ticker,start,end) "
-            "for a point-in-time universe.")
+        return f"Universe: point in time from the membership file {membership}; a ticker has anchors only on decision days when it was a member."
+    return (
+        "Universe: today's ticker list applied to every past day (survivorship bias: companies delisted, "
+        "merged or dropped before today are missing). Configure sources.membership (ticker,start,end) "
+        "for a point-in-time universe."
+    )
 
 
 def valid_citation_by_month(lake: Lake, variants: list[str]) -> pl.DataFrame:
@@ -185,7 +189,9 @@ def valid_citation_by_month(lake: Lake, variants: list[str]) -> pl.DataFrame:
             continue
         frames.append(
             o.with_columns(pl.col("date").dt.truncate("1mo").alias("month"), (pl.col("valid_ids").list.len() > 0).alias("ok"))
-            .group_by("month").agg(pl.col("ok").mean().alias("valid_citation_rate")).with_columns(pl.lit(v).alias("variant"))
+            .group_by("month")
+            .agg(pl.col("ok").mean().alias("valid_citation_rate"))
+            .with_columns(pl.lit(v).alias("variant"))
         )
     return pl.concat(frames) if frames else pl.DataFrame()
 
@@ -207,38 +213,88 @@ def write_report(s: Settings, lake: Lake) -> Path:
     test = ev.filter(pl.col("split") == "test")
     tables = []
     if t1.height:
-        tables.append({"title": "Table 1. Benchmark audit and split usage",
-                       "columns": ["split", "days", "#anchors", "anchors/day", "active ticker-days", "SEC cov.", *[f"{h} +1/0/-1" for h in HORIZON_KEYS]],
-                       "rows": [[r["split"], f"{r['first_day']}..{r['last_day']}", r["anchors"], fmt(r["anchors_per_day"]), r["active_ticker_days"], fmt(r["sec_coverage"], True),
-                                 *["/".join(fmt(r[f"{k}_{h.lower()}"], True) for k in ("pos", "zero", "neg")) for h in HORIZON_KEYS]] for r in t1.sort("split_order").iter_rows(named=True)],
-                       "note": "SEC cov. = share of anchors whose candidate pool holds at least one SEC passage; label mix over the anchors' ticker-days."})
-    tables.append(_table(test.filter(pl.col("table") == "Table 2"), "Table 2. Event-level prediction quality (test split)", table2_rows(test), METRICS))
+        tables.append(
+            {
+                "title": "Table 1. Benchmark audit and split usage",
+                "columns": ["split", "days", "#anchors", "anchors/day", "active ticker-days", "SEC cov.", *[f"{h} +1/0/-1" for h in HORIZON_KEYS]],
+                "rows": [
+                    [
+                        r["split"],
+                        f"{r['first_day']}..{r['last_day']}",
+                        r["anchors"],
+                        fmt(r["anchors_per_day"]),
+                        r["active_ticker_days"],
+                        fmt(r["sec_coverage"], True),
+                        *["/".join(fmt(r[f"{k}_{h.lower()}"], True) for k in ("pos", "zero", "neg")) for h in HORIZON_KEYS],
+                    ]
+                    for r in t1.sort("split_order").iter_rows(named=True)
+                ],
+                "note": "SEC cov. = share of anchors whose candidate pool holds at least one SEC passage; label mix over the anchors' ticker-days.",
+            }
+        )
+    tables.append(
+        _table(test.filter(pl.col("table") == "Table 2"), "Table 2. Event-level prediction quality (test split)", table2_rows(test), METRICS)
+    )
     t3rows = [VARIANT_LABEL[f] for f in ("no_memory", "source_memory", "top5_all_source", "shuffled_labels", "shuffled_event_types")]
-    tables.append(_table(test.filter(pl.col("table") == "Table 3"), "Table 3. Source-memory validity checks (test split, mean ± std over shuffles)", t3rows, ["Non-neutral F1", "Macro-F1", "Rank IC"]))
+    tables.append(
+        _table(
+            test.filter(pl.col("table") == "Table 3"),
+            "Table 3. Source-memory validity checks (test split, mean ± std over shuffles)",
+            t3rows,
+            ["Non-neutral F1", "Macro-F1", "Rank IC"],
+        )
+    )
     t4rows = sorted(set(test.filter(pl.col("table") == "Table 4")["row"].to_list()))
-    tables.append(_table(test.filter(pl.col("table") == "Table 4"), "Table 4. Portfolio diagnostic from 3D stock-day signals (test split, net of 10 bps turnover cost)", t4rows, PORTFOLIO, PCT))
+    tables.append(
+        _table(
+            test.filter(pl.col("table") == "Table 4"),
+            "Table 4. Portfolio diagnostic from 3D stock-day signals (test split, net of 10 bps turnover cost)",
+            t4rows,
+            PORTFOLIO,
+            PCT,
+        )
+    )
     srows = [r for r in dict.fromkeys(sens["row"].to_list()) if r != "selected"] if sens.height else []
     sel = sens.filter(pl.col("row") == "selected")
     note = ""
     if sel.height:
         lam = sel.filter(pl.col("metric") == "lambda")["value"][0]
         dl = sel.filter(pl.col("metric") == "delta")["value"][0]
-        used = ("the test split above ran with it (memory.test_params = selected)" if s.memory.test_params == "selected"
-                else f"the test split above ran with lambda={s.memory.lam}, delta={s.memory.delta} (memory.test_params = settings)")
+        used = (
+            "the test split above ran with it (memory.test_params = selected)"
+            if s.memory.test_params == "selected"
+            else f"the test split above ran with lambda={s.memory.lam}, delta={s.memory.delta} (memory.test_params = settings)"
+        )
         note = f"selected on validation (labels matured before the test split): lambda={lam:.2f}, delta={dl:.2f}; {used}."
-    tables.append(_table(sens, "Table 6. Validation sensitivity to source-memory strength", srows, ["Non-neutral F1", "Macro-F1", "Rank IC", "Sharpe"], note=note))
+    tables.append(
+        _table(
+            sens, "Table 6. Validation sensitivity to source-memory strength", srows, ["Non-neutral F1", "Macro-F1", "Rank IC", "Sharpe"], note=note
+        )
+    )
     tables += task_tables(lake)
     tables += tree_tables(s, lake)
     daily = lake.read("portfolio_daily") if lake.partition_files("portfolio_daily") else pl.DataFrame()
-    snap = lake.read("memory_snapshot", variant="source_memory") if lake.partition_files("memory_snapshot", variant="source_memory") else pl.DataFrame()
+    snap = (
+        lake.read("memory_snapshot", variant="source_memory") if lake.partition_files("memory_snapshot", variant="source_memory") else pl.DataFrame()
+    )
     figures = [
         {"title": "Figure 2. Cumulative net returns, test split", "png": cumulative_figure(daily, "test") if daily.height else None},
-        {"title": "Source-memory utilities over time (source_memory variant)", "png": memory_heatmap(snap), "note": "û per cell at the end of each week; resets at each split start."},
+        {
+            "title": "Source-memory utilities over time (source_memory variant)",
+            "png": memory_heatmap(snap),
+            "note": "û per cell at the end of each week; resets at each split start.",
+        },
         {"title": "Label mix per split", "png": label_mix_figure(t1) if t1.height else None},
-        {"title": "Valid-citation rate per month",
-         "png": citation_figure(valid_citation_by_month(
-             lake, sorted({p.parent.parent.name.split('=', 1)[1] for p in lake.partition_files('reader_outputs')})))},
+        {
+            "title": "Valid-citation rate per month",
+            "png": citation_figure(
+                valid_citation_by_month(lake, sorted({p.parent.parent.name.split("=", 1)[1] for p in lake.partition_files("reader_outputs")}))
+            ),
+        },
     ]
-    notes = [universe_note(s.sources.membership) if s.sources.kind == "files"
-             else "Universe: the embedded world's companies, each listed over the whole calendar."]
+    notes = [
+        universe_note(s.sources.membership)
+        if s.sources.kind == "files"
+        else "Universe: the embedded world's companies, each listed over the whole calendar."
+    ]
     return render(lake, report_path(s), s.splits.ranges(), tables, figures, notes)

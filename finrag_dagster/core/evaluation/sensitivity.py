@@ -43,7 +43,9 @@ def stock_day_from(outputs: pl.DataFrame, contexts: pl.DataFrame) -> pl.DataFram
     # values sorted inside each group: float sums in a fixed order, the same to the bit every run
     rel = contexts.group_by(["date", "anchor_id"]).agg(pl.col("relevance").sort().mean().alias("r"))
     j = outputs.join(rel, on=["date", "anchor_id"], how="left")
-    return j.group_by(["date", "ticker", "horizon"]).agg(pl.col("signal").cast(pl.Float64).mean().alias("signal"), pl.col("r").sort().mean().alias("mean_relevance"))
+    return j.group_by(["date", "ticker", "horizon"]).agg(
+        pl.col("signal").cast(pl.Float64).mean().alias("signal"), pl.col("r").sort().mean().alias("mean_relevance")
+    )
 
 
 def run_setting(env: LoopEnv, days: list[str], lam: float, delta: float, kappa: float, labels: pl.DataFrame, returns: dict) -> dict:
@@ -102,8 +104,13 @@ def table6(s: Settings, lake: Lake, cal: TradingCalendar) -> Table6:
         m = run_setting(env, days, lam, delta, s.memory.kappa, labels, rets)
         m.update({"kind": kind, "lambda": lam, "delta": delta})
         results.append(m)
-        rows += long_rows("Table 6", "validation", f"{kind}: lambda={lam:.2f} delta={delta:.2f}",
-                          {k: m[k] for k in ("Non-neutral F1", "Macro-F1", "Rank IC", "Sharpe")}, m["n"])
+        rows += long_rows(
+            "Table 6",
+            "validation",
+            f"{kind}: lambda={lam:.2f} delta={delta:.2f}",
+            {k: m[k] for k in ("Non-neutral F1", "Macro-F1", "Rank IC", "Sharpe")},
+            m["n"],
+        )
     best = select(results)
     rows += long_rows("Table 6", "validation", "selected", {"lambda": best["lambda"], "delta": best["delta"]}, best["n"])
     df = pl.DataFrame(rows, schema=LONG_SCHEMA)

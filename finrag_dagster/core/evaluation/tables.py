@@ -31,32 +31,41 @@ if TYPE_CHECKING:
 
 EVALUATION = TableSpec(
     "evaluation",
-    pa.schema([
-        pa.field("table", pa.string(), nullable=False),
-        pa.field("split", pa.string(), nullable=False),
-        pa.field("row", pa.string(), nullable=False),
-        pa.field("metric", pa.string(), nullable=False),
-        pa.field("value", pa.float64(), nullable=True),
-        pa.field("std", pa.float64(), nullable=True),
-        pa.field("n", pa.int64(), nullable=False),
-    ]),
+    pa.schema(
+        [
+            pa.field("table", pa.string(), nullable=False),
+            pa.field("split", pa.string(), nullable=False),
+            pa.field("row", pa.string(), nullable=False),
+            pa.field("metric", pa.string(), nullable=False),
+            pa.field("value", pa.float64(), nullable=True),
+            pa.field("std", pa.float64(), nullable=True),
+            pa.field("n", pa.int64(), nullable=False),
+        ]
+    ),
     (),
     ("table", "split", "row", "metric"),
     "seed 000 Tables 2/3/4/6 in long form (mean and, over shuffles, std).",
 )
-SENSITIVITY = TableSpec("sensitivity", EVALUATION.schema, (), ("table", "split", "row", "metric"),
-                        "seed 000 Table 6: memory strength (lambda, delta) on the validation split.")
+SENSITIVITY = TableSpec(
+    "sensitivity",
+    EVALUATION.schema,
+    (),
+    ("table", "split", "row", "metric"),
+    "seed 000 Table 6: memory strength (lambda, delta) on the validation split.",
+)
 PORTFOLIO_DAILY = TableSpec(
     "portfolio_daily",
-    pa.schema([
-        pa.field("strategy", pa.string(), nullable=False),
-        pa.field("split", pa.string(), nullable=False),
-        pa.field("gross", pa.float64(), nullable=False),
-        pa.field("turnover", pa.float64(), nullable=False),
-        pa.field("net", pa.float64(), nullable=False),
-        pa.field("n_names", pa.int64(), nullable=False),
-        pa.field("cum_net", pa.float64(), nullable=False),
-    ]),
+    pa.schema(
+        [
+            pa.field("strategy", pa.string(), nullable=False),
+            pa.field("split", pa.string(), nullable=False),
+            pa.field("gross", pa.float64(), nullable=False),
+            pa.field("turnover", pa.float64(), nullable=False),
+            pa.field("net", pa.float64(), nullable=False),
+            pa.field("n_names", pa.int64(), nullable=False),
+            pa.field("cum_net", pa.float64(), nullable=False),
+        ]
+    ),
     ("date",),
     ("strategy", "split"),
     "Daily gross/net return and turnover of the 3D portfolio per variant and the benchmarks.",
@@ -105,9 +114,17 @@ def variant_metrics(lake: Lake, variant: str, days: list[str]) -> dict:
 
 def long_rows(table: str, split: str, row: str, vals: dict, n: int, stds: dict | None = None) -> list[dict]:
     return [
-        {"table": table, "split": split, "row": row, "metric": k, "value": None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v),
-         "std": (stds or {}).get(k), "n": int(n)}
-        for k, v in vals.items() if k != "n"
+        {
+            "table": table,
+            "split": split,
+            "row": row,
+            "metric": k,
+            "value": None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v),
+            "std": (stds or {}).get(k),
+            "n": int(n),
+        }
+        for k, v in vals.items()
+        if k != "n"
     ]
 
 
@@ -129,7 +146,9 @@ def daily_returns(lake: Lake, days: list[str], tickers: Iterable[str]) -> dict:
     return out
 
 
-def portfolio_books(lake: Lake, variants: list[str], days: list[str], market: str, universe: list[str], k: int = 10, cost: float = 0.001) -> dict[str, pl.DataFrame]:
+def portfolio_books(
+    lake: Lake, variants: list[str], days: list[str], market: str, universe: list[str], k: int = 10, cost: float = 0.001
+) -> dict[str, pl.DataFrame]:
     """Daily books of each variant's 3D diagnostic and of the two benchmarks over ``days``."""
     dd = [dt.date.fromisoformat(d) for d in days]
     rets = daily_returns(lake, days, universe)
@@ -154,12 +173,21 @@ def evaluate(s: Settings, lake: Lake, cal: TradingCalendar) -> tuple[pl.DataFram
         if not days:
             continue
         seeds = s.lora.seeds
-        fams = [f for f in s.variants.families if f not in LORA_ROWS
-                and lake.exists("reader_outputs", variant=variants_of(f, 0.3, s.variants.shuffle_seeds)[0].name, date=days[-1])]
+        fams = [
+            f
+            for f in s.variants.families
+            if f not in LORA_ROWS and lake.exists("reader_outputs", variant=variants_of(f, 0.3, s.variants.shuffle_seeds)[0].name, date=days[-1])
+        ]
         # a LoRA family counts the seeds whose adapter was trained and read (outputs on the last day)
-        lora_names = {f: [v.name for v in variants_of(f, s.memory.lam, s.variants.shuffle_seeds, seeds)
-                          if lake.exists("reader_outputs", variant=v.name, date=days[-1])]
-                      for f in s.variants.families if f in LORA_ROWS}
+        lora_names = {
+            f: [
+                v.name
+                for v in variants_of(f, s.memory.lam, s.variants.shuffle_seeds, seeds)
+                if lake.exists("reader_outputs", variant=v.name, date=days[-1])
+            ]
+            for f in s.variants.families
+            if f in LORA_ROWS
+        }
         lora_names = {f: n for f, n in lora_names.items() if n}
         for f in fams + list(lora_names):
             names = lora_names.get(f) or [v.name for v in variants_of(f, s.memory.lam, s.variants.shuffle_seeds)]
@@ -171,15 +199,22 @@ def evaluate(s: Settings, lake: Lake, cal: TradingCalendar) -> tuple[pl.DataFram
                 rows += long_rows("Table 2", split, label, mean, n, std if len(names) > 1 else None)
             if f in MAIN_VARIANTS[2:] or f in LORA_ROWS:
                 continue  # Table 3 is the source memory's validity checks
-            rows += long_rows("Table 3", split, label, {k: mean[k] for k in ("Non-neutral F1", "Macro-F1", "Rank IC")}, n,
-                              {k: std[k] for k in ("Non-neutral F1", "Macro-F1", "Rank IC")} if len(names) > 1 else None)
+            rows += long_rows(
+                "Table 3",
+                split,
+                label,
+                {k: mean[k] for k in ("Non-neutral F1", "Macro-F1", "Rank IC")},
+                n,
+                {k: std[k] for k in ("Non-neutral F1", "Macro-F1", "Rank IC")} if len(names) > 1 else None,
+            )
         strat = [f for f in MAIN_VARIANTS if f in fams]
         books = portfolio_books(lake, strat, days, market, uni["ticker"].to_list())
         for name, b in books.items():
             label = VARIANT_LABEL.get(name, name)
             rows += long_rows("Table 4", split, label, summary(b), b.height)
-            daily.append(b.with_columns(pl.lit(label).alias("strategy"), pl.lit(split).alias("split"),
-                                        (pl.col("net") + 1).cum_prod().sub(1).alias("cum_net")))
+            daily.append(
+                b.with_columns(pl.lit(label).alias("strategy"), pl.lit(split).alias("split"), (pl.col("net") + 1).cum_prod().sub(1).alias("cum_net"))
+            )
         for f, names in lora_names.items():  # one book per seed; the row is mean ± std of their summaries
             seed_books = portfolio_books(lake, names, days, market, uni["ticker"].to_list())
             sums = [summary(seed_books[n]) for n in names]
@@ -187,8 +222,11 @@ def evaluate(s: Settings, lake: Lake, cal: TradingCalendar) -> tuple[pl.DataFram
             mean = {k: float(np.nanmean([x[k] for x in sums])) for k in keys}
             std = {k: float(np.nanstd([x[k] for x in sums], ddof=1)) for k in keys} if len(sums) > 1 else None
             rows += long_rows("Table 4", split, VARIANT_LABEL[f], mean, seed_books[names[0]].height, std)
-            daily.append(seed_mean_book(seed_books, names).with_columns(
-                pl.lit(VARIANT_LABEL[f]).alias("strategy"), pl.lit(split).alias("split"), (pl.col("net") + 1).cum_prod().sub(1).alias("cum_net")))
+            daily.append(
+                seed_mean_book(seed_books, names).with_columns(
+                    pl.lit(VARIANT_LABEL[f]).alias("strategy"), pl.lit(split).alias("split"), (pl.col("net") + 1).cum_prod().sub(1).alias("cum_net")
+                )
+            )
     ev = pl.DataFrame(rows, schema=LONG_SCHEMA)
     pdaily = pl.concat(daily) if daily else pl.DataFrame()
     return ev, pdaily
@@ -198,8 +236,12 @@ def seed_mean_book(books: dict[str, pl.DataFrame], names: list[str]) -> pl.DataF
     """A LoRA family's daily book for Figure 2: each day's gross, turnover and net averaged over the
     seeds' books (an equal-weight mix of the seeds' portfolios), names held: the most of any seed."""
     both = pl.concat([books[n].select("date", "gross", "turnover", "net", "n_names") for n in names])
-    return (both.group_by("date").agg(pl.col("gross", "turnover", "net").mean(), pl.col("n_names").max().cast(pl.Int64))
-            .sort("date").select(books[names[0]].columns))
+    return (
+        both.group_by("date")
+        .agg(pl.col("gross", "turnover", "net").mean(), pl.col("n_names").max().cast(pl.Int64))
+        .sort("date")
+        .select(books[names[0]].columns)
+    )
 
 
 def run_evaluation(s: Settings, lake: Lake, cal: TradingCalendar) -> pl.DataFrame:
@@ -214,7 +256,10 @@ def run_evaluation(s: Settings, lake: Lake, cal: TradingCalendar) -> pl.DataFram
 def table2_rows(ev: pl.DataFrame) -> list[str]:
     """Table 2's rows in order: the main variants that were evaluated."""
     have = set(ev.filter(pl.col("table") == "Table 2")["row"].to_list())
-    return [VARIANT_LABEL[f] for f in MAIN_VARIANTS + LORA_ROWS if VARIANT_LABEL[f] in have] or [VARIANT_LABEL["no_memory"], VARIANT_LABEL["source_memory"]]
+    return [VARIANT_LABEL[f] for f in MAIN_VARIANTS + LORA_ROWS if VARIANT_LABEL[f] in have] or [
+        VARIANT_LABEL["no_memory"],
+        VARIANT_LABEL["source_memory"],
+    ]
 
 
 def table_cells(df: pl.DataFrame, rows: list[str], cols: list[str], pct=frozenset()) -> list[list[str]]:

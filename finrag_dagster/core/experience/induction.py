@@ -48,22 +48,109 @@ from .tree import ExperienceTree, Factor, Leaf, ToEParams, keyword_match
 # Layer 1: financial factors for single-stock news (seed 002 Table 5's "factor" column, US version).
 # Each seed 000 Table 5 event type label is a keyword of the factors it belongs to.
 FACTORS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Earnings and guidance", (EARNINGS.lower(), "earnings", "eps", "revenue", "sales", "quarter", "quarterly results",
-                               "guidance", "outlook", "forecast", "margin", "profit", "loss", "beat", "miss")),
-    ("Legal and regulatory", (LEGAL.lower(), "lawsuit", "litigation", "class action", "investigation", "probe", "settlement",
-                              "fine", "penalty", "antitrust", "fda", "ftc", "doj", "approval", "recall", "compliance")),
-    ("Capital and transactions", (CAPITAL.lower(), "merger", "acquisition", "takeover", "buyout", "deal", "offering", "debt",
-                                  "notes", "buyback", "repurchase", "dividend", "stake", "investment")),
-    ("Management and governance", (MANAGEMENT.lower(), "ceo", "cfo", "coo", "board", "appoints", "resigns", "departure",
-                                   "management change", "executive", "chairman")),
-    ("Operations and products", (MANAGEMENT.lower(), "partnership", "contract", "customer", "product launch", "launch",
-                                 "supply chain", "facility", "plant", "production", "layoffs", "restructuring", "workforce")),
-    ("Analyst views and sentiment", ("upgrade", "downgrade", "price target", "analyst", "analysts", "rating", "outperform",
-                                     "underperform", "overweight", "underweight", "initiates coverage")),
-    ("Macroeconomy and rates", ("fed", "interest rate", "rates", "inflation", "economy", "gdp", "jobs", "recession",
-                                "consumer spending", "demand")),
-    ("Policy, trade and geopolitics", ("tariff", "tariffs", "trade war", "china", "sanctions", "government", "policy", "tax",
-                                       "election", "geopolitical")),
+    (
+        "Earnings and guidance",
+        (
+            EARNINGS.lower(),
+            "earnings",
+            "eps",
+            "revenue",
+            "sales",
+            "quarter",
+            "quarterly results",
+            "guidance",
+            "outlook",
+            "forecast",
+            "margin",
+            "profit",
+            "loss",
+            "beat",
+            "miss",
+        ),
+    ),
+    (
+        "Legal and regulatory",
+        (
+            LEGAL.lower(),
+            "lawsuit",
+            "litigation",
+            "class action",
+            "investigation",
+            "probe",
+            "settlement",
+            "fine",
+            "penalty",
+            "antitrust",
+            "fda",
+            "ftc",
+            "doj",
+            "approval",
+            "recall",
+            "compliance",
+        ),
+    ),
+    (
+        "Capital and transactions",
+        (
+            CAPITAL.lower(),
+            "merger",
+            "acquisition",
+            "takeover",
+            "buyout",
+            "deal",
+            "offering",
+            "debt",
+            "notes",
+            "buyback",
+            "repurchase",
+            "dividend",
+            "stake",
+            "investment",
+        ),
+    ),
+    (
+        "Management and governance",
+        (MANAGEMENT.lower(), "ceo", "cfo", "coo", "board", "appoints", "resigns", "departure", "management change", "executive", "chairman"),
+    ),
+    (
+        "Operations and products",
+        (
+            MANAGEMENT.lower(),
+            "partnership",
+            "contract",
+            "customer",
+            "product launch",
+            "launch",
+            "supply chain",
+            "facility",
+            "plant",
+            "production",
+            "layoffs",
+            "restructuring",
+            "workforce",
+        ),
+    ),
+    (
+        "Analyst views and sentiment",
+        (
+            "upgrade",
+            "downgrade",
+            "price target",
+            "analyst",
+            "analysts",
+            "rating",
+            "outperform",
+            "underperform",
+            "overweight",
+            "underweight",
+            "initiates coverage",
+        ),
+    ),
+    ("Macroeconomy and rates", ("fed", "interest rate", "rates", "inflation", "economy", "gdp", "jobs", "recession", "consumer spending", "demand")),
+    (
+        "Policy, trade and geopolitics",
+        ("tariff", "tariffs", "trade war", "china", "sanctions", "government", "policy", "tax", "election", "geopolitical"),
+    ),
 )
 
 
@@ -238,8 +325,16 @@ def induce_tree(
         for _, (lead, members, weight) in kept[: induction.max_leaves_per_factor]:
             text = uniq[lead]
             fac.leaves.append(
-                Leaf(f"L{next_id:05d}", fac.name, text, vecs[row_of[text]].copy(), {h: float(params.q0) for h in params.horizons},
-                     0, 0, int(round(weight)))
+                Leaf(
+                    f"L{next_id:05d}",
+                    fac.name,
+                    text,
+                    vecs[row_of[text]].copy(),
+                    {h: float(params.q0) for h in params.horizons},
+                    0,
+                    0,
+                    int(round(weight)),
+                )
             )
             next_id += 1
     rep.leaves = next_id

@@ -176,8 +176,12 @@ def quarantine_rows(updates: list[LLMUpdate], source_file: str = "experience_tre
             "source_file": [source_file] * len(bad),
             "source_row": [i for i, u in enumerate(updates) if not u.ok],
             "reason": [u.error for u in bad],
-            "raw": [json.dumps({"leaf_id": u.leaf_id, "horizon": u.horizon, "q_old": u.q_old, "prompt_hash": u.prompt_hash,
-                                "answer": u.raw}, sort_keys=True) for u in bad],
+            "raw": [
+                json.dumps(
+                    {"leaf_id": u.leaf_id, "horizon": u.horizon, "q_old": u.q_old, "prompt_hash": u.prompt_hash, "answer": u.raw}, sort_keys=True
+                )
+                for u in bad
+            ],
             "rows": [1] * len(bad),
         },
         schema={"source_file": pl.Utf8, "source_row": pl.Int64, "reason": pl.Utf8, "raw": pl.Utf8, "rows": pl.Int64},
@@ -194,8 +198,12 @@ MAX_PRINCIPLE = 160
 
 
 def rewrite_schema() -> dict:
-    return {"type": "object", "additionalProperties": False, "required": ["principle"],
-            "properties": {"principle": {"type": "string", "maxLength": MAX_PRINCIPLE}}}
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["principle"],
+        "properties": {"principle": {"type": "string", "maxLength": MAX_PRINCIPLE}},
+    }
 
 
 def rewrite_prompt(headline: str, summary: str) -> Prompt:
@@ -239,19 +247,23 @@ JUDGE_SYSTEM = (
 
 
 def judge_schema(ids: list[str]) -> dict:
-    return {"type": "object", "additionalProperties": False, "required": ["decision", "leaf_id", "principle"],
-            "properties": {"decision": {"type": "string", "enum": ["reuse", "expand"] if ids else ["expand"]},
-                           "leaf_id": {"type": "string", "enum": [*ids, ""]},
-                           "principle": {"type": "string", "maxLength": MAX_PRINCIPLE}}}
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["decision", "leaf_id", "principle"],
+        "properties": {
+            "decision": {"type": "string", "enum": ["reuse", "expand"] if ids else ["expand"]},
+            "leaf_id": {"type": "string", "enum": [*ids, ""]},
+            "principle": {"type": "string", "maxLength": MAX_PRINCIPLE},
+        },
+    }
 
 
 def judge_prompt(state: str, factor: str, candidates: list[tuple[str, str, float]]) -> Prompt:
     """The judge (reuse vs expand) and expander prompt for one state: candidates are (leaf id,
     principle, S) of the leaves that cleared the threshold under the kept factors."""
     lines = [f"- {i}: {p} (score {s:.3f})" for i, p, s in candidates] or ["(none: no principle is similar enough; expand)"]
-    user = (f"News item (company masked): {state[:600]}\n"
-            f"Best matching factor: {factor}\n"
-            "Candidate principles:\n" + "\n".join(lines))
+    user = f"News item (company masked): {state[:600]}\nBest matching factor: {factor}\nCandidate principles:\n" + "\n".join(lines)
     return Prompt(JUDGE_SYSTEM, user, [], {}, judge_schema([i for i, _, _ in candidates]))
 
 

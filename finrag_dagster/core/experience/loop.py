@@ -109,8 +109,10 @@ def anchor_states(anchors: pl.DataFrame, names: Mapping[str, Sequence[str]]) -> 
 def prompt_text(principle: str, q: Mapping[str, float], horizons: Sequence[str], q0: float) -> str:
     """The principle as the reader's prompt shows it (its utilities included)."""
     qs = ", ".join(f"{h} {q[h]:.2f}" for h in horizons)
-    return (f"{principle} (utility of this perspective by horizon: {qs}; {q0:g} is neutral, above {q0:g} it has "
-            f"paid off after similar news, below it has not)")
+    return (
+        f"{principle} (utility of this perspective by horizon: {qs}; {q0:g} is neutral, above {q0:g} it has "
+        f"paid off after similar news, below it has not)"
+    )
 
 
 def choose_principles(
@@ -139,8 +141,10 @@ def choose_principles(
     if judge is not None and anchor_ids:
         pre = [tree.select(factor_texts[i], vecs[i], None, count=False) for i in range(len(anchor_ids))]
         leaves = {x.leaf_id: x for x in tree.leaves()}
-        items = [(skeletons[i], s.factor.name if s.factor else "", [(lid, leaves[lid].principle, sc) for lid, sc in s.candidates])
-                 for i, s in enumerate(pre)]
+        items = [
+            (skeletons[i], s.factor.name if s.factor else "", [(lid, leaves[lid].principle, sc) for lid, sc in s.candidates])
+            for i, s in enumerate(pre)
+        ]
         ask = [i for i, s in enumerate(pre) if s.factor is not None]
         answers = judge([items[i] for i in ask], cache) if ask else []
         for i, a in zip(ask, answers):
@@ -172,16 +176,40 @@ def choose_principles(
                 leaf = tree.expand(sel.factor, text, lv)
                 outcome = "expanded"
         if leaf is None:
-            rows.append({"anchor_id": aid, "state": skeletons[i], "leaf_id": None, "factor": sel.factor.name if sel.factor else None,
-                         "rho": 0.0, "score": 0.0, "q": None, "outcome": outcome, "judge": how, "judge_error": err})
+            rows.append(
+                {
+                    "anchor_id": aid,
+                    "state": skeletons[i],
+                    "leaf_id": None,
+                    "factor": sel.factor.name if sel.factor else None,
+                    "rho": 0.0,
+                    "score": 0.0,
+                    "q": None,
+                    "outcome": outcome,
+                    "judge": how,
+                    "judge_error": err,
+                }
+            )
             continue
         leaf.n_recall += 1
         q = [float(leaf.q[h]) for h in hs]
         score = float(sel.score) if sel.leaf is leaf else next((float(sc) for lid, sc in sel.candidates if lid == leaf.leaf_id), 0.0)
         u = tree.utility(leaf, None)
         rho = float(sel.rho) if sel.leaf is leaf else (score / u if u > 0 else 0.0)  # S = rho * mean_h Q_h
-        rows.append({"anchor_id": aid, "state": skeletons[i], "leaf_id": leaf.leaf_id, "factor": leaf.factor,
-                     "rho": rho, "score": score, "q": q, "outcome": outcome, "judge": how, "judge_error": err})
+        rows.append(
+            {
+                "anchor_id": aid,
+                "state": skeletons[i],
+                "leaf_id": leaf.leaf_id,
+                "factor": leaf.factor,
+                "rho": rho,
+                "score": score,
+                "q": q,
+                "outcome": outcome,
+                "judge": how,
+                "judge_error": err,
+            }
+        )
         out[aid] = Principle(prompt_text(leaf.principle, leaf.q, hs, p.q0), tuple(x / p.q0 for x in q))
     return pl.DataFrame(rows, schema=SELECTION_SCHEMA), out
 
@@ -210,8 +238,17 @@ def toe_updates(
         if leaf is None:
             raise ValueError(f"anchor {aid}: leaf {leaf_id} is not in the tree it was selected from")
         q0 = float(leaf.q[horizon])
-        row = {"anchor_id": aid, "decision_day": day, "horizon": horizon, "leaf_id": leaf_id, "signal": int(signal),
-               "epsilon": eps if status == "ok" else None, "reward": None, "q_before": q0, "q_after": q0}
+        row = {
+            "anchor_id": aid,
+            "decision_day": day,
+            "horizon": horizon,
+            "leaf_id": leaf_id,
+            "signal": int(signal),
+            "epsilon": eps if status == "ok" else None,
+            "reward": None,
+            "q_before": q0,
+            "q_after": q0,
+        }
         if status != "ok" or eps is None:
             row["outcome"] = "label_unavailable"
         elif signal == 0:

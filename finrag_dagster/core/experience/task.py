@@ -133,7 +133,9 @@ def excess_returns(daily: pl.DataFrame, market: str, sessions: Sequence[dt.date]
                 v = cum[c][k + 1] - cum[c][i + 1]
                 if math.isfinite(v) and math.isfinite(rm):
                     rows.append((t, c, f"{h}d", math.expm1(v) - rm, sessions[j]))
-    return pl.DataFrame(rows, schema={"date": pl.Date, "target": pl.Utf8, "horizon": pl.Utf8, "alpha": pl.Float64, "maturity_day": pl.Date}, orient="row")
+    return pl.DataFrame(
+        rows, schema={"date": pl.Date, "target": pl.Utf8, "horizon": pl.Utf8, "alpha": pl.Float64, "maturity_day": pl.Date}, orient="row"
+    )
 
 
 # ------------------------------------------------------------------ per-news features and the two scorers
@@ -226,8 +228,16 @@ def task_tree(prior: ExperienceTree, params: ToEParams) -> ExperienceTree:
     """The prior tree's factors and principles with fresh utilities over the task horizons."""
     fac = []
     for f in prior.factors:
-        fac.append(Factor(f.name, f.keywords, [Leaf(x.leaf_id, x.factor, x.principle, x.embedding.copy(),
-                                                    {h: params.q0 for h in params.horizons}, 0, 0, x.support) for x in f.leaves]))
+        fac.append(
+            Factor(
+                f.name,
+                f.keywords,
+                [
+                    Leaf(x.leaf_id, x.factor, x.principle, x.embedding.copy(), {h: params.q0 for h in params.horizons}, 0, 0, x.support)
+                    for x in f.leaves
+                ],
+            )
+        )
     tree = ExperienceTree(fac, params)
     tree._next = prior._next
     return tree
@@ -332,8 +342,19 @@ def run_task(
                         rows.append((m, t, x.target, hk, float(out[m]), a[0] if a else None, len(x.events)))
                 if a is not None:
                     pending.append((a[1], t, x.target, hk, per_h[hk]))
-    return pl.DataFrame(rows, schema={"method": pl.Utf8, "date": pl.Date, "target": pl.Utf8, "horizon": pl.Utf8, "score": pl.Float64,
-                                      "alpha": pl.Float64, "n_news": pl.Int32}, orient="row")
+    return pl.DataFrame(
+        rows,
+        schema={
+            "method": pl.Utf8,
+            "date": pl.Date,
+            "target": pl.Utf8,
+            "horizon": pl.Utf8,
+            "score": pl.Float64,
+            "alpha": pl.Float64,
+            "n_news": pl.Int32,
+        },
+        orient="row",
+    )
 
 
 # ------------------------------------------------------------------ metrics (eqs 21-24)
@@ -366,8 +387,10 @@ def ts_ic(scores: pl.DataFrame) -> pl.DataFrame:
 def result_tables(scores: pl.DataFrame) -> pl.DataFrame:
     """Seed 002 Table 1 (tsIC), Table 6 (csIC) per method × horizon, Table 2 (formula vs LLM update at 20d)."""
     ts, cs = ts_ic(scores), cs_ic(scores)
-    parts = [ts.with_columns(pl.lit("Table 1").alias("table"), pl.lit("tsIC").alias("metric")),
-             cs.with_columns(pl.lit("Table 6").alias("table"), pl.lit("csIC").alias("metric"))]
+    parts = [
+        ts.with_columns(pl.lit("Table 1").alias("table"), pl.lit("tsIC").alias("metric")),
+        cs.with_columns(pl.lit("Table 6").alias("table"), pl.lit("csIC").alias("metric")),
+    ]
     upd = {"Pipe+ToE": "Pipe+formula", "Pipe+ToE(llm)": "Pipe+llm"}
     for df, metric in ((ts, "tsIC"), (cs, "csIC")):
         t2 = df.filter(pl.col("method").is_in(list(upd)) & (pl.col("horizon") == "20d"))
@@ -375,6 +398,11 @@ def result_tables(scores: pl.DataFrame) -> pl.DataFrame:
     out = pl.concat([p.select("table", "method", "horizon", "metric", "value", "n") for p in parts])
     order = {m: i for i, m in enumerate([*METHODS, "Pipe+formula", "Pipe+llm"])}
     hord = {h: i for i, h in enumerate(HKEYS)}
-    return (out.with_columns(pl.col("method").replace_strict(order, return_dtype=pl.Int32).alias("_o"),
-                             pl.col("horizon").replace_strict(hord, return_dtype=pl.Int32).alias("_h"))
-            .sort("table", "_o", "_h").drop("_o", "_h"))
+    return (
+        out.with_columns(
+            pl.col("method").replace_strict(order, return_dtype=pl.Int32).alias("_o"),
+            pl.col("horizon").replace_strict(hord, return_dtype=pl.Int32).alias("_h"),
+        )
+        .sort("table", "_o", "_h")
+        .drop("_o", "_h")
+    )

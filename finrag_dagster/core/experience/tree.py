@@ -284,8 +284,7 @@ def join_table(state: pa.Table, versions: pa.Table, day) -> pa.Table:
     if bad:
         raise ValueError(f"experience tree of {day}: the state and the content name different leaves at (position, state, content) {bad[:5]}")
     schema = rows_schema()
-    return pa.Table.from_arrays([(state if f.name in STATE_ONLY else c).column(f.name).combine_chunks().cast(f.type) for f in schema],
-                                schema=schema)
+    return pa.Table.from_arrays([(state if f.name in STATE_ONLY else c).column(f.name).combine_chunks().cast(f.type) for f in schema], schema=schema)
 
 
 def _float32_lists(values: list, typ: pa.DataType) -> pa.Array:
@@ -333,8 +332,16 @@ def from_table(data: pa.Table | pl.DataFrame, params: ToEParams = ToEParams()) -
             raise ValueError(f"leaf {r['leaf_id']}: stored horizons {hs} differ from the tree's {tuple(params.horizons)}")
         vec = emb[i].values.to_numpy(zero_copy_only=False).astype(np.float32, copy=True)
         fac.leaves.append(
-            Leaf(r["leaf_id"], fac.name, r["principle"], vec, dict(zip(hs, (float(x) for x in r["q"]))),
-                 int(r["n_recall"]), int(r["n_hit"]), int(r["support"]))
+            Leaf(
+                r["leaf_id"],
+                fac.name,
+                r["principle"],
+                vec,
+                dict(zip(hs, (float(x) for x in r["q"]))),
+                int(r["n_recall"]),
+                int(r["n_hit"]),
+                int(r["support"]),
+            )
         )
     return ExperienceTree(factors, params)
 

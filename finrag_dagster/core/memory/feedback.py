@@ -104,13 +104,25 @@ def build_feedback(
             outcome = "no_valid_citation"
         else:
             outcome = "applied"
-        rows.append({
-            "anchor_id": r["anchor_id"], "ticker": r["ticker"], "event_type": r["event_type"],
-            "memory_event_type": memory_key.get(r["anchor_id"], r["event_type"]), "horizon": r["horizon"],
-            "maturity_day": r["maturity_day"], "prediction": r["signal"], "label": y, "z": r["z"] if ok else None,
-            "label_status": r["status"], "correct": correct, "families": fams, "weight": float(w),
-            "applied": outcome == "applied", "outcome": outcome,
-        })
+        rows.append(
+            {
+                "anchor_id": r["anchor_id"],
+                "ticker": r["ticker"],
+                "event_type": r["event_type"],
+                "memory_event_type": memory_key.get(r["anchor_id"], r["event_type"]),
+                "horizon": r["horizon"],
+                "maturity_day": r["maturity_day"],
+                "prediction": r["signal"],
+                "label": y,
+                "z": r["z"] if ok else None,
+                "label_status": r["status"],
+                "correct": correct,
+                "families": fams,
+                "weight": float(w),
+                "applied": outcome == "applied",
+                "outcome": outcome,
+            }
+        )
     return pl.DataFrame(rows, schema=empty_feedback().schema)
 
 

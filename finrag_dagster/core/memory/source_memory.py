@@ -122,11 +122,20 @@ class SourceMemory:
                 for h in HKEYS:
                     a, b = self.cell(f, c, h)
                     n = a + b
-                    rows.append({
-                        "source_family": f, "event_type": c, "horizon": h, "a": a, "b": b, "n": n, "u_hat": u_hat(a, b),
-                        "eta": n / (n + self.params.kappa), "adjustment": adjustment(a, b, self.params.kappa, self.params.delta),
-                        "updates": self.updates.get((f, c, h), 0),
-                    })
+                    rows.append(
+                        {
+                            "source_family": f,
+                            "event_type": c,
+                            "horizon": h,
+                            "a": a,
+                            "b": b,
+                            "n": n,
+                            "u_hat": u_hat(a, b),
+                            "eta": n / (n + self.params.kappa),
+                            "adjustment": adjustment(a, b, self.params.kappa, self.params.delta),
+                            "updates": self.updates.get((f, c, h), 0),
+                        }
+                    )
         return pl.DataFrame(rows)
 
     @staticmethod
@@ -156,7 +165,8 @@ def rerank(candidates: pl.DataFrame, memory_key: dict[str, str], memory: SourceM
     """
     if candidates.height == 0:
         return candidates.select("anchor_id", "passage_id", "source_family", "relevance").with_columns(
-            pl.lit(0.0).alias("memory_adj"), pl.lit(0.0).alias("final_score"), pl.lit(0, dtype=pl.Int32).alias("position"))
+            pl.lit(0.0).alias("memory_adj"), pl.lit(0.0).alias("final_score"), pl.lit(0, dtype=pl.Int32).alias("position")
+        )
     if memory is None or lam == 0:
         adj = [0.0] * candidates.height
     else:

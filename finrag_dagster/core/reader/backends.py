@@ -72,7 +72,7 @@ def redact_secrets(text: str, secrets: Iterable[str] = ()) -> str:
 
 def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:
     """Full-jitter exponential backoff: uniform in [0, min(cap, base * 2**attempt)] seconds."""
-    return rng.uniform(0.0, min(cap, base * (2.0 ** attempt)))
+    return rng.uniform(0.0, min(cap, base * (2.0**attempt)))
 
 
 def retry_after_s(value: str | None, now: dt.datetime | None = None) -> float | None:
@@ -151,10 +151,18 @@ class BackendConfig:
             embedded=r.embedded,
             model=model or r.model,
             base_url=base_url or r.base_url,
-            api_key_env=r.api_key_env, response_format=r.response_format, concurrency=r.concurrency, timeout_s=r.timeout_s,
-            retries=r.retries, backoff_base_s=r.backoff_base_s, backoff_max_s=r.backoff_max_s,
-            max_tokens=r.max_tokens, n_ctx=r.n_ctx, tensor_parallel_size=r.tensor_parallel_size,
-            gpu_memory_utilization=r.gpu_memory_utilization, max_model_len=r.max_model_len,
+            api_key_env=r.api_key_env,
+            response_format=r.response_format,
+            concurrency=r.concurrency,
+            timeout_s=r.timeout_s,
+            retries=r.retries,
+            backoff_base_s=r.backoff_base_s,
+            backoff_max_s=r.backoff_max_s,
+            max_tokens=r.max_tokens,
+            n_ctx=r.n_ctx,
+            tensor_parallel_size=r.tensor_parallel_size,
+            gpu_memory_utilization=r.gpu_memory_utilization,
+            max_model_len=r.max_model_len,
             lora_adapter=r.lora_adapter,
         )
 
@@ -378,9 +386,7 @@ class VllmBackend(Backend):
     def __init__(self, cfg: BackendConfig):
         super().__init__(cfg)
         if importlib.util.find_spec("vllm") is None:
-            raise BackendUnavailable(
-                "the vllm backend needs a GPU environment with vLLM installed (see docs/gpu.md); it cannot share the CPU venv"
-            )
+            raise BackendUnavailable("the vllm backend needs a GPU environment with vLLM installed (see docs/gpu.md); it cannot share the CPU venv")
         if not cfg.model:
             raise BackendUnavailable("the vllm backend needs reader.model (a Hugging Face id or local path)")
         from vllm import LLM
@@ -499,16 +505,32 @@ class TransformersBackend(Backend):
             text = self._tok.apply_chat_template(r.prompt.messages, tokenize=False, add_generation_prompt=True)
             ids = self._tok(text, return_tensors="pt", add_special_tokens=False)
             with torch.no_grad():
-                gen = self._m.generate(**ids, max_new_tokens=self.cfg.max_tokens, do_sample=False,
-                                       pad_token_id=self._tok.pad_token_id, eos_token_id=self._tok.eos_token_id)
-            new = gen[0, ids["input_ids"].shape[1]:]
-            out.append(Generation(self._tok.decode(new, skip_special_tokens=True), int(ids["input_ids"].shape[1]), int(new.shape[0]),
-                                  (time.perf_counter() - t0) * 1000))
+                gen = self._m.generate(
+                    **ids,
+                    max_new_tokens=self.cfg.max_tokens,
+                    do_sample=False,
+                    pad_token_id=self._tok.pad_token_id,
+                    eos_token_id=self._tok.eos_token_id,
+                )
+            new = gen[0, ids["input_ids"].shape[1] :]
+            out.append(
+                Generation(
+                    self._tok.decode(new, skip_special_tokens=True),
+                    int(ids["input_ids"].shape[1]),
+                    int(new.shape[0]),
+                    (time.perf_counter() - t0) * 1000,
+                )
+            )
         return out
 
 
-BACKENDS = {"embedded": EmbeddedBackend, "llama_cpp": LlamaCppBackend, "openai": OpenAIBackend, "vllm": VllmBackend,
-            "transformers": TransformersBackend}
+BACKENDS = {
+    "embedded": EmbeddedBackend,
+    "llama_cpp": LlamaCppBackend,
+    "openai": OpenAIBackend,
+    "vllm": VllmBackend,
+    "transformers": TransformersBackend,
+}
 
 
 def make_backend(cfg: BackendConfig) -> Backend:

@@ -58,8 +58,13 @@ class PromptCache:
 
     def put(self, key: str, backend: str, model: str, raw: str, prompt_tokens: int, output_tokens: int, latency_ms: float) -> None:
         self._new[key] = {
-            "key": key, "backend": backend, "model": model, "raw": raw,
-            "prompt_tokens": int(prompt_tokens), "output_tokens": int(output_tokens), "latency_ms": float(latency_ms),
+            "key": key,
+            "backend": backend,
+            "model": model,
+            "raw": raw,
+            "prompt_tokens": int(prompt_tokens),
+            "output_tokens": int(output_tokens),
+            "latency_ms": float(latency_ms),
         }
 
     def flush(self) -> int:

@@ -61,8 +61,19 @@ class LoraHyper:
     @classmethod
     def from_settings(cls, s) -> "LoraHyper":
         lo = s.lora
-        return cls(lo.rank, lo.alpha, lo.dropout, lo.learning_rate, lo.effective_batch, lo.micro_batch, lo.epochs,
-                   lo.max_steps, lo.patience, lo.max_length, tuple(lo.target_modules))
+        return cls(
+            lo.rank,
+            lo.alpha,
+            lo.dropout,
+            lo.learning_rate,
+            lo.effective_batch,
+            lo.micro_batch,
+            lo.epochs,
+            lo.max_steps,
+            lo.patience,
+            lo.max_length,
+            tuple(lo.target_modules),
+        )
 
 
 # ------------------------------------------------------------------ point-in-time data selection (pure)
@@ -76,8 +87,7 @@ def select_training_labels(labels: pl.DataFrame, split: tuple[dt.date, dt.date],
     a, b = split
     return (
         labels.filter(
-            (pl.col("date") >= a) & (pl.col("date") <= b) & (pl.col("status") == "ok") & pl.col("y").is_not_null()
-            & (pl.col("maturity_day") < cutoff)
+            (pl.col("date") >= a) & (pl.col("date") <= b) & (pl.col("status") == "ok") & pl.col("y").is_not_null() & (pl.col("maturity_day") < cutoff)
         )
         .select("date", "ticker", "horizon", "maturity_day", pl.col("y").cast(pl.Int8))
         .sort("date", "ticker", "horizon")
@@ -179,8 +189,11 @@ def effective_schedule(n_examples: int, h: LoraHyper) -> tuple[int, int, int]:
 # ------------------------------------------------------------------ adapter identity, save and load
 def adapter_id(base_model: str, seed: int, window: dict, h: LoraHyper, n_train: int) -> str:
     """A stable name for an adapter: hash of base model, seed, data window and hyper-parameters."""
-    blob = json.dumps({"base": base_model, "seed": seed, "window": window, "hyper": asdict(h), "n_train": n_train,
-                       "prompt": PROMPT_VERSION}, sort_keys=True, default=str)
+    blob = json.dumps(
+        {"base": base_model, "seed": seed, "window": window, "hyper": asdict(h), "n_train": n_train, "prompt": PROMPT_VERSION},
+        sort_keys=True,
+        default=str,
+    )
     return f"lora-s{seed}-{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
 
 
@@ -243,8 +256,7 @@ def wrap_lora(model, h: LoraHyper, seed: int | None = None):
     import torch
     from peft import LoraConfig, get_peft_model
 
-    cfg = LoraConfig(r=h.rank, lora_alpha=h.alpha, lora_dropout=h.dropout, target_modules=list(h.target_modules),
-                     bias="none", task_type="CAUSAL_LM")
+    cfg = LoraConfig(r=h.rank, lora_alpha=h.alpha, lora_dropout=h.dropout, target_modules=list(h.target_modules), bias="none", task_type="CAUSAL_LM")
     if seed is not None:
         torch.manual_seed(seed)
     return get_peft_model(model, cfg)
@@ -324,8 +336,9 @@ def trainable_state(model) -> dict:
     return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
 
 
-def train_lora(model, tokenizer, train: list[Encoded], validation: list[Encoded], h: LoraHyper, seed: int,
-               log: Callable[[str], None] = lambda m: None) -> TrainResult:
+def train_lora(
+    model, tokenizer, train: list[Encoded], validation: list[Encoded], h: LoraHyper, seed: int, log: Callable[[str], None] = lambda m: None
+) -> TrainResult:
     """Train the adapters of ``model`` (a peft model from :func:`wrap_lora`) and load the selected
     checkpoint back into it. Loss: mean cross-entropy over the signal tokens of each effective batch.
     After every epoch the validation macro-F1 (mean over horizons) is computed; the best epoch's
@@ -359,7 +372,9 @@ def train_lora(model, tokenizer, train: list[Encoded], validation: list[Encoded]
                 ids, lab, att = _batch(chunk[m0 : m0 + h.micro_batch], pad)
                 logits = model(input_ids=ids, attention_mask=att).logits[:, :-1].float()
                 tgt = lab[:, 1:]
-                loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), ignore_index=-100, reduction="sum") / max(1, n_tok)
+                loss = torch.nn.functional.cross_entropy(
+                    logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), ignore_index=-100, reduction="sum"
+                ) / max(1, n_tok)
                 loss.backward()
                 total += float(loss.detach())
             opt.step()

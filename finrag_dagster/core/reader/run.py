@@ -68,9 +68,22 @@ class DayStats:
     failed_anchors: dict = field(default_factory=dict)  # anchor_id -> its (redacted) backend error
 
     def merge(self, o: "DayStats") -> None:
-        for k in ("anchors", "cache_hits", "cache_misses", "valid_json", "horizons", "horizons_with_valid_citation",
-                  "horizons_citing_anything", "prompt_tokens", "output_tokens", "latency_ms", "requests", "retries",
-                  "failures", "anchors_completed"):
+        for k in (
+            "anchors",
+            "cache_hits",
+            "cache_misses",
+            "valid_json",
+            "horizons",
+            "horizons_with_valid_citation",
+            "horizons_citing_anything",
+            "prompt_tokens",
+            "output_tokens",
+            "latency_ms",
+            "requests",
+            "retries",
+            "failures",
+            "anchors_completed",
+        ):
             setattr(self, k, getattr(self, k) + getattr(o, k))
         for h in HORIZON_KEYS:
             for s in (-1, 0, 1):
@@ -135,7 +148,9 @@ def read_day(
     for r in anchors.sort("anchor_id").iter_rows(named=True):
         items = [evidence[p] for p in ctx.get(r["anchor_id"], [])]
         card_text, risk = cards.get(r["ticker"], ("", ""))
-        info = AnchorInfo(r["anchor_id"], r["ticker"], companies.get(r["ticker"], r["ticker"]), r["headline"], r["summary"], day, r["event_type"], r["session"])
+        info = AnchorInfo(
+            r["anchor_id"], r["ticker"], companies.get(r["ticker"], r["ticker"]), r["headline"], r["summary"], day, r["event_type"], r["session"]
+        )
         principle = (principles or {}).get(r["anchor_id"])  # a str, or an experience Principle (text + Q_h/q0)
         p_text = getattr(principle, "text", principle)
         p_weights = tuple(getattr(principle, "weights", ()))
@@ -186,11 +201,24 @@ def read_day(
             st.label_mix[h][ho.signal] += 1
             rows.append(
                 {
-                    "anchor_id": r["anchor_id"], "ticker": r["ticker"], "event_type": r["event_type"], "horizon": h,
-                    "signal": ho.signal, "cited_ids": ho.cited_ids, "valid_ids": ho.valid_ids, "valid_passages": passages,
-                    "cited_families": fams, "reason": ho.reason, "valid_json": parsed.valid_json, "horizon_ok": ho.ok,
-                    "raw_json": g["raw"], "prompt_hash": key, "backend": backend.name, "model": backend.model,
-                    "prompt_tokens": g["prompt_tokens"], "output_tokens": g["output_tokens"],
+                    "anchor_id": r["anchor_id"],
+                    "ticker": r["ticker"],
+                    "event_type": r["event_type"],
+                    "horizon": h,
+                    "signal": ho.signal,
+                    "cited_ids": ho.cited_ids,
+                    "valid_ids": ho.valid_ids,
+                    "valid_passages": passages,
+                    "cited_families": fams,
+                    "reason": ho.reason,
+                    "valid_json": parsed.valid_json,
+                    "horizon_ok": ho.ok,
+                    "raw_json": g["raw"],
+                    "prompt_hash": key,
+                    "backend": backend.name,
+                    "model": backend.model,
+                    "prompt_tokens": g["prompt_tokens"],
+                    "output_tokens": g["output_tokens"],
                 }
             )
     schema = pl.from_arrow(READER_OUTPUTS.schema.empty_table()).schema

@@ -79,7 +79,7 @@ def candidates_for_days(
     by_day = anchors.partition_by("date", as_dict=True, maintain_order=True) if anchors.height else {}
     empty = anchors.clear()
     pending = {}
-    with one_blas_thread(), (ThreadPoolExecutor(workers) if workers > 1 else nullcontext()) as ex:
+    with one_blas_thread(), ThreadPoolExecutor(workers) if workers > 1 else nullcontext() as ex:
         for d in sorted(days):
             a = by_day.get((dt.date.fromisoformat(d),), empty)
             cfg = pool_config(m0, peer_share, lookback_sessions, cal, d, k1, b, epsilon)

@@ -67,8 +67,10 @@ class FiscalCalendar:
     def describe(self, label: str) -> str:
         start, end = self.period_start(label), self.period_end(label)
         exact = "its filing's report date" if label in self.ends else "month ends counted from the fiscal-year end"
-        return (f"{self.ticker} {label}: fiscal {'year' if label.startswith('FY') else 'quarter'} {start} .. {end} "
-                f"({self.source}; {exact}); news {start} .. {end + dt.timedelta(days=REPORTING_DAYS)}")
+        return (
+            f"{self.ticker} {label}: fiscal {'year' if label.startswith('FY') else 'quarter'} {start} .. {end} "
+            f"({self.source}; {exact}); news {start} .. {end + dt.timedelta(days=REPORTING_DAYS)}"
+        )
 
 
 def calendars(filings: pl.DataFrame, tickers: list[str], as_of_ns: int) -> dict[str, FiscalCalendar]:
@@ -78,9 +80,12 @@ def calendars(filings: pl.DataFrame, tickers: list[str], as_of_ns: int) -> dict[
     if filings.height == 0:
         return out
     as_of = dt.datetime.fromtimestamp(as_of_ns / 1e9, tz=dt.timezone.utc)
-    known = (filings.filter(pl.col("ticker").is_in(tickers) & (pl.col("public_time") < as_of)
-                            & pl.col("report_date").is_not_null() & pl.col("form_type").str.contains(r"^10-[KQ]"))
-             .sort("public_time"))
+    known = filings.filter(
+        pl.col("ticker").is_in(tickers)
+        & (pl.col("public_time") < as_of)
+        & pl.col("report_date").is_not_null()
+        & pl.col("form_type").str.contains(r"^10-[KQ]")
+    ).sort("public_time")
     for t, form, pub, rep, label in known.select("ticker", "form_type", "public_time", "report_date", "fiscal_period").iter_rows():
         c = out[t]
         if form.startswith("10-K"):

@@ -308,15 +308,15 @@ def select_window(B, D, rows, ticker_code, url_code, title_code, cluster_code, a
     tr = np.empty(m0, dtype=np.float64)
     for c in range(na):
         ar = a_rows[c]
-        bad, ne, bmin, bmax, dmin, dmax = _eligible_ranges(B, D, c, rows, w_url, w_title, w_clus,
-                                                           ar, url_code[ar], title_code[ar], cluster_code[ar], keep)
+        bad, ne, bmin, bmax, dmin, dmax = _eligible_ranges(
+            B, D, c, rows, w_url, w_title, w_clus, ar, url_code[ar], title_code[ar], cluster_code[ar], keep
+        )
         if bad:
             status[c] = 1
             continue
         if ne == 0:
             continue
-        mc, mp = _top_lists(B, D, c, rows, w_tick, keep, ticker_code[ar], bmin, bmax - bmin, dmin, dmax - dmin,
-                            m0, pcap, cs, cr, cp, ps, pr, pp)
+        mc, mp = _top_lists(B, D, c, rows, w_tick, keep, ticker_code[ar], bmin, bmax - bmin, dmin, dmax - dmin, m0, pcap, cs, cr, cp, ps, pr, pp)
         k = _merge_lists(pos, c, m0, cs, cr, cp, mc, ps, pr, pp, mp)
         cnt[c] = k
         if k == 0:
@@ -443,7 +443,10 @@ def tokenize(data, offsets, stop_data, stop_offsets):
     # every document of L bytes holds at most (L + 1) // 2 tokens
     tid = np.empty(int(offsets[-1] - offsets[0]) // 2 + n_docs + 1, dtype=np.int64)
     lens = np.zeros(n_docs, dtype=np.int64)
-    for src, off, new_id, out_lens in ((stop_data, stop_offsets, False, np.zeros(stop_offsets.shape[0] - 1, dtype=np.int64)), (data, offsets, True, lens)):
+    for src, off, new_id, out_lens in (
+        (stop_data, stop_offsets, False, np.zeros(stop_offsets.shape[0] - 1, dtype=np.int64)),
+        (data, offsets, True, lens),
+    ):
         d = 0
         while True:
             d = _tokenize_docs(src, off, d, table, arena, key_start, key_len, key_id, tid, out_lens, state, new_id)
@@ -518,9 +521,12 @@ def warm_up() -> float:
     B = bm25_window(col_ptr, col_pos, col_tf, dl, 0, 2, q_ptr, q_terms, q_vals, np.zeros(1, dtype=np.int64), 1.5, 0.75, 3.5)
     D = np.array([[0.1, 0.2]], dtype=np.float32)
     codes = np.array([-1, -1, -1], dtype=np.int64)
-    select_window(B, D, np.array([0, 1], dtype=np.int64), np.zeros(3, dtype=np.int64), codes, codes, codes,
-                  np.array([2], dtype=np.int64), 20, 4)
+    select_window(B, D, np.array([0, 1], dtype=np.int64), np.zeros(3, dtype=np.int64), codes, codes, codes, np.array([2], dtype=np.int64), 20, 4)
     count_terms(np.array([0, 2, 3], dtype=np.int64), np.array([1, 0, 1], dtype=np.int64), 2)
-    tokenize(np.frombuffer(b"ab 1.5% the", dtype=np.uint8), np.array([0, 11], dtype=np.int64),
-             np.frombuffer(b"the", dtype=np.uint8), np.array([0, 3], dtype=np.int64))
+    tokenize(
+        np.frombuffer(b"ab 1.5% the", dtype=np.uint8),
+        np.array([0, 11], dtype=np.int64),
+        np.frombuffer(b"the", dtype=np.uint8),
+        np.array([0, 3], dtype=np.int64),
+    )
     return time.perf_counter() - t0

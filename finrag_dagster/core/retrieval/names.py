@@ -37,9 +37,7 @@ ORDINARY = frozenset(
 ) | frozenset(ENGLISH_STOP_WORDS)
 
 # Words that, right after an ordinary-word name, make it the ordinary word ("apple pie").
-NOT_A_COMPANY_AFTER = frozenset(
-    "pie pies juice cider tree trees orchard orchards sauce crumble river rainforest basin jungle truck trucks".split()
-)
+NOT_A_COMPANY_AFTER = frozenset("pie pies juice cider tree trees orchard orchards sauce crumble river rainforest basin jungle truck trucks".split())
 # Words that, right before one, do the same ("Big Apple", "price target", "on target").
 NOT_A_COMPANY_BEFORE: dict[str, frozenset[str]] = {
     "apple": frozenset({"big"}),

@@ -173,7 +173,10 @@ class Store:
         """passage_id, ticker and source_family as string Series (cached) for building frames."""
         c = self.blocks.get(("columns",))
         if c is None:
-            c = {k: pl.Series(k, v.tolist(), dtype=pl.Utf8) for k, v in (("passage_id", self.passage_id), ("ticker", self.ticker), ("source_family", self.family))}
+            c = {
+                k: pl.Series(k, v.tolist(), dtype=pl.Utf8)
+                for k, v in (("passage_id", self.passage_id), ("ticker", self.ticker), ("source_family", self.family))
+            }
             self.blocks[("columns",)] = c
         return c
 
@@ -248,7 +251,9 @@ def _select_all(sel: np.ndarray, is_peer: np.ndarray, recency: np.ndarray, m0: i
 KERNELS = ("numba", "numpy")
 
 
-def _group_numpy(store: Store, stats: StatsView, idf: np.ndarray, blk, js: list[int], arows: np.ndarray, queries: list[list[int]], cfg: PoolConfig) -> list[tuple]:
+def _group_numpy(
+    store: Store, stats: StatsView, idf: np.ndarray, blk, js: list[int], arows: np.ndarray, queries: list[list[int]], cfg: PoolConfig
+) -> list[tuple]:
     """The numpy reference for one (day, sector) group: one sparse BM25 product and one dense
     product for the group, then numpy masks, min-max and selection per anchor."""
     rows, emb_rows, X_rows, dl_rows = blk

@@ -32,13 +32,35 @@ METRICS: dict[str, tuple[str, ...]] = {
     "buyback": ("buyback", "repurchase", "repurchases"),
     "debt": ("debt", "notes", "borrowings"),
 }
-QUANT_METRICS = {"gross margin", "operating margin", "net margin", "margin", "revenue", "eps", "net income",
-                 "operating income", "free cash flow", "r&d", "capex"}
-FORMS = {"10-k": "10-K", "10k": "10-K", "annual report": "10-K", "10-q": "10-Q", "10q": "10-Q",
-         "quarterly report": "10-Q", "8-k": "8-K", "8k": "8-K", "press release": "8-K"}
+QUANT_METRICS = {
+    "gross margin",
+    "operating margin",
+    "net margin",
+    "margin",
+    "revenue",
+    "eps",
+    "net income",
+    "operating income",
+    "free cash flow",
+    "r&d",
+    "capex",
+}
+FORMS = {
+    "10-k": "10-K",
+    "10k": "10-K",
+    "annual report": "10-K",
+    "10-q": "10-Q",
+    "10q": "10-Q",
+    "quarterly report": "10-Q",
+    "8-k": "8-K",
+    "8k": "8-K",
+    "press release": "8-K",
+}
 _MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"]
 _ORD = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4}
-_COMPARE = re.compile(r"\b(compare|comparison|versus|vs\.?|across|which (company|companies|of)|highest|lowest|best|worst|rank|top \d+ competitors?)\b", re.I)
+_COMPARE = re.compile(
+    r"\b(compare|comparison|versus|vs\.?|across|which (company|companies|of)|highest|lowest|best|worst|rank|top \d+ competitors?)\b", re.I
+)
 _QUANT = re.compile(r"\b(how much|how many|highest|lowest|growth|grew|increase|decrease|margin|ratio|percent|%)\b", re.I)
 _RISK = re.compile(r"\b(risk|risks|risk factors|uncertaint(y|ies)|threat|exposure)\b", re.I)
 # Filing sections a query can ask for by name, and the items that hold them on each form (a 10-Q's
@@ -152,7 +174,9 @@ def quarters_without_year(text: str) -> list[int]:
     t = text.lower()
     out: list[int] = []
     t = re.sub(r"\b(first|second|third|fourth|1st|2nd|3rd|4th)-quarter\b", r"\1 quarter", t)
-    for m in re.finditer(r"\b(first|second|third|fourth|1st|2nd|3rd|4th) (?:fiscal )?quarter\b(?!\s+(?:of\s+)?(?:fiscal\s+(?:year\s+)?)?'?\d{2,4})", t):
+    for m in re.finditer(
+        r"\b(first|second|third|fourth|1st|2nd|3rd|4th) (?:fiscal )?quarter\b(?!\s+(?:of\s+)?(?:fiscal\s+(?:year\s+)?)?'?\d{2,4})", t
+    ):
         out.append(_ORD[m.group(1)])
     for m in re.finditer(r"\bq([1-4])\b(?!\s*(?:fy)?\s*'?\d{2,4})", t):
         out.append(int(m.group(1)))

@@ -132,7 +132,7 @@ class SearchIndex:
         s = np.asarray((W @ query_matrix([q], W.shape[1], self.stats.idf()).T).todense()).ravel()
         hit = np.zeros(len(s), dtype=bool)
         for c in set(q):
-            hit[Wc.indices[Wc.indptr[c]:Wc.indptr[c + 1]]] = True
+            hit[Wc.indices[Wc.indptr[c] : Wc.indptr[c + 1]]] = True
         rows = np.flatnonzero(hit)
         order = rows[np.lexsort((-rows, -s[rows]))]
         return order, s[order]
@@ -197,10 +197,7 @@ def structured_sql(q: ParsedQuery, depth: int) -> tuple[str, dict] | None:
     latest = ""
     if q.latest and q.form_types:
         latest = "QUALIFY dense_rank() OVER (PARTITION BY ticker ORDER BY public_time DESC) = 1"
-    sql = (
-        "SELECT passage_id FROM evidence WHERE " + " AND ".join(where) + f" {latest} "
-        f"ORDER BY public_time DESC, passage_id LIMIT {int(depth)}"
-    )
+    sql = "SELECT passage_id FROM evidence WHERE " + " AND ".join(where) + f" {latest} ORDER BY public_time DESC, passage_id LIMIT {int(depth)}"
     return sql, params
 
 
@@ -319,7 +316,9 @@ def assemble_context(hits: list[Hit], budget: int, groups: list[list[str]] | Non
             heading = title
         parts.append(block)
         used += cost
-        cites.append({"n": len(cites) + 1, "passage_id": h.passage_id, "ticker": h.ticker, "title": h.title, "url": h.url, "public_time": h.public_time})
+        cites.append(
+            {"n": len(cites) + 1, "passage_id": h.passage_id, "ticker": h.ticker, "title": h.title, "url": h.url, "public_time": h.public_time}
+        )
     return "\n".join(parts), cites, used
 
 
@@ -410,9 +409,18 @@ def run_search(
         r = df.row(int(i), named=True)
         hits.append(
             Hit(
-                passage_id=r["passage_id"], ticker=r["ticker"], source_family=r["source_family"], form_type=r["form_type"],
-                item=r["item"], fiscal_period=r["fiscal_period"], public_time=r["public_time"].isoformat(),
-                title=r["title"], text=r["text"], url=r["url"], score=float(score.get(int(i), 0.0)), components=comp.get(int(i), {}),
+                passage_id=r["passage_id"],
+                ticker=r["ticker"],
+                source_family=r["source_family"],
+                form_type=r["form_type"],
+                item=r["item"],
+                fiscal_period=r["fiscal_period"],
+                public_time=r["public_time"].isoformat(),
+                title=r["title"],
+                text=r["text"],
+                url=r["url"],
+                score=float(score.get(int(i), 0.0)),
+                components=comp.get(int(i), {}),
             )
         )
     groups = q.company_tickers if q.is_comparison and len(q.company_tickers) >= 2 else None

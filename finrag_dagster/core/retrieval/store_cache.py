@@ -151,9 +151,17 @@ def _merge(a: Segment, b: Segment) -> Segment:
     """Two consecutive segments as one (b's term ids already continue a's)."""
     off = int(a.indptr[-1])
     return Segment(
-        f"seg-{a.first}_{b.last}-{uuid.uuid4().hex[:8]}", a.first, b.last, a.rows + b.rows, pl.concat([a.columns, b.columns]),
-        np.concatenate([a.emb, b.emb]), np.concatenate([a.indptr, b.indptr[1:] + off]), np.concatenate([a.indices, b.indices]),
-        np.concatenate([a.data, b.data]), np.concatenate([a.doc_len, b.doc_len]), a.terms + b.terms,
+        f"seg-{a.first}_{b.last}-{uuid.uuid4().hex[:8]}",
+        a.first,
+        b.last,
+        a.rows + b.rows,
+        pl.concat([a.columns, b.columns]),
+        np.concatenate([a.emb, b.emb]),
+        np.concatenate([a.indptr, b.indptr[1:] + off]),
+        np.concatenate([a.indices, b.indices]),
+        np.concatenate([a.data, b.data]),
+        np.concatenate([a.doc_len, b.doc_len]),
+        a.terms + b.terms,
     )
 
 
@@ -172,9 +180,19 @@ def block_segment(ev: pl.DataFrame, vocab: Vocabulary, first: str, last: str) ->
     tm, new = append_terms(vocab, TermMatrix.from_series(ev["text"]))
     emb = np.ascontiguousarray(ev["embedding"].to_numpy(), dtype=np.float32) if ev.height else np.zeros((0, 384), np.float32)
     X = tm.X
-    return Segment(f"seg-{first}_{last}-{uuid.uuid4().hex[:8]}", first, last, ev.height, ev.select(COLUMNS), emb,
-                   np.asarray(X.indptr, dtype=np.int64), np.asarray(X.indices, dtype=np.int64), np.asarray(X.data, dtype=np.int32),
-                   np.asarray(tm.doc_len, dtype=np.int64), new)
+    return Segment(
+        f"seg-{first}_{last}-{uuid.uuid4().hex[:8]}",
+        first,
+        last,
+        ev.height,
+        ev.select(COLUMNS),
+        emb,
+        np.asarray(X.indptr, dtype=np.int64),
+        np.asarray(X.indices, dtype=np.int64),
+        np.asarray(X.data, dtype=np.int32),
+        np.asarray(tm.doc_len, dtype=np.int64),
+        new,
+    )
 
 
 # ---------------------------------------------------------------------------- the store
@@ -216,7 +234,7 @@ def load_store(lake, history: list[str], key: dict, log=None) -> tuple[Store, St
         for seg in segments:
             for t in seg.terms:
                 vocab.ids[t] = len(vocab.ids)
-        todo = history[len(parts):]
+        todo = history[len(parts) :]
         if todo:
             ev = lake.read("evidence", dates=todo)
             prints = [[d, fingerprint(lake.path("evidence", date=d))] for d in todo]
@@ -242,8 +260,10 @@ def load_store(lake, history: list[str], key: dict, log=None) -> tuple[Store, St
     rep.rows = len(store)
     if log is not None:
         how = f"rebuilt ({rep.rebuilt})" if rep.rebuilt else ("extended" if rep.rows_read else "reused")
-        log(f"candidates store {how}: {rep.rows} passages in {rep.segments} segment(s); read {rep.rows_read} evidence rows "
-            f"from {rep.partitions_read} partition(s)")
+        log(
+            f"candidates store {how}: {rep.rows} passages in {rep.segments} segment(s); read {rep.rows_read} evidence rows "
+            f"from {rep.partitions_read} partition(s)"
+        )
     return store, rep
 
 

@@ -16,8 +16,9 @@ PLAIN = 0o666 & ~_UMASK  # what open() would have given the file (mkstemp gives 
 
 
 @contextmanager
-def atomic_file(path: str | os.PathLike, prefix: str | None = None, suffix: str = ".tmp", fsync: bool = True,
-                mode: int | None = None) -> Iterator[BinaryIO]:
+def atomic_file(
+    path: str | os.PathLike, prefix: str | None = None, suffix: str = ".tmp", fsync: bool = True, mode: int | None = None
+) -> Iterator[BinaryIO]:
     """``with atomic_file(p) as fh: fh.write(...)``: ``p`` holds the new bytes only once the block
     has finished without an error. ``mode``: the file's permission bits (default: mkstemp's 0600)."""
     path = Path(path)

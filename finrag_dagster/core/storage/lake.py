@@ -156,9 +156,7 @@ class Lake:
         base = self.root / table
         if not base.exists():
             return []
-        pattern = "/".join(
-            f"{k}={_key_str(keys_filter[k])}" if k in keys_filter else f"{k}=*" for k in spec.hive
-        )
+        pattern = "/".join(f"{k}={_key_str(keys_filter[k])}" if k in keys_filter else f"{k}=*" for k in spec.hive)
         return sorted(base.glob(f"{pattern}/{PART}" if pattern else PART))
 
     def read(
@@ -239,8 +237,7 @@ class Lake:
             # An empty view with the declared columns, so SQL over a fresh lake still binds.
             con.register(f"__empty_{name}", spec.schema.empty_table())
             cols = ", ".join(
-                [f'"{f.name}"' for f in spec.schema]
-                + [f"CAST(NULL AS {'DATE' if k == 'date' else 'VARCHAR'}) AS \"{k}\"" for k in spec.hive]
+                [f'"{f.name}"' for f in spec.schema] + [f'CAST(NULL AS {"DATE" if k == "date" else "VARCHAR"}) AS "{k}"' for k in spec.hive]
             )
             con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT {cols} FROM "__empty_{name}"')
             return

@@ -42,8 +42,14 @@ if TYPE_CHECKING:
 BUILTINS = {"trading_sessions", "splits"}
 SQL_DIR = Path(str(resources.files("finrag_dagster") / "dbt_like_sql"))  # the package's models
 _TYPES = {
-    "VARCHAR": pa.string(), "TEXT": pa.string(), "DOUBLE": pa.float64(), "FLOAT": pa.float32(),
-    "BIGINT": pa.int64(), "INTEGER": pa.int32(), "BOOLEAN": pa.bool_(), "DATE": pa.date32(),
+    "VARCHAR": pa.string(),
+    "TEXT": pa.string(),
+    "DOUBLE": pa.float64(),
+    "FLOAT": pa.float32(),
+    "BIGINT": pa.int64(),
+    "INTEGER": pa.int32(),
+    "BOOLEAN": pa.bool_(),
+    "DATE": pa.date32(),
     "TIMESTAMPTZ": pa.timestamp("us", tz="UTC"),
 }
 _HEADER = re.compile(r"^--\s*(\w+)\s*:\s*(.*)$")
@@ -125,12 +131,14 @@ def sessions_frame(cal: TradingCalendar) -> pa.Table:
 
 
 def splits_frame(splits: list[tuple[str, dt.date, dt.date]]) -> pa.Table:
-    return pa.table({
-        "split": pa.array([s[0] for s in splits], pa.string()),
-        "split_order": pa.array(list(range(len(splits))), pa.int64()),
-        "first_day": pa.array([s[1] for s in splits], pa.date32()),
-        "last_day": pa.array([s[2] for s in splits], pa.date32()),
-    })
+    return pa.table(
+        {
+            "split": pa.array([s[0] for s in splits], pa.string()),
+            "split_order": pa.array(list(range(len(splits))), pa.int64()),
+            "first_day": pa.array([s[1] for s in splits], pa.date32()),
+            "last_day": pa.array([s[2] for s in splits], pa.date32()),
+        }
+    )
 
 
 def run_model(

@@ -34,11 +34,17 @@ def build_evaluation_assets(s: Settings) -> list[dg.AssetsDefinition]:
         ev = run_evaluation(s2, finrag.lake(), finrag.calendar())
         test = ev.filter(pl.col("split") == "test")
         t2 = metrics_md(test.filter(pl.col("table") == "Table 2"), table2_rows(test), METRICS)
-        t4 = metrics_md(test.filter(pl.col("table") == "Table 4"), sorted(set(test.filter(pl.col("table") == "Table 4")["row"].to_list())), PORTFOLIO, PCT)
-        return dg.MaterializeResult(metadata={
-            "table_2_test": dg.MetadataValue.md(t2), "table_4_test": dg.MetadataValue.md(t4), "rows": ev.height,
-            "report": dg.MetadataValue.path(str(report_path(s2))),
-        })
+        t4 = metrics_md(
+            test.filter(pl.col("table") == "Table 4"), sorted(set(test.filter(pl.col("table") == "Table 4")["row"].to_list())), PORTFOLIO, PCT
+        )
+        return dg.MaterializeResult(
+            metadata={
+                "table_2_test": dg.MetadataValue.md(t2),
+                "table_4_test": dg.MetadataValue.md(t4),
+                "rows": ev.height,
+                "report": dg.MetadataValue.path(str(report_path(s2))),
+            }
+        )
 
     @dg.asset(
         name="sensitivity",
@@ -59,13 +65,21 @@ def build_evaluation_assets(s: Settings) -> list[dg.AssetsDefinition]:
         if t6.best is None:
             return dg.MaterializeResult(metadata={"note": "no validation days materialised"})
         best, df = t6.best, t6.table
-        return dg.MaterializeResult(metadata={
-            "selected_lambda": best["lambda"], "selected_delta": best["delta"],
-            "used_for_test": (f"lambda={best['lambda']}, delta={best['delta']} (memory.test_params = selected)" if s2.memory.test_params == "selected"
-                              else f"lambda={s2.memory.lam}, delta={s2.memory.delta} (memory.test_params = settings)"),
-            "labels_used": f"{t6.labels_used} of {t6.labels_all} validation label rows (those matured before {t6.used_from})",
-            "table_6": dg.MetadataValue.md(metrics_md(df, sorted(set(df["row"].to_list()) - {"selected"}), ["Non-neutral F1", "Macro-F1", "Rank IC", "Sharpe"])),
-        })
+        return dg.MaterializeResult(
+            metadata={
+                "selected_lambda": best["lambda"],
+                "selected_delta": best["delta"],
+                "used_for_test": (
+                    f"lambda={best['lambda']}, delta={best['delta']} (memory.test_params = selected)"
+                    if s2.memory.test_params == "selected"
+                    else f"lambda={s2.memory.lam}, delta={s2.memory.delta} (memory.test_params = settings)"
+                ),
+                "labels_used": f"{t6.labels_used} of {t6.labels_all} validation label rows (those matured before {t6.used_from})",
+                "table_6": dg.MetadataValue.md(
+                    metrics_md(df, sorted(set(df["row"].to_list()) - {"selected"}), ["Non-neutral F1", "Macro-F1", "Rank IC", "Sharpe"])
+                ),
+            }
+        )
 
     @dg.asset(
         name="report",
@@ -81,7 +95,12 @@ def build_evaluation_assets(s: Settings) -> list[dg.AssetsDefinition]:
         s2 = finrag.settings()
         path = write_report(s2, finrag.lake())
         ev = finrag.lake().read("evaluation").filter((pl.col("split") == "test") & (pl.col("table") == "Table 4") & (pl.col("metric") == "Sharpe"))
-        return dg.MaterializeResult(metadata={"path": dg.MetadataValue.path(str(path)), "url": dg.MetadataValue.url(path.resolve().as_uri()),
-                                              **{f"Sharpe {r}": v for r, v in zip(ev["row"], ev["value"]) if v is not None}})
+        return dg.MaterializeResult(
+            metadata={
+                "path": dg.MetadataValue.path(str(path)),
+                "url": dg.MetadataValue.url(path.resolve().as_uri()),
+                **{f"Sharpe {r}": v for r, v in zip(ev["row"], ev["value"]) if v is not None},
+            }
+        )
 
     return [evaluation, sensitivity, report]

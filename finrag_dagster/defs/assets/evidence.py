@@ -1,6 +1,5 @@
 """Evidence passages, event anchors and market-context cards, one partition per decision day."""
 
-
 import dagster as dg
 import polars as pl
 
@@ -57,8 +56,13 @@ def build_evidence_asset(partitions_def) -> dg.AssetsDefinition:
         with step_errors_as_failures():
             run = write_evidence(finrag.settings(), lake, cal, days, split_filing_passages, log=context.log.info)
         counts, fam_counts, preview = run.counts, run.by_family, run.preview
-        meta = partition_meta(counts, preview if preview is not None else pl.DataFrame(), lake, "evidence",
-                              columns=["passage_id", "source_family", "ticker", "public_time", "item", "title", "dup_cluster"])
+        meta = partition_meta(
+            counts,
+            preview if preview is not None else pl.DataFrame(),
+            lake,
+            "evidence",
+            columns=["passage_id", "source_family", "ticker", "public_time", "item", "title", "dup_cluster"],
+        )
         meta["passages_by_family"] = dg.MetadataValue.json(fam_counts)
         return dg.MaterializeResult(metadata=meta, check_results=[pit_check(lake, cal, "evidence", days), check_schema(lake, "evidence", days)])
 
@@ -98,8 +102,13 @@ def build_anchors_asset(partitions_def) -> dg.AssetsDefinition:
                 types[t] = types.get(t, 0) + n
             if a.height and len(parts) < 1:
                 parts.append(a)
-        meta = partition_meta(counts, parts[0] if parts else pl.DataFrame(), lake, "anchors",
-                              columns=["anchor_id", "ticker", "public_time", "session", "event_type", "headline"])
+        meta = partition_meta(
+            counts,
+            parts[0] if parts else pl.DataFrame(),
+            lake,
+            "anchors",
+            columns=["anchor_id", "ticker", "public_time", "session", "event_type", "headline"],
+        )
         meta["event_types"] = dg.MetadataValue.json(dict(sorted(types.items())))
         meta["re_reports_removed"] = n_dropped
         return dg.MaterializeResult(metadata=meta, check_results=[pit_check(lake, cal, "anchors", days), check_schema(lake, "anchors", days)])
@@ -130,8 +139,13 @@ def build_cards_asset(partitions_def) -> dg.AssetsDefinition:
         lake, cal = finrag.lake(), finrag.calendar()
         days = days_of(context)
         counts, missing, first = write_cards(s, lake, cal, days)
-        meta = partition_meta(counts, first if first is not None else pl.DataFrame(), lake, "context_cards",
-                              columns=["ticker", "ret_1d", "ret_5d", "ret_20d", "momentum_state", "risk_state", "market_trend"])
+        meta = partition_meta(
+            counts,
+            first if first is not None else pl.DataFrame(),
+            lake,
+            "context_cards",
+            columns=["ticker", "ret_1d", "ret_5d", "ret_20d", "momentum_state", "risk_state", "market_trend"],
+        )
         if first is not None:
             meta["example_card"] = dg.MetadataValue.md("```\n" + first["card_text"][0] + "\n```")
         check = dg.AssetCheckResult(

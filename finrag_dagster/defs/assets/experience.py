@@ -5,7 +5,6 @@ Thin assets: core/experience/prior.py induces and carries the prior tree and wri
 the UI, and core/evaluation/experience.py runs the experience task over the lake.
 """
 
-
 import dagster as dg
 
 from ...core.evaluation.experience import run_experience_task, task_md
@@ -21,12 +20,18 @@ def schema_check(lake: Lake, days: list[str]) -> dg.AssetCheckResult:
     import pyarrow.parquet as pq
 
     spec, content = lake.spec("experience_tree"), lake.spec("experience_leaves")
-    bad = [d for d in days if not (f := lake.path("experience_tree", tree_id=TREE_ID, date=d)).exists()
-           or not pq.read_schema(f).remove_metadata().equals(spec.schema)
-           or ((c := lake.path("experience_leaves", tree_id=TREE_ID, date=d)).exists()
-               and not pq.read_schema(c).remove_metadata().equals(content.schema))]
-    return dg.AssetCheckResult(check_name="schema", passed=not bad,
-                               metadata={"partitions_checked": len(days), "failing": ", ".join(bad[:10]) or "none"})
+    bad = [
+        d
+        for d in days
+        if not (f := lake.path("experience_tree", tree_id=TREE_ID, date=d)).exists()
+        or not pq.read_schema(f).remove_metadata().equals(spec.schema)
+        or (
+            (c := lake.path("experience_leaves", tree_id=TREE_ID, date=d)).exists() and not pq.read_schema(c).remove_metadata().equals(content.schema)
+        )
+    ]
+    return dg.AssetCheckResult(
+        check_name="schema", passed=not bad, metadata={"partitions_checked": len(days), "failing": ", ".join(bad[:10]) or "none"}
+    )
 
 
 def build_experience_tree_asset(partitions_def) -> dg.AssetsDefinition:
@@ -37,8 +42,13 @@ def build_experience_tree_asset(partitions_def) -> dg.AssetsDefinition:
         partitions_def=partitions_def,
         backfill_policy=dg.BackfillPolicy.single_run(),
         deps=[
-            dg.AssetDep("experience_tree", partition_mapping=dg.TimeWindowPartitionMapping(start_offset=-1, end_offset=-1, allow_nonexistent_upstream_partitions=True)),
-            "news_raw", "evidence", "universe",
+            dg.AssetDep(
+                "experience_tree",
+                partition_mapping=dg.TimeWindowPartitionMapping(start_offset=-1, end_offset=-1, allow_nonexistent_upstream_partitions=True),
+            ),
+            "news_raw",
+            "evidence",
+            "universe",
         ],
         description=(
             "Tree-of-Experience snapshot used on decision day D (seed 002 §4.2, Table 5), one row per leaf: "
@@ -72,7 +82,9 @@ def build_experience_tree_asset(partitions_def) -> dg.AssetsDefinition:
             meta["principles"] = len(tree.leaves())
             meta["tree"] = dg.MetadataValue.md(render_markdown(tree, f"experience tree `{TREE_ID}` on {days[-1]}"))
         else:
-            meta["tree"] = dg.MetadataValue.md(render_markdown(ExperienceTree([], ToEParams.from_settings(s)), f"experience tree `{TREE_ID}` on {days[-1]}"))
+            meta["tree"] = dg.MetadataValue.md(
+                render_markdown(ExperienceTree([], ToEParams.from_settings(s)), f"experience tree `{TREE_ID}` on {days[-1]}")
+            )
         if run.report is not None:
             meta["induction"] = dg.MetadataValue.json(run.report.as_dict())
         return dg.MaterializeResult(
@@ -101,12 +113,16 @@ def build_experience_task_asset() -> dg.AssetsDefinition:
         run = run_experience_task(finrag.settings(), finrag.lake(), finrag.calendar())
         if run.results is None:
             return dg.MaterializeResult(metadata={"test_days": 0, "note": run.note})
-        return dg.MaterializeResult(metadata={
-            "test_days": run.test_days, "targets": run.targets, "methods": ", ".join(run.methods),
-            "note": run.note,
-            "table_1_tsIC": dg.MetadataValue.md(task_md(run.results, "Table 1")),
-            "table_6_csIC": dg.MetadataValue.md(task_md(run.results, "Table 6")),
-            "table_2_update": dg.MetadataValue.md(task_md(run.results, "Table 2")),
-        })
+        return dg.MaterializeResult(
+            metadata={
+                "test_days": run.test_days,
+                "targets": run.targets,
+                "methods": ", ".join(run.methods),
+                "note": run.note,
+                "table_1_tsIC": dg.MetadataValue.md(task_md(run.results, "Table 1")),
+                "table_6_csIC": dg.MetadataValue.md(task_md(run.results, "Table 6")),
+                "table_2_update": dg.MetadataValue.md(task_md(run.results, "Table 2")),
+            }
+        )
 
     return experience_task

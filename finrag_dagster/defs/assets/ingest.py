@@ -1,6 +1,5 @@
 """Sources: the embedded world, the universe, and the raw tables partitioned by trading day."""
 
-
 import datetime as dt
 import json
 import time
@@ -38,9 +37,7 @@ def build_world_asset(partitions_def, settings) -> dg.AssetsDefinition:
         from ...sources.synthetic import generate_world
 
         s = finrag.settings()
-        ws = s.world.model_copy(
-            update={k: v for k, v in {"seed": config.seed, "n_tickers": config.n_tickers}.items() if v is not None}
-        )
+        ws = s.world.model_copy(update={k: v for k, v in {"seed": config.seed, "n_tickers": config.n_tickers}.items() if v is not None})
         out = s.world_dir
         stamp = out / "world_settings.json"
         want = json.dumps(ws.model_dump(mode="json"), sort_keys=True)
@@ -90,8 +87,11 @@ def build_universe_asset(deps) -> dg.AssetsDefinition:
             metadata={
                 "rows": n,
                 "sectors": dg.MetadataValue.json(df.group_by("sector").len().sort("sector").rows()),
-                "membership": (f"{mem.height} intervals from {s.sources.membership}" if mem is not None
-                               else "none: today's list, survivorship bias (set sources.membership)"),
+                "membership": (
+                    f"{mem.height} intervals from {s.sources.membership}"
+                    if mem is not None
+                    else "none: today's list, survivorship bias (set sources.membership)"
+                ),
                 "preview": dg.MetadataValue.md(_md(df)),
             }
         )
@@ -111,7 +111,7 @@ CHUNK_DAYS = 31
 
 def _chunks(days: list[str], n: int):
     for i in range(0, len(days), n):
-        yield days[i:i + n]
+        yield days[i : i + n]
 
 
 def build_raw_asset(table: str, partitions_def, description: str) -> dg.AssetsDefinition:
@@ -124,9 +124,12 @@ def build_raw_asset(table: str, partitions_def, description: str) -> dg.AssetsDe
         deps=["universe"],
         description=description,
         check_specs=[
-            dg.AssetCheckSpec("rows_reconcile", asset=table,
-                              description="rows in = accepted + quarantined (the sum of the quarantine's rows), and rows in = the rows "
-                                          "counted in the files without the loader (news and price rows; filings by accession number)"),
+            dg.AssetCheckSpec(
+                "rows_reconcile",
+                asset=table,
+                description="rows in = accepted + quarantined (the sum of the quarantine's rows), and rows in = the rows "
+                "counted in the files without the loader (news and price rows; filings by accession number)",
+            ),
             dg.AssetCheckSpec("schema", asset=table, description="written files carry the declared schema"),
         ],
     )
@@ -150,9 +153,11 @@ def build_raw_asset(table: str, partitions_def, description: str) -> dg.AssetsDe
                 counts.update(lake.write_partitions(table, part, chunk, keep_same=True))
                 preview = part if preview is None or not preview.height else preview
             in_range_n = sum(counts.values())
-            extra = {"source_rows_read_this_run": staged.rows_read,
-                     "source_files": dg.MetadataValue.json(staged.actions),
-                     "staged_files_pruned": staged.pruned}
+            extra = {
+                "source_rows_read_this_run": staged.rows_read,
+                "source_files": dg.MetadataValue.json(staged.actions),
+                "staged_files_pruned": staged.pruned,
+            }
         else:
             res = load_table(s, table, universe)
             quarantine, flags, rows_in = res.quarantine, res.flags, res.rows_in

@@ -40,8 +40,13 @@ def build_labels_asset(partitions_def) -> dg.AssetsDefinition:
         mix = {}
         for (h,), g in lab.filter(pl.col("status") == "ok").group_by(["horizon"]):
             mix[h] = {str(y): round(float(np.mean(g["y"].to_numpy() == y)), 3) for y in (1, 0, -1)}
-        meta = partition_meta(counts, lab.filter(pl.col("status") == "ok").head(20), lake, "labels",
-                              columns=["date", "ticker", "horizon", "status", "beta", "sigma", "z", "y"])
+        meta = partition_meta(
+            counts,
+            lab.filter(pl.col("status") == "ok").head(20),
+            lake,
+            "labels",
+            columns=["date", "ticker", "horizon", "status", "beta", "sigma", "z", "y"],
+        )
         meta["status_counts"] = dg.MetadataValue.json(status)
         meta["label_mix_ok"] = dg.MetadataValue.json(dict(sorted(mix.items())))
         return dg.MaterializeResult(metadata=meta, check_results=[check_schema(lake, "labels", days)])

@@ -26,10 +26,12 @@ def build_lora_asset() -> dg.AssetsDefinition:
         with step_errors_as_failures():
             metas = train_adapters(s, finrag.lake(), finrag.calendar(), log=context.log.info)
         rows = "\n".join(f"| {m['adapter_id']} | {m['seed']} | {m['steps']} | {m['validation'].get('mean')} |" for m in metas)
-        return dg.MaterializeResult(metadata={
-            "adapters": dg.MetadataValue.md("| adapter | seed | steps | validation macro-F1 |\n|---|---|---|---|\n" + rows),
-            "n_train": metas[0]["n_train"] if metas else 0,
-            "window": dg.MetadataValue.json(metas[0]["window"] if metas else {}),
-        })
+        return dg.MaterializeResult(
+            metadata={
+                "adapters": dg.MetadataValue.md("| adapter | seed | steps | validation macro-F1 |\n|---|---|---|---|\n" + rows),
+                "n_train": metas[0]["n_train"] if metas else 0,
+                "window": dg.MetadataValue.json(metas[0]["window"] if metas else {}),
+            }
+        )
 
     return lora_adapters

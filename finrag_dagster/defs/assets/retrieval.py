@@ -44,7 +44,16 @@ def build_candidates_asset(partitions_def) -> dg.AssetsDefinition:
         store, rep = load_store(lake, history, {"start": history[0]}, log=context.log.info)
         anchors = lake.read("anchors", dates=days)
         out = candidates_for_days(
-            store, anchors, days, cal, rs.m0, rs.peer_share, rs.pool_lookback_sessions, rs.bm25_k1, rs.bm25_b, rs.bm25_epsilon,
+            store,
+            anchors,
+            days,
+            cal,
+            rs.m0,
+            rs.peer_share,
+            rs.pool_lookback_sessions,
+            rs.bm25_k1,
+            rs.bm25_b,
+            rs.bm25_epsilon,
             log=context.log.info,
         )
         counts, first = {}, None
@@ -59,7 +68,9 @@ def build_candidates_asset(partitions_def) -> dg.AssetsDefinition:
             got = set(c["anchor_id"].unique().to_list())
             n_empty += a.height - len(got)
             if c.height:
-                g = c.group_by("anchor_id").agg(pl.len().alias("n"), (pl.col("source_family") == "sec_filing").any().alias("sec"), pl.col("is_peer").mean().alias("peer"))
+                g = c.group_by("anchor_id").agg(
+                    pl.len().alias("n"), (pl.col("source_family") == "sec_filing").any().alias("sec"), pl.col("is_peer").mean().alias("peer")
+                )
                 sizes += g["n"].to_list()
                 peers += g["peer"].to_list()
                 n_sec += int(g["sec"].sum())
@@ -67,8 +78,13 @@ def build_candidates_asset(partitions_def) -> dg.AssetsDefinition:
                 future += int((pub(c["passage_id"].to_list()) >= close).sum())
                 if first is None:
                     first = c
-        meta = partition_meta(counts, first if first is not None else pl.DataFrame(), lake, "candidates",
-                              columns=["anchor_id", "passage_id", "rank", "bm25", "dense", "relevance", "is_peer", "source_family"])
+        meta = partition_meta(
+            counts,
+            first if first is not None else pl.DataFrame(),
+            lake,
+            "candidates",
+            columns=["anchor_id", "passage_id", "rank", "bm25", "dense", "relevance", "is_peer", "source_family"],
+        )
         meta.update(
             {
                 "anchors": n_anchor,

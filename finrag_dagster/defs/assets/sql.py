@@ -1,6 +1,5 @@
 """One Dagster asset per ``finrag_dagster/dbt_like_sql/*.sql`` model; upstream assets come from the SQL."""
 
-
 import datetime as dt
 
 import dagster as dg

@@ -106,25 +106,43 @@ def _loop_specs(family: str, uses_memory: bool, uses_toe: bool) -> list[dg.Asset
     common = ["candidates", "anchors", "context_cards", "evidence", *(["experience_tree"] if uses_toe else [])]
     specs = []
     if uses_memory:
-        specs.append(dg.AssetSpec(
-            _key(family, "memory_snapshot"), kinds={"parquet"},
-            deps=[*common, dg.AssetDep(_key(family, "memory_snapshot"), partition_mapping=_window(-1, -1))],
-            description="Source-memory cells used on D: the state of D-1 updated with the feedback whose labels matured by D-1 "
-                        "(decision days D-6 .. D-2, read from `labels` and this family's reader outputs); reset at each split start.",
-        ))
+        specs.append(
+            dg.AssetSpec(
+                _key(family, "memory_snapshot"),
+                kinds={"parquet"},
+                deps=[*common, dg.AssetDep(_key(family, "memory_snapshot"), partition_mapping=_window(-1, -1))],
+                description="Source-memory cells used on D: the state of D-1 updated with the feedback whose labels matured by D-1 "
+                "(decision days D-6 .. D-2, read from `labels` and this family's reader outputs); reset at each split start.",
+            )
+        )
     if uses_toe:
-        specs.append(dg.AssetSpec(
-            _key(family, "experience_tree"), kinds={"parquet"},
-            deps=[*common, dg.AssetDep(_key(family, "experience_tree"), partition_mapping=_window(-1, -1))],
-            description="This family's Tree-of-Experience per decision day (experience_tree, tree_id = variant): the prior tree at "
-                        "each split start, then eq. 13 updates from the labels matured by D-1 (read from `labels`) and D's selections/expansions; "
-                        "the day's state in experience_tree, the content of new or changed positions (principle, embedding) once in "
-                        "experience_leaves dated D; with principle_selections (the path each anchor used) and principle_updates (every eq. 13 update).",
-        ))
-    specs.append(dg.AssetSpec(_key(family, "contexts"), kinds={"parquet"}, deps=common,
-                              description="Top-M context per anchor by r + lambda * mean_h adj, with D's memory snapshot (and principle, for a toe family)."))
-    specs.append(dg.AssetSpec(_key(family, "reader_outputs"), kinds={"parquet"}, deps=common,
-                              description="Reader signals per anchor and horizon with cited IDs, read from D's contexts and market cards."))
+        specs.append(
+            dg.AssetSpec(
+                _key(family, "experience_tree"),
+                kinds={"parquet"},
+                deps=[*common, dg.AssetDep(_key(family, "experience_tree"), partition_mapping=_window(-1, -1))],
+                description="This family's Tree-of-Experience per decision day (experience_tree, tree_id = variant): the prior tree at "
+                "each split start, then eq. 13 updates from the labels matured by D-1 (read from `labels`) and D's selections/expansions; "
+                "the day's state in experience_tree, the content of new or changed positions (principle, embedding) once in "
+                "experience_leaves dated D; with principle_selections (the path each anchor used) and principle_updates (every eq. 13 update).",
+            )
+        )
+    specs.append(
+        dg.AssetSpec(
+            _key(family, "contexts"),
+            kinds={"parquet"},
+            deps=common,
+            description="Top-M context per anchor by r + lambda * mean_h adj, with D's memory snapshot (and principle, for a toe family).",
+        )
+    )
+    specs.append(
+        dg.AssetSpec(
+            _key(family, "reader_outputs"),
+            kinds={"parquet"},
+            deps=common,
+            description="Reader signals per anchor and horizon with cited IDs, read from D's contexts and market cards.",
+        )
+    )
     return specs
 
 
@@ -142,12 +160,24 @@ def _run_loop(context: dg.AssetExecutionContext, config: ReaderConfig, finrag: F
     try:
         with step_errors_as_failures():
             backend_for = lora_backends(s, s.lake_dir, cal, bcfg) if family in LORA_FAMILIES else None
-            run = run_family(s, lake, cal, vs, days, params, backend, bcfg.decoding(), config.memory_overridden,
-                             on_day=lambda _d: prog.update(), backend_for=backend_for)
+            run = run_family(
+                s,
+                lake,
+                cal,
+                vs,
+                days,
+                params,
+                backend,
+                bcfg.decoding(),
+                config.memory_overridden,
+                on_day=lambda _d: prog.update(),
+                backend_for=backend_for,
+            )
     except FamilyIncomplete as e:
         failed = dict(list(e.error.stats.failed_anchors.items())[:20])
-        raise dg.Failure(description=str(e), metadata={"backend": backend.name, **reader_metadata(e.error.stats),
-                                                       "failed_anchors": dg.MetadataValue.json(failed)}) from None
+        raise dg.Failure(
+            description=str(e), metadata={"backend": backend.name, **reader_metadata(e.error.stats), "failed_anchors": dg.MetadataValue.json(failed)}
+        ) from None
     prog.close()
     return s, params, backend, run
 
@@ -159,20 +189,33 @@ def _memory_result(family: str, names: list[str], run: FamilyRun) -> dg.Material
     md = snap.filter(pl.col("n") > 0).sort("n", descending=True).head(12) if snap.height else snap
     return dg.MaterializeResult(
         asset_key=_key(family, "memory_snapshot"),
-        metadata={"rows": written["memory_snapshot"], "variants": ", ".join(names), "feedback_rows_applied": run.feedback_applied,
-                  "last_snapshot": dg.MetadataValue.md(preview_md(md, n=12, columns=["source_family", "event_type", "horizon", "a", "b", "u_hat", "adjustment"]))},
+        metadata={
+            "rows": written["memory_snapshot"],
+            "variants": ", ".join(names),
+            "feedback_rows_applied": run.feedback_applied,
+            "last_snapshot": dg.MetadataValue.md(
+                preview_md(md, n=12, columns=["source_family", "event_type", "horizon", "a", "b", "u_hat", "adjustment"])
+            ),
+        },
     )
 
 
 def _tree_result(family: str, names: list[str], run: FamilyRun, s: Settings) -> dg.MaterializeResult:
     """The experience tree's materialisation: rows written, outcomes, and the last tree rendered."""
     written = run.written
-    meta = {"rows": written["experience_tree"], "content_rows": written["experience_leaves"], "variants": ", ".join(names),
-            "selections": written["principle_selections"],
-            "updates": written["principle_updates"], "outcomes": dg.MetadataValue.json(run.toe_outcomes)}
+    meta = {
+        "rows": written["experience_tree"],
+        "content_rows": written["experience_leaves"],
+        "variants": ", ".join(names),
+        "selections": written["principle_selections"],
+        "updates": written["principle_updates"],
+        "outcomes": dg.MetadataValue.json(run.toe_outcomes),
+    }
     if run.last_tree is not None:
         vn, day, table = run.last_tree
-        meta["tree"] = dg.MetadataValue.md(render_markdown(from_table(table, ToEParams.from_settings(s)), f"experience tree `{vn}` on {day}", max_leaves=12))
+        meta["tree"] = dg.MetadataValue.md(
+            render_markdown(from_table(table, ToEParams.from_settings(s)), f"experience tree `{vn}` on {day}", max_leaves=12)
+        )
     return dg.MaterializeResult(asset_key=_key(family, "experience_tree"), metadata=meta)
 
 
@@ -180,9 +223,15 @@ def _contexts_result(family: str, names: list[str], run: FamilyRun, params: Memo
     """The contexts' materialisation: rows written, the memory strength used and a preview."""
     return dg.MaterializeResult(
         asset_key=_key(family, "contexts"),
-        metadata={"rows": run.written["contexts"], "variants": ", ".join(names), "lambda": params.lam, "delta": params.delta, "kappa": params.kappa,
-                  "test_split_params": run.test_note,
-                  "preview": dg.MetadataValue.md(preview_md(run.previews.get("contexts", pl.DataFrame())))},
+        metadata={
+            "rows": run.written["contexts"],
+            "variants": ", ".join(names),
+            "lambda": params.lam,
+            "delta": params.delta,
+            "kappa": params.kappa,
+            "test_split_params": run.test_note,
+            "preview": dg.MetadataValue.md(preview_md(run.previews.get("contexts", pl.DataFrame()))),
+        },
     )
 
 
@@ -190,9 +239,16 @@ def _reader_result(family: str, run: FamilyRun, backend) -> dg.MaterializeResult
     """The reader outputs' materialisation: rows written, the backend, the reader's statistics and a preview."""
     return dg.MaterializeResult(
         asset_key=_key(family, "reader_outputs"),
-        metadata={"rows": run.written["reader_outputs"], "backend": backend.name, "model": backend.model, **reader_metadata(run.stats),
-                  **({"days_not_read_before_test_split": sum(run.skipped.values())} if family in LORA_FAMILIES else {}),
-                  "preview": dg.MetadataValue.md(preview_md(run.previews.get("reader_outputs", pl.DataFrame()), columns=["anchor_id", "horizon", "signal", "valid_ids", "reason"]))},
+        metadata={
+            "rows": run.written["reader_outputs"],
+            "backend": backend.name,
+            "model": backend.model,
+            **reader_metadata(run.stats),
+            **({"days_not_read_before_test_split": sum(run.skipped.values())} if family in LORA_FAMILIES else {}),
+            "preview": dg.MetadataValue.md(
+                preview_md(run.previews.get("reader_outputs", pl.DataFrame()), columns=["anchor_id", "horizon", "signal", "valid_ids", "reason"])
+            ),
+        },
     )
 
 
@@ -241,8 +297,12 @@ def _feedback_asset(family: str, vs: list[Variant], partitions_def) -> dg.Assets
     def feedback(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
         fb = family_feedback(finrag.settings(), finrag.lake(), finrag.calendar(), vs, days_of(context))
         return dg.MaterializeResult(
-            metadata={"rows": fb.rows, "matured_as_of": str(fb.as_of), "outcomes": dg.MetadataValue.json(fb.outcomes),
-                      "accuracy_matured": round(float(np.mean(fb.correct)), 4) if fb.correct else 0.0}
+            metadata={
+                "rows": fb.rows,
+                "matured_as_of": str(fb.as_of),
+                "outcomes": dg.MetadataValue.json(fb.outcomes),
+                "accuracy_matured": round(float(np.mean(fb.correct)), 4) if fb.correct else 0.0,
+            }
         )
 
     return feedback

@@ -270,9 +270,7 @@ def realise_events(
         path[1:] = ev.d_long * ev.l / P.DRIFT_DAYS
         cum = np.cumsum(path)
         ev.car = tuple(float(cum[h - 1] * unit) for h in P.HORIZONS)
-        ev.dirs = tuple(
-            int(np.sign(cum[h - 1])) if abs(cum[h - 1]) > np.sqrt(h) else 0 for h in P.HORIZONS
-        )
+        ev.dirs = tuple(int(np.sign(cum[h - 1])) if abs(cum[h - 1]) > np.sqrt(h) else 0 for h in P.HORIZONS)
         ev.event_ns = min(ev.anchor_ns, ev.k8_ns) if ev.k8_ns is not None else ev.anchor_ns
     return abnormal, spike
 

@@ -249,10 +249,8 @@ MDNA_TONE = {
     0: "Results reflected demand trends consistent with the prior quarter.",
 }
 RISK_FACTORS = (
-    "Investing in our securities involves risks. Demand for our products can change quickly, and our "
-    "results rely on the timing of customer orders.",
-    "We rely on third parties to manufacture and deliver some of our products, and changes at "
-    "those suppliers can affect our operations.",
+    "Investing in our securities involves risks. Demand for our products can change quickly, and our results rely on the timing of customer orders.",
+    "We rely on third parties to manufacture and deliver some of our products, and changes at those suppliers can affect our operations.",
     "Changes in laws and regulations in the markets where we operate may increase our costs.",
     "We face competition from large and small companies, and new entrants may offer similar products at lower prices.",
 )
@@ -330,8 +328,7 @@ def render_periodic(c: Company, f: Filing, fin: dict[dt.date, QuarterFin], legal
     prev_txt = f" from {money_b(prev.revenue)} a year ago" if prev else ""
     num = [
         f"Revenue for the {fq_long(qf.fq)} was {money_b(qf.revenue)}, {yoy_word} of {abs(qf.yoy):.1f}%{prev_txt}.",
-        f"Gross margin was {qf.gross_margin:.1f}%"
-        + (f" compared with {prev.gross_margin:.1f}% a year ago." if prev else "."),
+        f"Gross margin was {qf.gross_margin:.1f}%" + (f" compared with {prev.gross_margin:.1f}% a year ago." if prev else "."),
         f"Operating margin was {qf.op_margin:.1f}%, and diluted earnings per share were ${qf.eps:.2f}.",
         MDNA_TONE[qf.tone],
         f"Outlook: For the {fq_long(nfq)}, we expect revenue of approximately {money_b(qf.guide_revenue)} "
@@ -345,10 +342,13 @@ def render_periodic(c: Company, f: Filing, fin: dict[dt.date, QuarterFin], legal
         lines += income_table(c, qf, prev) + [""]
         lines += ["Item 2. Management's Discussion and Analysis of Financial Condition and Results of Operations", ""]
         lines += [f"The following discussion covers the {fq_long(qf.fq)} ({qf.fq.label})."] + num + [""]
-        lines += ["Item 3. Quantitative and Qualitative Disclosures About Market Risk", "",
-                  "There have been no significant changes in our market risk exposures during the quarter.", ""]
-        lines += ["Item 4. Controls and Procedures", "",
-                  "Management evaluated our controls and procedures as of the end of the period.", ""]
+        lines += [
+            "Item 3. Quantitative and Qualitative Disclosures About Market Risk",
+            "",
+            "There have been no significant changes in our market risk exposures during the quarter.",
+            "",
+        ]
+        lines += ["Item 4. Controls and Procedures", "", "Management evaluated our controls and procedures as of the end of the period.", ""]
         lines += ["PART II - OTHER INFORMATION", "", "Item 1. Legal Proceedings", ""] + legal + [""]
         lines += ["Item 1A. Risk Factors", ""] + list(RISK_FACTORS[:2]) + [""]
         lines += ["Item 6. Exhibits", "", "31.1 Certification of the Chief Executive Officer.", ""]
@@ -360,25 +360,49 @@ def render_periodic(c: Company, f: Filing, fin: dict[dt.date, QuarterFin], legal
         fy_gm = sum(q.revenue * q.gross_margin for q in rows4) / fy_rev
         fy_om = sum(q.revenue * q.op_margin for q in rows4) / fy_rev
         fy_eps = sum(q.eps for q in rows4)
-        chg = f", {'an increase' if fy_rev >= fy_prev else 'a decrease'} of {abs(fy_rev / fy_prev - 1) * 100:.1f}% from fiscal {qf.fq.fy - 1}" if fy_prev else ""
+        chg = (
+            f", {'an increase' if fy_rev >= fy_prev else 'a decrease'} of {abs(fy_rev / fy_prev - 1) * 100:.1f}% from fiscal {qf.fq.fy - 1}"
+            if fy_prev
+            else ""
+        )
         lines += _cover("10-K", c, f"For the fiscal year ended {_date_words(f.report_date)}", file_number(c))
-        lines += ["PART I", "", "Item 1. Business", "",
-                  f"{c.company} operates in the {c.sub_industry} industry within the {c.sector} sector. "
-                  "This description and all figures in this report are synthetic.", ""]
+        lines += [
+            "PART I",
+            "",
+            "Item 1. Business",
+            "",
+            f"{c.company} operates in the {c.sub_industry} industry within the {c.sector} sector. "
+            "This description and all figures in this report are synthetic.",
+            "",
+        ]
         lines += ["Item 1A. Risk Factors", ""] + list(RISK_FACTORS) + [""]
         lines += ["Item 2. Properties", "", "Our headquarters and main offices are leased.", ""]
         lines += ["Item 3. Legal Proceedings", ""] + legal + [""]
         lines += ["Item 4. Mine Safety Disclosures", "", "Not applicable.", ""]
-        lines += ["PART II", "", "Item 5. Market for Registrant's Common Equity, Related Stockholder Matters and Issuer Purchases of Equity Securities", "",
-                  f"Our common stock trades on the Nasdaq Global Select Market under the symbol {c.ticker}.", ""]
-        lines += ["Item 7. Management's Discussion and Analysis of Financial Condition and Results of Operations", ""]
         lines += [
-            f"Revenue for fiscal {qf.fq.fy} was {money_b(fy_rev)}{chg}.",
-            f"Gross margin for fiscal {qf.fq.fy} was {fy_gm:.1f}% and operating margin was {fy_om:.1f}%.",
-            f"Diluted earnings per share for fiscal {qf.fq.fy} were ${fy_eps:.2f}.",
-        ] + num + [""]
-        lines += ["Item 7A. Quantitative and Qualitative Disclosures About Market Risk", "",
-                  "Our market risk relates mainly to interest rates and foreign currency.", ""]
+            "PART II",
+            "",
+            "Item 5. Market for Registrant's Common Equity, Related Stockholder Matters and Issuer Purchases of Equity Securities",
+            "",
+            f"Our common stock trades on the Nasdaq Global Select Market under the symbol {c.ticker}.",
+            "",
+        ]
+        lines += ["Item 7. Management's Discussion and Analysis of Financial Condition and Results of Operations", ""]
+        lines += (
+            [
+                f"Revenue for fiscal {qf.fq.fy} was {money_b(fy_rev)}{chg}.",
+                f"Gross margin for fiscal {qf.fq.fy} was {fy_gm:.1f}% and operating margin was {fy_om:.1f}%.",
+                f"Diluted earnings per share for fiscal {qf.fq.fy} were ${fy_eps:.2f}.",
+            ]
+            + num
+            + [""]
+        )
+        lines += [
+            "Item 7A. Quantitative and Qualitative Disclosures About Market Risk",
+            "",
+            "Our market risk relates mainly to interest rates and foreign currency.",
+            "",
+        ]
         lines += ["Item 8. Financial Statements and Supplementary Data", ""] + income_table(c, qf, prev, annual=True, rows4=rows4) + [""]
         lines += ["Item 9A. Controls and Procedures", "", "Management assessed our internal control over financial reporting.", ""]
     lines += ["SIGNATURES", "", f"{c.company}", f"By: {exec_name}, Chief Executive Officer", ""]
@@ -409,8 +433,9 @@ def press_release_echo(title: str) -> str:
     return out
 
 
-def render_8k_body(c: Company, f: Filing, ev: Event, exec_name: str, cfo_name: str, event_day: dt.date, subject: str, fq_info: dict,
-                   echo: str = "") -> list[tuple[str, str, str]]:
+def render_8k_body(
+    c: Company, f: Filing, ev: Event, exec_name: str, cfo_name: str, event_day: dt.date, subject: str, fq_info: dict, echo: str = ""
+) -> list[tuple[str, str, str]]:
     """The 8-K's documents as (type, filename, text): the 8-K itself, plus EX-99.1 when item 9.01.
     ``echo`` (``press_release_echo`` of the anchor headline, or empty) is restated in each item and
     heads the exhibit."""
@@ -427,14 +452,13 @@ def render_8k_body(c: Company, f: Filing, ev: Event, exec_name: str, cfo_name: s
         if item == "2.02":
             what = "announcing its financial results" if ev.quarterly else "updating its outlook"
             lines.append(
-                f"On {day_words}, {c.company} (the \"Company\") issued a news release {what} "
+                f'On {day_words}, {c.company} (the "Company") issued a news release {what} '
                 f"for the {fq_info['long']}. A copy of the news release is furnished as Exhibit 99.1 to this Current Report on Form 8-K."
             )
             if echo:
                 lines.append(f"The news release is headed: {echo}.")
             lines.append(
-                "This Item 2.02 and Exhibit 99.1 shall not be deemed \"filed\" for purposes of "
-                "Section 18 of the Securities Exchange Act of 1934."
+                'This Item 2.02 and Exhibit 99.1 shall not be deemed "filed" for purposes of Section 18 of the Securities Exchange Act of 1934.'
             )
         elif item == "9.01":
             lines += ["(d) Exhibits.", "Exhibit No. Description", f"99.1 News release issued by {c.company} on {day_words}."]
@@ -452,12 +476,15 @@ def render_8k_body(c: Company, f: Filing, ev: Event, exec_name: str, cfo_name: s
     lines += ["SIGNATURES", "", c.company, f"By: {cfo_name}, Chief Financial Officer", f"Date: {day_words}", ""]
     docs = [("8-K", f.primary_doc, "\n".join(lines))]
     if "9.01" in f.items:
-        docs.append(("EX-99.1", f.primary_doc.replace(".htm", "ex991.htm"), render_ex991(c, f, ev, exec_name, event_day, subject, fq_info, tone_line, echo)))
+        docs.append(
+            ("EX-99.1", f.primary_doc.replace(".htm", "ex991.htm"), render_ex991(c, f, ev, exec_name, event_day, subject, fq_info, tone_line, echo))
+        )
     return docs
 
 
-def render_ex991(c: Company, f: Filing, ev: Event, exec_name: str, event_day: dt.date, subject: str, fq_info: dict, tone_line: str,
-                 echo: str = "") -> str:
+def render_ex991(
+    c: Company, f: Filing, ev: Event, exec_name: str, event_day: dt.date, subject: str, fq_info: dict, tone_line: str, echo: str = ""
+) -> str:
     day_words = _date_words(event_day)
     if "qf" in fq_info and ev.quarterly:
         qf: QuarterFin = fq_info["qf"]
@@ -549,9 +576,7 @@ def full_submission(c: Company, f: Filing, docs: list[tuple[str, str, str]]) -> 
     parts = [sgml_header(c, f, len(docs))]
     for seq, (typ, fname, body) in enumerate(docs, start=1):
         desc = typ if typ != "EX-99.1" else "EX-99.1"
-        parts.append(
-            f"<DOCUMENT>\n<TYPE>{typ}\n<SEQUENCE>{seq}\n<FILENAME>{fname}\n<DESCRIPTION>{desc}\n<TEXT>\n{body}\n</TEXT>\n</DOCUMENT>"
-        )
+        parts.append(f"<DOCUMENT>\n<TYPE>{typ}\n<SEQUENCE>{seq}\n<FILENAME>{fname}\n<DESCRIPTION>{desc}\n<TEXT>\n{body}\n</TEXT>\n</DOCUMENT>")
     parts.append("</SEC-DOCUMENT>\n")
     return "\n".join(parts)
 
@@ -593,10 +618,16 @@ def submissions_json(c: Company, filings: list[Filing], sizes: dict[str, int]) -
         "primaryDocDescription": [f.form for f in fs],
     }
     addr = {
-        "street1": street(c), "street2": None, "city": T.CITIES[c.uid % len(T.CITIES)].upper(),
-        "stateOrCountry": "XX", "zipCode": f"{10000 + (c.uid * 7919) % 89999:05d}",
-        "stateOrCountryDescription": "XX", "isForeignLocation": 0, "foreignStateTerritory": None,
-        "country": None, "countryCode": None,
+        "street1": street(c),
+        "street2": None,
+        "city": T.CITIES[c.uid % len(T.CITIES)].upper(),
+        "stateOrCountry": "XX",
+        "zipCode": f"{10000 + (c.uid * 7919) % 89999:05d}",
+        "stateOrCountryDescription": "XX",
+        "isForeignLocation": 0,
+        "foreignStateTerritory": None,
+        "country": None,
+        "countryCode": None,
     }
     doc = {
         "cik": f"{c.cik:010d}",

@@ -90,9 +90,7 @@ def stock_params(seed: int, c: Company, sector_vol: float, pi_turb: float, event
     pays = rng.random() < P.DIVIDEND_SHARE
     dy = float(rng.uniform(*P.DIVIDEND_YIELD_RANGE)) if pays else 0.0
     phase = int(rng.integers(5, 60))
-    s2 = gamma**2 * sector_vol**2 * ((1 - pi_turb) + pi_turb * P.SECTOR_SCALE[1] ** 2) + sigma**2 * (
-        (1 - pi_turb) + pi_turb * P.IDIO_SCALE[1] ** 2
-    )
+    s2 = gamma**2 * sector_vol**2 * ((1 - pi_turb) + pi_turb * P.SECTOR_SCALE[1] ** 2) + sigma**2 * ((1 - pi_turb) + pi_turb * P.IDIO_SCALE[1] ** 2)
     s_base = float(np.sqrt(s2))
     unit = s_base / np.sqrt(1.0 - event_variance_share(events_per_year))
     return StockParams(beta, gamma, alpha, sigma, sector_vol, s_base, float(unit), price0, volume0, dy, phase)

@@ -26,8 +26,17 @@ from .filings import QuarterFin, fq_short, money_short
 from .universe import Company
 
 FNSPID_COLUMNS = (
-    "Date", "Article_title", "Stock_symbol", "Url", "Publisher", "Author", "Article",
-    "Lsa_summary", "Luhn_summary", "Textrank_summary", "Lexrank_summary",
+    "Date",
+    "Article_title",
+    "Stock_symbol",
+    "Url",
+    "Publisher",
+    "Author",
+    "Article",
+    "Lsa_summary",
+    "Luhn_summary",
+    "Textrank_summary",
+    "Lexrank_summary",
 )
 PRODUCTS_T = ("New Platform", "Flagship Device", "Updated Device Line", "New Service Tier")
 PARTNERS_T = ("European Carrier", "Major Cloud Provider", "National Retailer", "Global Automaker", "Hospital Network", "Federal Agency")
@@ -124,8 +133,9 @@ class NewsBuilder:
             ns += NS
         return fnspid_time(ns), int(ns), False
 
-    def _article(self, c: Company, title: str, lead: str, details: tuple[str, ...], kw: dict, publisher: str,
-                 anchor: bool = False) -> tuple[str, tuple[str, str, str, str]]:
+    def _article(
+        self, c: Company, title: str, lead: str, details: tuple[str, ...], kw: dict, publisher: str, anchor: bool = False
+    ) -> tuple[str, tuple[str, str, str, str]]:
         rng = self.rng
         detail = _pick(rng, details).format(**kw) if details else ""
         generic = [g.format(**kw) for g in T.GENERIC]
@@ -162,14 +172,27 @@ class NewsBuilder:
             qf = fin[ends[-1]] if ends else next(iter(fin.values()))
         shares = qf.shares if qf else 1000.0
         kw = dict(
-            co=c.short_name, tk=c.ticker, px=f"{px:.2f}", cap=f"{px * shares / 1000:.0f}",
-            qn=f"Q{qf.fq.q}" if qf else "Q1", fqs=fq_short(qf.fq) if qf else "the quarter",
-            rev=money_short(qf.revenue) if qf else "$1.0B", eps=f"${qf.eps:.2f}" if qf else "$1.00",
-            gm=f"{qf.gross_margin:.1f}" if qf else "50.0", yoy=f"{abs(qf.yoy):.0f}" if qf else "5",
-            amt=f"{rng.uniform(0.5, 15.0):.1f}", pct=f"{int(rng.integers(3, 25))}", target=_pick(rng, T.TARGETS),
-            partner_t=_pick(rng, PARTNERS_T), exec=_pick(rng, T.EXECUTIVES), city=_pick(rng, T.CITIES),
-            unit_t=_pick(rng, T.UNITS).title(), product_t=_pick(rng, PRODUCTS_T), agency=_pick(rng, T.AGENCIES_POS),
-            div=f"{rng.uniform(0.1, 1.5):.2f}", firm=_pick(rng, T.FIRMS),
+            co=c.short_name,
+            tk=c.ticker,
+            px=f"{px:.2f}",
+            cap=f"{px * shares / 1000:.0f}",
+            qn=f"Q{qf.fq.q}" if qf else "Q1",
+            fqs=fq_short(qf.fq) if qf else "the quarter",
+            rev=money_short(qf.revenue) if qf else "$1.0B",
+            eps=f"${qf.eps:.2f}" if qf else "$1.00",
+            gm=f"{qf.gross_margin:.1f}" if qf else "50.0",
+            yoy=f"{abs(qf.yoy):.0f}" if qf else "5",
+            amt=f"{rng.uniform(0.5, 15.0):.1f}",
+            pct=f"{int(rng.integers(3, 25))}",
+            target=_pick(rng, T.TARGETS),
+            partner_t=_pick(rng, PARTNERS_T),
+            exec=_pick(rng, T.EXECUTIVES),
+            city=_pick(rng, T.CITIES),
+            unit_t=_pick(rng, T.UNITS).title(),
+            product_t=_pick(rng, PRODUCTS_T),
+            agency=_pick(rng, T.AGENCIES_POS),
+            div=f"{rng.uniform(0.1, 1.5):.2f}",
+            firm=_pick(rng, T.FIRMS),
         )
         return kw
 
@@ -193,7 +216,7 @@ class NewsBuilder:
     def _event_kw(self, c: Company, ev: Event) -> tuple[dict, str]:
         """Template fields of an event as of its anchor time, with the event's subject; returns (fields, subject)."""
         kw = self._kw(c, ev, ev.anchor_ns)
-        subject = (f"Q{ev.fq.q} earnings" if ev.quarterly and ev.fq else _pick(self.rng, T.SUBJECTS[ev.event_type]))
+        subject = f"Q{ev.fq.q} earnings" if ev.quarterly and ev.fq else _pick(self.rng, T.SUBJECTS[ev.event_type])
         kw["subject"] = subject
         return kw, subject
 
@@ -218,8 +241,23 @@ class NewsBuilder:
         date_str, pns, donly = self._stamp(ev.anchor_ns, None)
         url = self._url(base, title, ev.event_id, "anchor")
         author = _pick(rng, T.AUTHORS)
-        return NewsRow(date_str, title, c.ticker, url, pub, author, article, sums, pns, donly, "anchor",
-                       ev.event_id, ev.event_type, ev.news_tone, in_utility=True)
+        return NewsRow(
+            date_str,
+            title,
+            c.ticker,
+            url,
+            pub,
+            author,
+            article,
+            sums,
+            pns,
+            donly,
+            "anchor",
+            ev.event_id,
+            ev.event_type,
+            ev.news_tone,
+            in_utility=True,
+        )
 
     def _rereports(self, c: Company, ev: Event, anchor: NewsRow) -> list[NewsRow]:
         """0-3 re-reports of the anchor by other publishers, some with the title reworded."""
@@ -239,8 +277,24 @@ class NewsBuilder:
                 art_re, sums_re = T.reword_text(article), tuple(T.reword_text(x) for x in sums)
             else:
                 art_re, sums_re = article, sums
-            rows.append(NewsRow(ds, t_re, c.ticker, self._url(b2, t_re, ev.event_id, "re", k), p2, _pick(rng, T.AUTHORS),
-                                art_re, sums_re, pn, do, "rereport", ev.event_id, ev.event_type, ev.news_tone))
+            rows.append(
+                NewsRow(
+                    ds,
+                    t_re,
+                    c.ticker,
+                    self._url(b2, t_re, ev.event_id, "re", k),
+                    p2,
+                    _pick(rng, T.AUTHORS),
+                    art_re,
+                    sums_re,
+                    pn,
+                    do,
+                    "rereport",
+                    ev.event_id,
+                    ev.event_type,
+                    ev.news_tone,
+                )
+            )
         return rows
 
     def _same_url_peer(self, ev: Event, anchor: NewsRow, peers: list[str]) -> list[NewsRow]:
@@ -249,8 +303,24 @@ class NewsBuilder:
         if peers and self.rng.random() < P.SAME_URL_PEER_P:
             pt = _pick(self.rng, peers)
             a = anchor
-            rows.append(NewsRow(a.date_str, a.title, pt, a.url, a.publisher, a.author, a.article, a.summaries, a.public_ns,
-                                a.date_only, "rereport", ev.event_id, ev.event_type, ev.news_tone))
+            rows.append(
+                NewsRow(
+                    a.date_str,
+                    a.title,
+                    pt,
+                    a.url,
+                    a.publisher,
+                    a.author,
+                    a.article,
+                    a.summaries,
+                    a.public_ns,
+                    a.date_only,
+                    "rereport",
+                    ev.event_id,
+                    ev.event_type,
+                    ev.news_tone,
+                )
+            )
         return rows
 
     def _companions(self, c: Company, ev: Event, kw: dict, tp) -> list[NewsRow]:
@@ -321,8 +391,9 @@ class NewsBuilder:
         ns = et_ns(day, int(self.rng.integers(7 * 3600, 19 * 3600)))
         return min(ns, self.last_ns), None
 
-    def _commentary(self, c: Company, ev: Event, kw: dict, tone: int, ns: int, day: dt.date | None, role: str,
-                    titles: dict, ticker: str, k: int) -> NewsRow:
+    def _commentary(
+        self, c: Company, ev: Event, kw: dict, tone: int, ns: int, day: dt.date | None, role: str, titles: dict, ticker: str, k: int
+    ) -> NewsRow:
         rng = self.rng
         pub, base = self._publisher()
         subj = kw["subject"]
@@ -330,8 +401,23 @@ class NewsBuilder:
         lead = _pick(rng, T.COMPANION_LEADS[tone]).format(**dict(kw, subject=subj))
         article, sums = self._article(self.co[ticker], title, lead, T.DETAILS[ev.event_type], kw, pub)
         ds, pn, do = self._stamp(ns, day)
-        return NewsRow(ds, title, ticker, self._url(base, title, ev.event_id, role, k, ticker), pub, _pick(rng, T.AUTHORS),
-                       article, sums, pn, do, role, ev.event_id, ev.event_type, tone, in_utility=True)
+        return NewsRow(
+            ds,
+            title,
+            ticker,
+            self._url(base, title, ev.event_id, role, k, ticker),
+            pub,
+            _pick(rng, T.AUTHORS),
+            article,
+            sums,
+            pn,
+            do,
+            role,
+            ev.event_id,
+            ev.event_type,
+            tone,
+            in_utility=True,
+        )
 
     def _trap(self, c: Company, ev: Event, kw: dict, k: int) -> NewsRow | None:
         rng = self.rng
@@ -355,14 +441,31 @@ class NewsBuilder:
         tkw = dict(kw, pct=f"{abs(r) * 100:.1f}", k=T.SESSION_WORDS[h], subject=headline_case(kw["subject"]))
         title = tpl[tone].format(**tkw)
         move = "rose" if r > 0 else "fell"
-        lead = (f"{c.short_name} shares {move} {abs(r) * 100:.1f}% from the close on "
-                f"{self.wd.days[d].strftime('%B %d').replace(' 0', ' ')} after the {kw['subject']}.")
+        lead = (
+            f"{c.short_name} shares {move} {abs(r) * 100:.1f}% from the close on "
+            f"{self.wd.days[d].strftime('%B %d').replace(' 0', ' ')} after the {kw['subject']}."
+        )
         pub, base = self._publisher()
         article, sums = self._article(c, title, lead, (), kw, pub)
         ds, pn, do = self._stamp(ns, day)
-        return NewsRow(ds, title, c.ticker, self._url(base, title, ev.event_id, "trap", k), pub, _pick(rng, T.AUTHORS),
-                       article, sums, pn, do, "trap", ev.event_id, ev.event_type, tone,
-                       reveals_event_id=ev.event_id, reveals_h=h)
+        return NewsRow(
+            ds,
+            title,
+            c.ticker,
+            self._url(base, title, ev.event_id, "trap", k),
+            pub,
+            _pick(rng, T.AUTHORS),
+            article,
+            sums,
+            pn,
+            do,
+            "trap",
+            ev.event_id,
+            ev.event_type,
+            tone,
+            reveals_event_id=ev.event_id,
+            reveals_h=h,
+        )
 
     # ------------------------------------------------------------ background
     def background_rows(self, c: Company, first_day: dt.date, years: float) -> list[NewsRow]:
@@ -385,6 +488,22 @@ class NewsBuilder:
             pub, base = self._publisher()
             article, sums = self._article(c, title, lead, T.DETAILS[OTHER], kw, pub)
             ds, pn, do = self._stamp(ns, dday)
-            out.append(NewsRow(ds, title, c.ticker, self._url(base, title, c.ticker, "bg", k, day.isoformat()), pub,
-                               _pick(rng, T.AUTHORS), article, sums, pn, do, "background", None, None, tone))
+            out.append(
+                NewsRow(
+                    ds,
+                    title,
+                    c.ticker,
+                    self._url(base, title, c.ticker, "bg", k, day.isoformat()),
+                    pub,
+                    _pick(rng, T.AUTHORS),
+                    article,
+                    sums,
+                    pn,
+                    do,
+                    "background",
+                    None,
+                    None,
+                    tone,
+                )
+            )
         return out

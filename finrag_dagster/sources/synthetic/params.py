@@ -155,8 +155,6 @@ def mean_sq_abnormal(c: str) -> float:
     p = TYPE_PARAMS[c]
     j2 = m2(*JUMP_RANGE)
     per_day = 1.0 / DRIFT_DAYS  # l/4 per day -> 4 * (l/4)^2 = l^2 / 4
-    nz = (1 - p.p_zero) * (
-        j2 + p.p_cont * m2(*CONT_DRIFT_RANGE) * per_day + p.p_rev * m2(*REV_DRIFT_RANGE) * per_day
-    )
+    nz = (1 - p.p_zero) * (j2 + p.p_cont * m2(*CONT_DRIFT_RANGE) * per_day + p.p_rev * m2(*REV_DRIFT_RANGE) * per_day)
     z = p.p_zero * p.p_delay * m2(*DELAY_DRIFT_RANGE) * per_day
     return nz + z

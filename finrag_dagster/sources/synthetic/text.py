@@ -24,21 +24,54 @@ PUBLISHERS = (
     ("Granite Ledger", "https://www.example.com/granite-ledger/"),
 )
 AUTHORS = (
-    "Jordan Avery", "Casey Morgan", "Riley Chen", "Taylor Brooks", "Morgan Patel", "Alex Rivera",
-    "Sam Whitaker", "Jamie Okafor", "Drew Lindqvist", "Robin Takahashi", "Quinn Delgado", "Avery Novak",
+    "Jordan Avery",
+    "Casey Morgan",
+    "Riley Chen",
+    "Taylor Brooks",
+    "Morgan Patel",
+    "Alex Rivera",
+    "Sam Whitaker",
+    "Jamie Okafor",
+    "Drew Lindqvist",
+    "Robin Takahashi",
+    "Quinn Delgado",
+    "Avery Novak",
 )
 TARGETS = (
-    "Northwind Analytics", "Bluefin Systems", "Cedar Labs", "Harborview Networks", "Kestrel Devices",
-    "Maplestone Software", "Orion Fieldworks", "Pinecrest Biologics", "Redwater Logistics",
-    "Silverline Media", "Tidewater Foods", "Vantage Robotics",
+    "Northwind Analytics",
+    "Bluefin Systems",
+    "Cedar Labs",
+    "Harborview Networks",
+    "Kestrel Devices",
+    "Maplestone Software",
+    "Orion Fieldworks",
+    "Pinecrest Biologics",
+    "Redwater Logistics",
+    "Silverline Media",
+    "Tidewater Foods",
+    "Vantage Robotics",
 )
 PARTNERS = (
-    "a large European carrier", "a major cloud provider", "a national retailer", "a global automaker",
-    "a leading hospital network", "a federal agency", "a Japanese electronics group", "a regional bank",
+    "a large European carrier",
+    "a major cloud provider",
+    "a national retailer",
+    "a global automaker",
+    "a leading hospital network",
+    "a federal agency",
+    "a Japanese electronics group",
+    "a regional bank",
 )
 EXECUTIVES = (
-    "Dana Whitfield", "Marcus Ellery", "Priya Raman", "Elena Sorensen", "Victor Osei", "Hannah Kowalski",
-    "Tomas Herrera", "Grace Liang", "Oliver Grant", "Nadia Farouk",
+    "Dana Whitfield",
+    "Marcus Ellery",
+    "Priya Raman",
+    "Elena Sorensen",
+    "Victor Osei",
+    "Hannah Kowalski",
+    "Tomas Herrera",
+    "Grace Liang",
+    "Oliver Grant",
+    "Nadia Farouk",
 )
 CITIES = ("Austin", "Columbus", "Phoenix", "Raleigh", "Boise", "Albany", "Tucson", "Omaha")
 UNITS = ("cloud services", "consumer devices", "enterprise software", "payments", "data center", "wholesale")
@@ -534,19 +567,24 @@ BACKGROUND_LEADS = {
         "{co} shares have moved with the broader market this month.",
         "Investors are watching {co} along with other large Nasdaq names.",
     ),
-    1: (
-        "{co} has outperformed the index, and some investors are optimistic.",
-    ),
-    -1: (
-        "{co} has underperformed the index, and some investors see weakness.",
-    ),
+    1: ("{co} has outperformed the index, and some investors are optimistic.",),
+    -1: ("{co} has underperformed the index, and some investors see weakness.",),
 }
 
 # Light rewording for re-reports (first match of each pair is replaced).
 REWORD = (
-    ("Announces", "Unveils"), ("Reports", "Posts"), ("Raises", "Lifts"), ("Cuts", "Trims"),
-    ("Completes", "Closes Out"), ("Names", "Taps"), ("Signs", "Inks"), ("Faces", "Confronts"),
-    ("Quarterly", "Latest"), ("After", "Following"), ("Amid", "As"), ("Says", "States"),
+    ("Announces", "Unveils"),
+    ("Reports", "Posts"),
+    ("Raises", "Lifts"),
+    ("Cuts", "Trims"),
+    ("Completes", "Closes Out"),
+    ("Names", "Taps"),
+    ("Signs", "Inks"),
+    ("Faces", "Confronts"),
+    ("Quarterly", "Latest"),
+    ("After", "Following"),
+    ("Amid", "As"),
+    ("Says", "States"),
 )
 REREPORT_PREFIX = ("UPDATE 1-", "UPDATE 2-", "BRIEF-", "")
 

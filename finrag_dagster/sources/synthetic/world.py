@@ -184,9 +184,15 @@ def _stock_market(s: WorldSettings, wd: WorldDays, c: Company, sector_paths, mk,
             if abs(abn[e.d_idx + k]) > 0:
                 ids[e.d_idx + k] = e.event_id
     info = {
-        "beta": sp.beta, "gamma": sp.gamma, "alpha": sp.alpha, "sigma_idio": sp.sigma_idio,
-        "sector_vol": sp.sector_vol, "residual_sd_no_events": sp.s_base, "unit_u": sp.unit,
-        "dividend_yield": sp.dividend_yield, "price0": sp.price0,
+        "beta": sp.beta,
+        "gamma": sp.gamma,
+        "alpha": sp.alpha,
+        "sigma_idio": sp.sigma_idio,
+        "sector_vol": sp.sector_vol,
+        "residual_sd_no_events": sp.s_base,
+        "unit_u": sp.unit,
+        "dividend_yield": sp.dividend_yield,
+        "price0": sp.price0,
     }
     return series, evs, ids, info
 
@@ -247,8 +253,9 @@ def _filings(s: WorldSettings, wd: WorldDays, stocks: list[Company], fin, by_tic
     return filings, texts
 
 
-def _company_filings(s: WorldSettings, wd: WorldDays, c: Company, fin, evs: list[Event], anchor_title, subject,
-                     texts: dict[str, str]) -> list[Filing]:
+def _company_filings(
+    s: WorldSettings, wd: WorldDays, c: Company, fin, evs: list[Event], anchor_title, subject, texts: dict[str, str]
+) -> list[Filing]:
     """One company's periodic filings and 8-Ks with accessions, their texts added to ``texts``, and
     each event's accession, anchor title and subject noted on the event."""
     frng = rng_for(s.seed, S_FILINGS, c.uid, 1)
@@ -257,8 +264,7 @@ def _company_filings(s: WorldSettings, wd: WorldDays, c: Company, fin, evs: list
         if e.k8_ns is None:
             continue
         items = event_items(e, anchor_title[e.event_id], frng)
-        fl.append(Filing(c.ticker, c.cik, "8-K", int(e.k8_ns), et_date(e.event_ns), items, e.event_id,
-                         int(e.sec_tone), "companion", e.fq))
+        fl.append(Filing(c.ticker, c.cik, "8-K", int(e.k8_ns), et_date(e.event_ns), items, e.event_id, int(e.sec_tone), "companion", e.fq))
     assign_accessions(fl, wd, frng)
     ev_by_id = {e.event_id: e for e in evs}
     legal_events = [e for e in evs if e.event_type == P.LEGAL]
@@ -271,8 +277,7 @@ def _company_filings(s: WorldSettings, wd: WorldDays, c: Company, fin, evs: list
     return fl
 
 
-def _filing_text(s: WorldSettings, c: Company, f: Filing, fin, ev_by_id: dict[str, Event], legal_events: list[Event],
-                 anchor_title, subject) -> str:
+def _filing_text(s: WorldSettings, c: Company, f: Filing, fin, ev_by_id: dict[str, Event], legal_events: list[Event], anchor_title, subject) -> str:
     """The full submission of one filing: an 8-K's body from its event, a periodic report's with the
     legal matters reported before it."""
     execs = T.EXECUTIVES
@@ -332,8 +337,9 @@ def write_raw(w: _World, raw: Path) -> dict[str, int]:
     """Write the raw (real-format) files; returns counts."""
     cal = w.companies
     uni_rows = [[c.ticker, str(c.cik), c.sec_title, c.company, c.sector, c.sub_industry] for c in cal]
-    _write_text(raw / "universe" / "tickers.csv",
-                _csv_text(["ticker", "cik", "sec_title", "Security", "gics_sector", "gics_sub_industry"], uni_rows, "\n"))
+    _write_text(
+        raw / "universe" / "tickers.csv", _csv_text(["ticker", "cik", "sec_title", "Security", "gics_sector", "gics_sub_industry"], uni_rows, "\n")
+    )
     by_year: dict[str, list[list[str]]] = {}
     for r in w.news:
         by_year.setdefault(r.date_str[:4], []).append(r.fnspid())
@@ -347,8 +353,7 @@ def write_raw(w: _World, raw: Path) -> dict[str, int]:
             for i, d in enumerate(w.wd.days)
         ]
         n_price += len(rows)
-        _write_text(raw / "prices" / f"{t.lower()}.csv",
-                    _csv_text(["Date", "Open", "High", "Low", "Close", "Adj Close", "Volume"], rows, "\r\n"))
+        _write_text(raw / "prices" / f"{t.lower()}.csv", _csv_text(["Date", "Open", "High", "Low", "Close", "Adj Close", "Volume"], rows, "\r\n"))
     sizes = {acc: len(txt.encode("utf-8")) for acc, txt in w.texts.items()}
     by_t: dict[str, list[Filing]] = {}
     for f in w.filings:
@@ -366,11 +371,43 @@ def documents_table(w: _World) -> pa.Table:
     ev_type = {e.event_id: e.event_type for e in w.events}
     rows = []
     for r in w.news:
-        rows.append((r.url, r.ticker, "news", r.role, r.event_id, r.event_type, r.tone, r.public_ns, r.date_only,
-                     r.reveals_event_id, r.reveals_h, r.in_utility, r.title, None))
+        rows.append(
+            (
+                r.url,
+                r.ticker,
+                "news",
+                r.role,
+                r.event_id,
+                r.event_type,
+                r.tone,
+                r.public_ns,
+                r.date_only,
+                r.reveals_event_id,
+                r.reveals_h,
+                r.in_utility,
+                r.title,
+                None,
+            )
+        )
     for f in w.filings:
-        rows.append((f.accession, f.ticker, "sec_filing", f.role, f.event_id, ev_type.get(f.event_id) if f.event_id else None,
-                     f.tone, f.accept_ns, False, None, None, f.role == "companion", f"{f.form} {','.join(f.items)}".strip(), f.form))
+        rows.append(
+            (
+                f.accession,
+                f.ticker,
+                "sec_filing",
+                f.role,
+                f.event_id,
+                ev_type.get(f.event_id) if f.event_id else None,
+                f.tone,
+                f.accept_ns,
+                False,
+                None,
+                None,
+                f.role == "companion",
+                f"{f.form} {','.join(f.items)}".strip(),
+                f.form,
+            )
+        )
     rows.sort(key=lambda x: (x[7], x[2], x[0], x[1], x[3]))
     cols = list(zip(*rows)) if rows else [[] for _ in range(14)]
     pub = np.asarray(cols[7], dtype=np.int64)
@@ -446,11 +483,19 @@ def utility_table(w: _World, docs: pa.Table) -> pa.Table:
             for hi, h in enumerate(P.HORIZONS):
                 agree = [tone[i] == dirs[eid[i]][hi] for i in idx]
                 tp = P.TYPE_PARAMS[c]
-                rows.append((
-                    s, c, h, P.planted_utility(s, c, h), float(np.mean(agree)) if agree else None, len(idx),
-                    len({eid[i] for i in idx}), tp.rho_news if s == "news" else tp.rho_sec,
-                    "d_short" if s == "news" else "d_long",
-                ))
+                rows.append(
+                    (
+                        s,
+                        c,
+                        h,
+                        P.planted_utility(s, c, h),
+                        float(np.mean(agree)) if agree else None,
+                        len(idx),
+                        len({eid[i] for i in idx}),
+                        tp.rho_news if s == "news" else tp.rho_sec,
+                        "d_short" if s == "news" else "d_long",
+                    )
+                )
     cols = list(zip(*rows))
     return pa.table(
         {
@@ -468,7 +513,12 @@ def utility_table(w: _World, docs: pa.Table) -> pa.Table:
 
 
 def prices_truth_table(w: _World) -> pa.Table:
-    tickers, dates, regime, comps = [], [], [], {k: [] for k in ("r_market", "r_sector", "r_idio", "r_alpha", "r_abnormal", "r_total", "dividend", "close", "adj_close")}
+    tickers, dates, regime, comps = (
+        [],
+        [],
+        [],
+        {k: [] for k in ("r_market", "r_sector", "r_idio", "r_alpha", "r_abnormal", "r_total", "dividend", "close", "adj_close")},
+    )
     ids = []
     days = np.array(w.wd.days, dtype="datetime64[D]")
     for t in sorted(w.prices):
@@ -502,24 +552,38 @@ def world_json(w: _World, s: WorldSettings, counts: dict, files: dict[str, str])
         "span": {"first_day": w.wd.days[0].isoformat(), "last_day": w.wd.days[-1].isoformat(), "sessions": len(w.wd)},
         "universe": [
             {
-                "ticker": c.ticker, "company": c.company, "cik": c.cik, "sector": c.sector, "sub_industry": c.sub_industry,
-                "fiscal_year_end": c.fiscal_year_end, **{k: round(v, 10) for k, v in w.params["stocks"].get(c.ticker, {}).items()},
+                "ticker": c.ticker,
+                "company": c.company,
+                "cik": c.cik,
+                "sector": c.sector,
+                "sub_industry": c.sub_industry,
+                "fiscal_year_end": c.fiscal_year_end,
+                **{k: round(v, 10) for k, v in w.params["stocks"].get(c.ticker, {}).items()},
             }
             for c in w.companies
         ],
         "model": {
             "event_types": {c: {k: getattr(tp, k) for k in tp.__dataclass_fields__} for c, tp in P.TYPE_PARAMS.items()},
-            "jump_range_u": P.JUMP_RANGE, "cont_drift_range_u": P.CONT_DRIFT_RANGE, "rev_drift_range_u": P.REV_DRIFT_RANGE,
-            "delay_drift_range_u": P.DELAY_DRIFT_RANGE, "drift_days": P.DRIFT_DAYS,
-            "regime_stay": P.REGIME_STAY, "market_mu": P.MARKET_MU, "market_vol": P.MARKET_VOL,
-            "idio_vol_range": P.IDIO_VOL_RANGE, "idio_scale": P.IDIO_SCALE, "sector_vol_range": P.SECTOR_VOL_RANGE,
-            "sector_scale": P.SECTOR_SCALE, "beta_range": P.BETA_RANGE, "gamma_range": P.GAMMA_RANGE,
-            "buckets": P.BUCKETS, "earnings_bucket_p": P.EARNINGS_BUCKET_P, "other_bucket_p": P.OTHER_BUCKET_P,
+            "jump_range_u": P.JUMP_RANGE,
+            "cont_drift_range_u": P.CONT_DRIFT_RANGE,
+            "rev_drift_range_u": P.REV_DRIFT_RANGE,
+            "delay_drift_range_u": P.DELAY_DRIFT_RANGE,
+            "drift_days": P.DRIFT_DAYS,
+            "regime_stay": P.REGIME_STAY,
+            "market_mu": P.MARKET_MU,
+            "market_vol": P.MARKET_VOL,
+            "idio_vol_range": P.IDIO_VOL_RANGE,
+            "idio_scale": P.IDIO_SCALE,
+            "sector_vol_range": P.SECTOR_VOL_RANGE,
+            "sector_scale": P.SECTOR_SCALE,
+            "beta_range": P.BETA_RANGE,
+            "gamma_range": P.GAMMA_RANGE,
+            "buckets": P.BUCKETS,
+            "earnings_bucket_p": P.EARNINGS_BUCKET_P,
+            "other_bucket_p": P.OTHER_BUCKET_P,
             "min_event_spacing_sessions": P.MIN_EVENT_SPACING,
         },
-        "planted_utility": {
-            f"{f}|{c}|{h}": round(P.planted_utility(f, c, h), 12) for f in P.FAMILIES for c in P.EVENT_TYPES for h in P.HORIZONS
-        },
+        "planted_utility": {f"{f}|{c}|{h}": round(P.planted_utility(f, c, h), 12) for f in P.FAMILIES for c in P.EVENT_TYPES for h in P.HORIZONS},
         "counts": counts,
         "files_sha256": files,
     }
@@ -545,11 +609,7 @@ def generate_world(settings: WorldSettings, out_dir: Path) -> WorldManifest:
     _write_parquet(truth / "source_utility.parquet", utility_table(w, docs))
     _write_parquet(truth / "prices_truth.parquet", prices_truth_table(w))
     counts.update({"events": len(w.events), "documents": docs.num_rows, "tickers": len(w.companies)})
-    files = {
-        p.relative_to(tmp).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(raw.rglob("*"))
-        if p.is_file()
-    }
+    files = {p.relative_to(tmp).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(raw.rglob("*")) if p.is_file()}
     _write_text(truth / "world.json", world_json(w, settings, counts, files))
     with FileLock(str(out_dir / ".world.lock")):  # one swap at a time; the last build wins whole
         for name in ("raw", "truth"):

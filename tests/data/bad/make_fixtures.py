@@ -34,10 +34,15 @@ def set_field(line: str, i: int, value: str) -> str:
 
 def fnspid_lines_from_parquet(ticker: str, lo: str, hi: str, undo_split_fix: bool = False) -> list[str]:
     """FNSPID-format lines rebuilt from the sample parquet (whose ZD rows came from FNSPID CSVs)."""
-    df = pl.read_parquet(PARQUET).filter(
-        (pl.col("ticker") == ticker) & pl.col("price_basis").str.starts_with("raw_ohlc")
-        & pl.col("date").is_between(dt.datetime.fromisoformat(lo), dt.datetime.fromisoformat(hi))
-    ).sort("date")
+    df = (
+        pl.read_parquet(PARQUET)
+        .filter(
+            (pl.col("ticker") == ticker)
+            & pl.col("price_basis").str.starts_with("raw_ohlc")
+            & pl.col("date").is_between(dt.datetime.fromisoformat(lo), dt.datetime.fromisoformat(hi))
+        )
+        .sort("date")
+    )
     out = []
     for r in df.iter_rows(named=True):
         k = 20.0 if undo_split_fix and r["split_fix_applied"] else 1.0
@@ -77,9 +82,7 @@ def main() -> None:
     window = pl.col("date").is_between(dt.datetime(2021, 3, 1), dt.datetime(2021, 3, 5))
     amd = src.filter((pl.col("ticker") == "AMD") & window).sort("date")
     meta = src.filter((pl.col("ticker") == "META") & window).sort("date")
-    amd = amd.with_columns(
-        pl.when(pl.int_range(0, pl.len()) == 2).then(float("nan")).otherwise(pl.col("close")).alias("close")
-    )
+    amd = amd.with_columns(pl.when(pl.int_range(0, pl.len()) == 2).then(float("nan")).otherwise(pl.col("close")).alias("close"))
     pl.concat([amd, meta]).write_parquet(HERE / "prices" / "close_nan_parquet" / "prices.parquet")
 
     # (b) high below low, close above high (FNSPID CSV) + QQQ's real 1-cent open above high (kept)
@@ -100,8 +103,7 @@ def main() -> None:
 
     # (c) a real crash (AAPL 2000-09-29, -51.9%) and FNSPID's GOOG split-basis error (-94.9%)
     write("prices/large_move_real/aapl.csv", [HEADER, *aapl_lines("2000-09-25", "2000-10-03")])
-    write("prices/large_move_split_error/goog.csv",
-          [HEADER, *fnspid_lines_from_parquet("GOOG", "2020-06-29", "2020-07-10", undo_split_fix=True)])
+    write("prices/large_move_split_error/goog.csv", [HEADER, *fnspid_lines_from_parquet("GOOG", "2020-06-29", "2020-07-10", undo_split_fix=True)])
 
     # (d) a missing session: AAPL without 2021-03-15, QQQ complete (for the label check)
     rows = [r for r in aapl_lines("2021-01-29", "2021-03-26") if not r.startswith("2021-03-15")]
