@@ -148,6 +148,15 @@ _no_lora = pytest.mark.skipif(
 )
 
 
+def test_a_gpu_trains_in_bfloat16_and_the_cpu_in_float32():
+    """Where the LoRA model goes: a CUDA GPU in bfloat16 when torch sees one (an 8B reader), else the
+    CPU in float32 (tests/gpu/test_lora_gpu.py trains on the GPU where there is one)."""
+    from finrag_dagster.core.reader.lora import placement
+
+    assert placement(True) == ("cuda", "bfloat16")
+    assert placement(False) == ("cpu", "float32")
+
+
 @pytest.mark.skipif(importlib.util.find_spec("peft") is None, reason="needs the `lora` extra (peft)")
 def test_a_seeds_adapter_starts_the_same_whatever_ran_before():
     """peft draws lora_A from torch's global generator: wrap_lora(seed=...) fixes it, so an adapter's

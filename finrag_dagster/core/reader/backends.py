@@ -503,7 +503,7 @@ class TransformersBackend(Backend):
             self.requests_sent += 1
             t0 = time.perf_counter()
             text = self._tok.apply_chat_template(r.prompt.messages, tokenize=False, add_generation_prompt=True)
-            ids = self._tok(text, return_tensors="pt", add_special_tokens=False)
+            ids = self._tok(text, return_tensors="pt", add_special_tokens=False).to(next(self._m.parameters()).device)
             with torch.no_grad():
                 gen = self._m.generate(
                     **ids,

@@ -233,19 +233,38 @@ def _require():
         raise LoraUnavailable(f"the LoRA reader needs torch, transformers and peft: pip install 'finrag[lora]' ({e})") from None
 
 
-def load_base(model: str):
-    """(model, tokenizer) from a GGUF file (dequantised to float32; needs ``gguf``) or a HF folder/id."""
+def placement(cuda: bool | None = None) -> tuple[str, str]:
+    """(device, dtype name) for the LoRA model: a CUDA GPU in bfloat16 when torch sees one (the
+    full run: an 8B reader in float32 would not fit in memory nor train in time), else the CPU in
+    float32 (the tests' small model)."""
+    if cuda is None:
+        import torch
+
+        cuda = torch.cuda.is_available()
+    return ("cuda", "bfloat16") if cuda else ("cpu", "float32")
+
+
+def load_base(model: str, device: str | None = None):
+    """(model, tokenizer) from a GGUF file (dequantised; needs ``gguf``) or a HF folder/id, placed by
+    :func:`placement` unless ``device`` is given (a GPU in bfloat16, the CPU in float32)."""
     _require()
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    dev, dtype = placement() if device is None else placement(device.startswith("cuda"))
     p = Path(model)
     kw = {"gguf_file": p.name} if p.suffix == ".gguf" else {}
     where = str(p.parent) if kw else model
     tok = AutoTokenizer.from_pretrained(where, **kw)
-    m = AutoModelForCausalLM.from_pretrained(where, **kw)
+    m = AutoModelForCausalLM.from_pretrained(where, dtype=getattr(torch, dtype), **kw).to(device or dev)
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     return m, tok
+
+
+def _device(model):
+    """The device the model's weights are on (batches go there)."""
+    return next(model.parameters()).device
 
 
 def wrap_lora(model, h: LoraHyper, seed: int | None = None):
@@ -304,7 +323,7 @@ def predict_signals(model, tokenizer, examples: list[Encoded]) -> list[dict[str,
                 x = torch.full((len(cand), len(prefix) + n), pad, dtype=torch.long)
                 for i, (_, t) in enumerate(cand):
                     x[i, : len(prefix) + len(t)] = torch.tensor(prefix + t)
-                logp = torch.log_softmax(model(input_ids=x).logits[:, len(prefix) - 1 : len(prefix) - 1 + n].float(), -1)
+                logp = torch.log_softmax(model(input_ids=x.to(_device(model))).logits[:, len(prefix) - 1 : len(prefix) - 1 + n].float(), -1)
                 scores = [float(sum(logp[i, j, t] for j, t in enumerate(toks))) for i, (_, toks) in enumerate(cand)]
                 k = max(range(len(cand)), key=lambda i: scores[i])
                 best, best_toks = cand[k]
@@ -369,7 +388,7 @@ def train_lora(
             opt.zero_grad(set_to_none=True)
             total = 0.0
             for m0 in range(0, len(chunk), h.micro_batch):
-                ids, lab, att = _batch(chunk[m0 : m0 + h.micro_batch], pad)
+                ids, lab, att = (t.to(_device(model)) for t in _batch(chunk[m0 : m0 + h.micro_batch], pad))
                 logits = model(input_ids=ids, attention_mask=att).logits[:, :-1].float()
                 tgt = lab[:, 1:]
                 loss = torch.nn.functional.cross_entropy(
