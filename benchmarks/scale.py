@@ -57,7 +57,6 @@ sys.path.insert(0, str(ROOT))
 from finrag_dagster.core.calendar import nyse  # noqa: E402
 from finrag_dagster.core.settings import HORIZONS, Settings, load_settings  # noqa: E402
 from finrag_dagster.definitions import build_definitions  # noqa: E402
-from finrag_dagster.defs.resources import FinragResource  # noqa: E402
 from finrag_dagster.pipeline import RANGE_END, RANGE_START, run_range, stages  # noqa: E402
 
 
@@ -143,7 +142,7 @@ def run_twin(settings: Settings, instance: dg.DagsterInstance) -> dict[str, floa
     cal = nyse()
     hist = cal.sessions_in_range(settings.calendar.start, settings.calendar.end)
     dec = cal.sessions_in_range(settings.calendar.decision_start, settings.calendar.end)
-    twins = twin_assets(build_definitions(settings, FinragResource.from_settings(settings)))
+    twins = twin_assets(build_definitions(settings))  # only the graph: the twin's bodies use no resource
     out = {}
     for st in stages(settings):
         tags = {}
