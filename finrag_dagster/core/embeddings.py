@@ -22,6 +22,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from .engine import current_engine, shards
+
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
 
@@ -88,6 +90,14 @@ def embed(texts: list[str], batch_size: int = 64, max_seq_length: int = 128, wor
     def run(job: list[int]) -> tuple[list[int], np.ndarray]:
         return job, m.encode([texts[i] for i in job], batch_size=len(job), convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
 
+    eng = current_engine()
+    if eng.name != "local" and len(jobs) > 1:  # the batches as tasks of the engine (Ray), same texts each
+        parts = shards(len(jobs), eng.parallelism)
+        done_parts = eng.map(encode_batches, [([[texts[i] for i in j] for j in jobs[a:b]], max_seq_length) for a, b in parts])
+        for (a, b), vecs in zip(parts, done_parts):
+            for job, v in zip(jobs[a:b], vecs):
+                out[job] = v
+        return out
     workers = embed_workers() if workers is None else max(1, int(workers))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -102,3 +112,17 @@ def embed(texts: list[str], batch_size: int = 64, max_seq_length: int = 128, wor
     finally:
         torch.set_num_threads(threads)
     return out
+
+
+def encode_batches(payload: tuple[list[list[str]], int]) -> list[np.ndarray]:
+    """Encode ready-made batches (same-length texts each) on one intra-op thread: one engine task."""
+    import torch
+
+    batches, max_seq_length = payload
+    m = load_model(max_seq_length)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return [m.encode(b, batch_size=len(b), convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False) for b in batches]
+    finally:
+        torch.set_num_threads(threads)

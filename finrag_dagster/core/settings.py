@@ -225,6 +225,20 @@ class SensorSettings(_M):
     matured_feedback_interval_s: int = 300
 
 
+class ExecutionSettings(_M):
+    """Where the heavy stages (evidence embedding, reader inference) run (docs/cluster.md).
+
+    ``local``: inside each asset's own process. ``ray``: as Ray tasks and actors, on a local Ray
+    started in-process (``address`` empty) or on an existing cluster (``"auto"``,
+    ``"ray://head:10001"``); the lake is the same to the byte either way."""
+
+    engine: Literal["local", "ray"] = "local"
+    address: str = ""
+    num_cpus: int = 0  # a local Ray's CPUs (0: all of this machine's)
+    reader_replicas: int = 0  # reader actors (0: one per cluster CPU; for vllm one per gpus_per_replica GPUs)
+    gpus_per_replica: float = 1.0
+
+
 class Settings(_M):
     lake_dir: Path = Path("data_lake")
     world: WorldSettings = WorldSettings()
@@ -241,6 +255,7 @@ class Settings(_M):
     experience: ExperienceSettings = ExperienceSettings()
     lora: LoraSettings = LoraSettings()
     sensors: SensorSettings = SensorSettings()
+    execution: ExecutionSettings = ExecutionSettings()
 
     @property
     def world_dir(self) -> Path:

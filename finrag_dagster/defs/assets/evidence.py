@@ -6,6 +6,7 @@ import polars as pl
 from ...core.anchors import anchors_from_lake
 from ...core.calendar import TradingCalendar
 from ...core.context_card import write_cards
+from ...core.engine import EngineSpec, use_engine
 from ...core.evidence import pit_violations, write_evidence
 from ...core.storage import lake as core_lake
 from ...core.storage.lake import Lake
@@ -53,8 +54,10 @@ def build_evidence_asset(partitions_def) -> dg.AssetsDefinition:
 
         lake, cal = finrag.lake(), finrag.calendar()
         days = days_of(context)
-        with step_errors_as_failures():
-            run = write_evidence(finrag.settings(), lake, cal, days, split_filing_passages, log=context.log.info)
+        s = finrag.settings()
+        with step_errors_as_failures(), use_engine(EngineSpec.from_settings(s)) as eng:
+            run = write_evidence(s, lake, cal, days, split_filing_passages, log=context.log.info)
+            where = {"engine": eng.name} | ({"engine_cpus": eng.parallelism} if eng.name == "ray" else {})
         counts, fam_counts, preview = run.counts, run.by_family, run.preview
         meta = partition_meta(
             counts,
@@ -64,6 +67,7 @@ def build_evidence_asset(partitions_def) -> dg.AssetsDefinition:
             columns=["passage_id", "source_family", "ticker", "public_time", "item", "title", "dup_cluster"],
         )
         meta["passages_by_family"] = dg.MetadataValue.json(fam_counts)
+        meta.update(where)  # where the embedding ran
         return dg.MaterializeResult(metadata=meta, check_results=[pit_check(lake, cal, "evidence", days), check_schema(lake, "evidence", days)])
 
     return evidence

@@ -19,6 +19,7 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
+from ...core.engine import EngineSpec, use_engine
 from ...core.experience.tree import ToEParams, from_table, render_markdown
 from ...core.loop import LORA_FAMILIES, Variant, variants_of
 from ...core.loop_io import FamilyIncomplete, FamilyRun, family_feedback, run_family
@@ -26,6 +27,7 @@ from ...core.lora_train import lora_backends
 from ...core.memory.source_memory import MemoryParams
 from ...core.progress import Progress
 from ...core.reader.backends import BackendConfig, make_backend
+from ...core.reader.distributed import distributed_backend
 from ...core.reader.run import DayStats
 from ...core.settings import Settings
 from ..context import days_of, step_errors_as_failures
@@ -155,10 +157,11 @@ def _run_loop(context: dg.AssetExecutionContext, config: ReaderConfig, finrag: F
     days = days_of(context)
     params = config.memory_params(s)
     bcfg = config.backend_config(s)
-    backend = make_backend(bcfg)
     prog = Progress(len(days) * len(vs), f"{family} loop", log=context.log.info, every=20, unit="variant-days")
     try:
-        with step_errors_as_failures():
+        with step_errors_as_failures(), use_engine(EngineSpec.from_settings(s)):
+            # the LoRA families read with their own adapters' backends (lora_backends), in this process
+            backend = make_backend(bcfg) if family in LORA_FAMILIES else distributed_backend(bcfg)
             backend_for = lora_backends(s, s.lake_dir, cal, bcfg) if family in LORA_FAMILIES else None
             run = run_family(
                 s,
@@ -243,6 +246,8 @@ def _reader_result(family: str, run: FamilyRun, backend) -> dg.MaterializeResult
             "rows": run.written["reader_outputs"],
             "backend": backend.name,
             "model": backend.model,
+            "engine": "ray" if hasattr(backend, "replicas") else "local",
+            **({"reader_replicas": len(backend.replicas)} if hasattr(backend, "replicas") else {}),
             **reader_metadata(run.stats),
             **({"days_not_read_before_test_split": sum(run.skipped.values())} if family in LORA_FAMILIES else {}),
             "preview": dg.MetadataValue.md(

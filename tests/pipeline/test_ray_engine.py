@@ -1,0 +1,92 @@
+"""The heavy stages on Ray give the same lake as the local engine (docs/cluster.md).
+
+A two-node Ray cluster is started on 127.0.0.1 (``ray start --head`` and a second worker node,
+one CPU each); the sources, history, decision and loop stages of a few weeks run with
+``execution.engine = "ray"`` pointed at it, and every parquet file of that lake must be the same
+bytes as a local-engine lake of the same settings (the reader cache's wall-clock latency apart).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import importlib.util
+import os
+import secrets
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from finrag_dagster.pipeline import stages
+
+from .world import DECISION_START, files_settings, materialize
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed")]
+
+END_RAY = dt.date(2019, 2, 12)
+FAMILIES = ("no_memory", "source_memory")
+RAY = str(Path(sys.executable).with_name("ray"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def ray_cluster(monkeypatch):
+    """A head node and one more worker node on 127.0.0.1, one CPU each, with token authentication
+    (Ray's default for ``ray start``: every node and the driver share the token); stopped after."""
+    port = _free_port()
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    monkeypatch.setenv("RAY_AUTH_TOKEN", secrets.token_hex(32))
+    env = dict(os.environ)
+    common = ["--num-cpus", "1", "--object-store-memory", str(200 * 2**20), "--disable-usage-stats"]
+    head = [RAY, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--include-dashboard", "false", *common]
+    try:
+        subprocess.run(head, check=True, timeout=180, env=env, capture_output=True)
+        worker = [RAY, "start", "--address", f"127.0.0.1:{port}", "--node-ip-address", "127.0.0.1", *common]
+        subprocess.run(worker, check=True, timeout=180, env=env, capture_output=True)
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([RAY, "stop", "--force"], timeout=120, env=env, capture_output=True)
+
+
+def lake_files(root: Path) -> dict[str, str]:
+    """Digest of every parquet file; the reader cache's latency_ms (wall clock) is left out."""
+    out = {}
+    for p in sorted(root.rglob("*.parquet")):
+        rel = str(p.relative_to(root))
+        if "_staging" in p.parts:
+            continue
+        if rel.startswith("reader_cache/"):
+            out[rel] = hashlib.sha256(pl.read_parquet(p).drop("latency_ms").write_ipc(None).getvalue()).hexdigest()
+        else:
+            out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def test_a_two_node_ray_cluster_writes_the_local_engines_lake(world_raw, tmp_path, ray_cluster):
+    lakes = {}
+    for engine in ("local", "ray"):
+        lake = tmp_path / engine
+        s = files_settings(world_raw, lake, variants={"families": FAMILIES}, execution={"engine": engine, "address": ray_cluster})
+        only = [a for st in stages(s) if st.name in ("sources", "history", "decisions", "loop") for a in st.assets]
+        results = materialize(s, END_RAY, DECISION_START, only=only)
+        lakes[engine] = lake_files(lake)
+        meta = {e.asset_key.to_user_string(): e.materialization.metadata for r in results for e in r.get_asset_materialization_events()}
+        assert meta["evidence"]["engine"].value == engine  # the embedding ran where the settings say
+        assert meta["source_memory/reader_outputs"]["engine"].value == engine
+        if engine == "ray":
+            assert meta["evidence"]["engine_cpus"].value == 2  # both nodes of the cluster
+            assert meta["source_memory/reader_outputs"]["reader_replicas"].value == 2
+    local, on_ray = lakes["local"], lakes["ray"]
+    for table in ("evidence/", "reader_outputs/variant=source_memory/", "memory_snapshot/", "reader_cache/"):
+        assert any(k.startswith(table) for k in local), table
+    assert sorted(on_ray) == sorted(local)
+    assert [k for k in local if local[k] != on_ray[k]] == []

@@ -1,0 +1,117 @@
+"""The execution engine: shards, replica placement, and the Ray engine giving the local bytes."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from finrag_dagster.core.engine import EngineSpec, EngineUnavailable, LocalEngine, current_engine, make_engine, shards, use_engine
+from finrag_dagster.core.reader.backends import BackendConfig, Request
+from finrag_dagster.core.reader.distributed import replica_resources
+
+needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed")
+
+
+@pytest.mark.parametrize("n,parts", [(0, 3), (1, 4), (7, 3), (10, 10), (10, 3), (5, 1), (3, 8)])
+def test_shards_cover_the_items_in_order_with_near_equal_sizes(n, parts):
+    got = shards(n, parts)
+    flat = [i for a, b in got for i in range(a, b)]
+    assert flat == list(range(n))
+    assert len(got) <= max(1, parts)
+    sizes = [b - a for a, b in got]
+    assert all(s > 0 for s in sizes)
+    if sizes:
+        assert max(sizes) - min(sizes) <= 1
+
+
+def test_an_unknown_engine_is_a_clear_error_and_local_is_the_default():
+    with pytest.raises(EngineUnavailable, match="choose 'local' or 'ray'"):
+        make_engine(EngineSpec(engine="spark"))
+    assert isinstance(current_engine(), LocalEngine)
+    with use_engine(None) as eng:
+        assert current_engine() is eng and eng.name == "local"
+
+
+def test_vllm_replicas_take_their_gpus_and_refuse_a_cluster_without_them():
+    cfg = BackendConfig(backend="vllm", model="m", tensor_parallel_size=2)
+    n, res = replica_resources(cfg, EngineSpec(engine="ray", gpus_per_replica=1), {"CPU": 64, "GPU": 8})
+    assert (n, res["num_gpus"]) == (4, 2.0)  # tensor parallel 2 on 8 GPUs: 4 data-parallel replicas
+    n, _ = replica_resources(cfg, EngineSpec(engine="ray", reader_replicas=3), {"CPU": 64, "GPU": 8})
+    assert n == 3
+    with pytest.raises(EngineUnavailable, match="needs 1 replica"):
+        replica_resources(cfg, EngineSpec(engine="ray"), {"CPU": 16})
+    with pytest.raises(EngineUnavailable, match="cluster has 8 GPU"):
+        replica_resources(cfg, EngineSpec(engine="ray", reader_replicas=5), {"CPU": 64, "GPU": 8})
+
+
+def test_cpu_backends_take_one_cpu_per_replica():
+    n, res = replica_resources(BackendConfig(backend="llama_cpp"), EngineSpec(engine="ray"), {"CPU": 6, "GPU": 2})
+    assert (n, res) == (6, {"num_cpus": 1})
+
+
+def _requests(n: int) -> list[Request]:
+    """Real prompts and reader inputs of varied anchors (what a decision day sends the reader)."""
+    from finrag_dagster.core.reader.embedded import ReaderInput
+    from finrag_dagster.core.reader.prompt import AnchorInfo, EvidenceItem, build_prompt
+
+    tones = ["beats estimates and raises guidance", "misses estimates, shares fall", "announces a product launch", "faces a lawsuit over patents"]
+    out = []
+    for i in range(n):
+        ev = EvidenceItem(
+            f"P{i}", "news", f"Acme {tones[(i + 1) % 4]}", f"Acme Corp said it {tones[(i + 2) % 4]}.", f"2019-02-0{1 + i % 5}T14:00:00Z"
+        )
+        info = AnchorInfo(f"A{i}", "ACME", "Acme Corp", f"Acme {tones[i % 4]}", "summary", "2019-02-08", "Earnings", "intraday")
+        p = build_prompt(info, [ev], "card", None)
+        out.append(
+            Request(
+                p,
+                ReaderInput(info.headline, info.summary, info.event_type, tuple(zip(p.allowed_ids, [ev])), "normal", "2019-02-08", (), info.company),
+            )
+        )
+    return out
+
+
+@needs_ray
+@pytest.mark.slow
+def test_the_ray_engine_gives_the_local_embeddings_and_reader_answers_in_order():
+    from finrag_dagster.core.embeddings import embed
+    from finrag_dagster.core.reader.backends import make_backend
+    from finrag_dagster.core.reader.distributed import RayBackend, distributed_backend
+
+    texts = [f"Company {i} reports revenue up {i % 17} percent" + " and more" * (i % 7) for i in range(240)]
+    local_vecs = embed(texts)
+    reqs = _requests(23)
+    cfg = BackendConfig(backend="embedded")
+    local = [g.text for g in make_backend(cfg).generate(reqs)]
+    assert len(set(local)) > 1  # the answers differ by anchor, so an order slip would show
+    with use_engine(EngineSpec(engine="ray", num_cpus=2)) as eng:
+        assert eng.parallelism == 2
+        ray_vecs = embed(texts)
+        b = distributed_backend(cfg)
+        assert isinstance(b, RayBackend) and len(b.replicas) == 2
+        assert (b.name, b.model) == ("embedded", make_backend(cfg).model)  # the prompt keys do not change
+        got = b.generate(reqs)
+        assert b.requests_sent == len(reqs)
+        openai = distributed_backend(BackendConfig(backend="openai", model="m"))
+        assert not isinstance(openai, RayBackend)  # a server backend is not replicated
+    assert ray_vecs.tobytes() == local_vecs.tobytes()
+    assert [g.text for g in got] == local
+    import ray
+
+    assert not ray.is_initialized()  # the local Ray started for the block is shut down after it
+
+
+def test_ray_missing_is_a_clear_error(monkeypatch):
+    import builtins
+
+    real = builtins.__import__
+
+    def no_ray(name, *a, **k):
+        if name == "ray":
+            raise ImportError("no ray")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_ray)
+    with pytest.raises(EngineUnavailable, match=r"pip install 'finrag\[ray\]'"):
+        make_engine(EngineSpec(engine="ray"))
