@@ -81,7 +81,15 @@ def reset_peak() -> bool:
 
 # ---------------------------------------------------------------------------- settings
 def settings_for(
-    lake: Path, tickers: int, days: int, families: list[str], history_start: dt.date, decision_start: dt.date, echo: bool, events: float | None = None
+    lake: Path,
+    tickers: int,
+    days: int,
+    families: list[str],
+    history_start: dt.date,
+    decision_start: dt.date,
+    echo: bool,
+    events: float | None = None,
+    engine: str = "local",
 ) -> Settings:
     cal = nyse()
     sessions = cal.sessions_in_range(decision_start, decision_start + dt.timedelta(days=days * 2 + 30))[:days]
@@ -99,7 +107,34 @@ def settings_for(
         calendar={"start": history_start, "end": end, "decision_start": decision_start},
         splits={"train": (decision_start, a), "validation": (a + dt.timedelta(days=1), b), "test": (b + dt.timedelta(days=1), end)},
         variants={"families": tuple(families)},
+        execution=engine_settings(engine),
     )
+
+
+def engine_settings(engine: str) -> dict:
+    """``local`` or ``ray:N`` (a local Ray of N CPUs started by the run) as an [execution] section."""
+    if engine == "local":
+        return {"engine": "local"}
+    kind, _, n = engine.partition(":")
+    if kind != "ray" or not n.isdigit() or int(n) < 1:
+        raise SystemExit(f"--engine: give local or ray:N (N CPUs), not {engine!r}")
+    return {"engine": "ray", "num_cpus": int(n)}
+
+
+def lake_digest(root: Path) -> str:
+    """One digest of every parquet file of a lake (the reader cache's wall-clock latency left out)."""
+    import hashlib
+
+    import polars as pl
+
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*.parquet")):
+        if "_staging" in p.parts:
+            continue
+        rel = str(p.relative_to(root))
+        data = pl.read_parquet(p).drop("latency_ms").write_ipc(None).getvalue() if rel.startswith("reader_cache/") else p.read_bytes()
+        h.update(rel.encode() + hashlib.sha256(data).digest())
+    return h.hexdigest()[:16]
 
 
 # ---------------------------------------------------------------------------- the twin
@@ -222,7 +257,7 @@ def quarter_costs(rows: list[dict]) -> dict[str, float]:
     return dict(sorted(per_q.items()))
 
 
-def measure(settings: Settings) -> dict:
+def measure(settings: Settings, twin: bool = True) -> dict:
     """Run every stage; wall, CPU, peak RSS and the asset steps' own times per stage."""
     marks: list[tuple[str, float, float]] = []
     peaks: dict[str, int] = {}
@@ -270,8 +305,10 @@ def measure(settings: Settings) -> dict:
         stop = marks[i + 1][1] if i + 1 < len(marks) else t_end
         wall[name] = stop - start
         cpu[name] = (marks[i + 1][2] if i + 1 < len(marks) else cpu_end) - c0
-    with dg.instance_for_test() as inst:
-        twin = run_twin(settings, inst)
+    tw: dict[str, float] = {}
+    if twin:
+        with dg.instance_for_test() as inst:
+            tw = run_twin(settings, inst)
     import pyarrow.parquet as pq
 
     from finrag_dagster.core.storage.lake import Lake
@@ -286,7 +323,7 @@ def measure(settings: Settings) -> dict:
         "cpu": cpu,
         "peak_mib": peaks,
         "steps": steps,
-        "twin": twin,
+        "twin": tw,
         "total": t_end - t0,
         "rows": rows,
         "lake_bytes": lake_bytes(Path(settings.lake_dir)),
@@ -414,6 +451,36 @@ def measure_chunked(settings: Settings, progress: Path, stop_file: Path | None =
     return summarise(settings, done)
 
 
+def retime_loop(settings: Settings, quarters: list[str]) -> dict[str, dict]:
+    """Re-run the loop phase of each named quarter ("2019Q1") alone on an already-run lake (give a
+    copy: the loop's partitions are rewritten) and time it: seconds per decision day of the loop as in
+    ``loop_quarters``, and the phase's wall and CPU seconds per decision day. Each quarter reads the
+    memory its previous day left, so quarters can be timed in any order, on a machine kept idle."""
+    cal = nyse()
+    st = {s.name: list(s.assets) for s in stages(settings)}
+    out: dict[str, dict] = {}
+    for q in quarters:
+        year, n = int(q[:4]), int(q[-1])
+        first, last = dt.date(year, 3 * n - 2, 1), dt.date(year + (n == 4), 1 if n == 4 else 3 * n + 1, 1) - dt.timedelta(days=1)
+        days = [d for d in cal.sessions_in_range(first, last) if settings.calendar.decision_start <= d <= settings.calendar.end]
+        if not days:
+            raise SystemExit(f"{q} has no decision days in these settings")
+        t0, c0 = time.perf_counter(), _cpu()
+        with dg.instance_for_test() as inst:
+            results = run_range(settings, instance=inst, decision_start=days[0], end=days[-1], only=st["loop"])
+            wall, cpu = time.perf_counter() - t0, _cpu() - c0
+            iso = [d.isoformat() for d in days]
+            rows = [r for res in results for r in loop_day_costs(inst, res.run_id, iso)]
+        out[q] = {
+            "days": len(days),
+            "loop_s_per_day": quarter_costs(rows).get(q, float("nan")),
+            "wall_s_per_day": wall / len(days),
+            "cpu_s_per_day": cpu / len(days),
+        }
+        print(f"RETIME {q} " + json.dumps(out[q]), flush=True)
+    return out
+
+
 def summarise(settings: Settings, done: dict[tuple[str, str], dict]) -> dict:
     """Per stage: wall and CPU summed over the years, the highest peak RSS; the loop's seconds per
     decision day by quarter; rows and lake bytes of the finished lake."""
@@ -518,6 +585,20 @@ def main() -> None:
         metavar="LAKE",
         help="only report, for an existing lake, how each table's daily partition size changes from its first to its last 60 days",
     )
+    ap.add_argument(
+        "--retime-loop",
+        default=None,
+        metavar="QUARTERS",
+        help="with --config and --dir: re-run only the loop phase of these quarters (e.g. 2019Q1,2023Q4) on the lake "
+        "already in --dir (use a copy) and print their cost per decision day and the ratio last / first",
+    )
+    ap.add_argument("--engine", default="local", help="where the heavy stages run: local, or ray:N (a local Ray of N CPUs)")
+    ap.add_argument(
+        "--engines",
+        default=None,
+        help="compare engines instead of sizes, e.g. local,ray:1,ray:2: the first --days and --tickers value under each, "
+        "with each engine's wall time per stage, its ratio to the first engine, and whether the lakes are the same bytes",
+    )
     ap.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.growth:
@@ -542,6 +623,14 @@ def main() -> None:
             f"{args.config}: {s.world.n_tickers} tickers, {n_days} decision days, families {', '.join(s.variants.families)}; lake {s.lake_dir}",
             flush=True,
         )
+        if args.retime_loop:
+            qs = args.retime_loop.split(",")
+            r = retime_loop(s, qs)
+            for k in ("loop_s_per_day", "wall_s_per_day", "cpu_s_per_day"):
+                print(f"{k}: " + ", ".join(f"{q} {r[q][k]:.2f}" for q in qs) + f"; {qs[-1]} / {qs[0]}: {r[qs[-1]][k] / r[qs[0]][k]:.2f}")
+            if args.out:
+                Path(args.out).write_text(json.dumps(r, indent=1))
+            return
         progress = Path(args.progress or Path(s.lake_dir).parent / "progress.jsonl")
         m = measure_chunked(s, progress, Path(args.stop_file) if args.stop_file else None, twin=not args.no_twin)
         if m is None:
@@ -589,16 +678,20 @@ def main() -> None:
             dt.date.fromisoformat(args.decision_start),
             args.echo,
             args.events,
+            args.engine,
         )
-        m = measure(s)
-        m.update(size=size, tickers=n_tick, days=n_days)
+        m = measure(s, twin=not args.engines)
+        m.update(size=size, tickers=n_tick, days=n_days, engine=args.engine, digest=lake_digest(lake))
         print("RESULT " + json.dumps(m, default=str))
         return
+    engines = args.engines.split(",") if args.engines else [args.engine]
+    if args.engines:
+        sizes = sizes[:1]
     tmp = Path(tempfile.mkdtemp(dir=args.dir, prefix="finrag-scale-"))
     runs = []
     try:
-        for size in sizes:
-            print(f"size {size} ...", flush=True)
+        for size, engine in [(z, e) for z in sizes for e in engines]:
+            print(f"size {size}, engine {engine} ...", flush=True)
             cmd = (
                 [
                     sys.executable,
@@ -619,7 +712,10 @@ def main() -> None:
                     args.history_start,
                     "--decision-start",
                     args.decision_start,
+                    "--engine",
+                    engine,
                 ]
+                + (["--engines", args.engines] if args.engines else [])
                 + (["--echo"] if args.echo else [])
                 + (["--events", str(args.events)] if args.events else [])
             )
@@ -639,6 +735,17 @@ def main() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
     names = list(runs[0]["wall"])
+    if args.engines:
+        base = runs[0]
+        print(f"\n{base['tickers']} tickers, {base['days']} decision days; families {args.families}; wall s per stage, ratio to {engines[0]}")
+        print(f"{'stage':12s} " + " ".join(f"{e:>16s}" for e in engines))
+        for n in [*names, "total"]:
+            w = [r["wall"][n] if n != "total" else r["total"] for r in runs]
+            print(f"{n:12s} " + " ".join(f"{x:8.1f} ({x / w[0]:4.2f}x)" for x in w))
+        print("same lake bytes as " + engines[0] + ": " + ", ".join(f"{r['engine']} {r['digest'] == base['digest']}" for r in runs[1:]))
+        if args.out:
+            Path(args.out).write_text(json.dumps({"engines": engines, "runs": runs}, indent=1, default=str))
+        return
     print(f"\naxis: {args.axis}; sizes {sizes}; families {args.families}")
     print(
         f"{'stage':12s} "
