@@ -20,9 +20,11 @@ import math
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from zoneinfo import ZoneInfo
 
 import numpy as np
 import polars as pl
+from scipy.sparse import diags as sp_diags
 
 from .lexical import PrefixStats, TermMatrix, bm25_tokens, query_matrix
 from .pool import minmax
@@ -30,6 +32,7 @@ from .query import SECTIONS, ParsedQuery
 from .rrf import list_weights, rrf
 
 NUMERIC = re.compile(r"\$\s?\d[\d,]*(?:\.\d+)?\s?(?:[MBK]|million|billion|thousand)?\b|\b\d+(?:\.\d+)?\s?%")
+NEW_YORK = ZoneInfo("America/New_York")
 AUTHORITY = {  # source authority by query type (seed 001 "Source Authority")
     "quantitative": {"sec_filing": 1.30, "news": 1.00},
     "comparison": {"sec_filing": 1.30, "news": 1.00},
@@ -53,6 +56,15 @@ class SearchConfig:
     section_boost: float = 1.5
     diversity_companies: int = 3
     diversity_window: int = 5
+    balance_window: int = 0  # a comparison's named companies share the top balance_window (0: off)
+    balance_share: float = 1.0  # each named company is owed this share of its equal part of that window
+    release_days: int = 1  # earnings queries: the company's passages within this many days of its results release (0: off)
+    release_boost: float = 1.5
+    release_from_news: bool = True  # a company without 8-Ks: its results-news peak stands for the release
+    recency_comparisons: bool = True  # False: a comparison of named companies is not aged by recency
+    prf_docs: int = 0  # RM3 pseudo-relevance feedback for the keyword list: feedback passages (0: off)
+    prf_terms: int = 10  # expansion terms taken from them
+    prf_weight: float = 0.5  # weight of the original query in the expanded one
 
 
 @dataclass
@@ -136,6 +148,39 @@ class SearchIndex:
         rows = np.flatnonzero(hit)
         order = rows[np.lexsort((-rows, -s[rows]))]
         return order, s[order]
+
+    def keyword_prf(self, text: str, docs: int, terms: int, weight: float) -> tuple[np.ndarray, np.ndarray]:
+        """BM25 with RM3 pseudo-relevance feedback (Lavrenko and Croft, "Relevance-Based Language
+        Models"; Abdul-Jaleel et al., "UMass at TREC 2004"): the query's term distribution is mixed
+        (``weight``) with the ``terms`` most likely terms of a relevance model estimated from the
+        first ``docs`` BM25 passages (each term's in-passage frequency weighted by the passage's
+        score), and the passages are scored again with it. Same order and tie rule as ``keyword``."""
+        rows, s = self.keyword(text)
+        if docs <= 0 or len(rows) == 0:
+            return rows, s
+        q = self.tm.vocab.lookup(bm25_tokens(text))
+        fb, fs = rows[:docs], s[:docs]
+        X = self.tm.X[fb]
+        p_wd = sp_diags(1.0 / np.maximum(self.tm.doc_len[fb], 1)) @ X  # P(w | d)
+        p_wr = np.asarray((sp_diags(fs / fs.sum()) @ p_wd).sum(axis=0)).ravel()  # P(w | R)
+        top = np.argsort(-p_wr, kind="stable")[:terms]
+        top = top[p_wr[top] > 0]
+        qc = Counter(q)
+        mix: dict[int, float] = {t: weight * c / len(q) for t, c in qc.items()}
+        for t in top:
+            mix[int(t)] = mix.get(int(t), 0.0) + (1 - weight) * p_wr[t] / p_wr[top].sum()
+        idf = self.stats.idf()
+        W, Wc = self._W, self._Wc
+        qv = np.zeros(W.shape[1])
+        for t, w in mix.items():
+            qv[t] = idf[t] * w
+        s2 = np.asarray(W @ qv).ravel()
+        hit = np.zeros(len(s2), dtype=bool)
+        for c in mix:
+            hit[Wc.indices[Wc.indptr[c] : Wc.indptr[c + 1]]] = True
+        r2 = np.flatnonzero(hit)
+        order = r2[np.lexsort((-r2, -s2[r2]))]
+        return order, s2[order]
 
     def semantic(self, q_emb: np.ndarray, top: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(rows, cosines) best first (ties: later row first); with ``top``, only the best ``top``."""
@@ -252,6 +297,11 @@ def _ns_of(day: dt.date) -> int:
     return int(dt.datetime.combine(day, dt.time(), tzinfo=dt.timezone.utc).timestamp()) * 1_000_000_000
 
 
+def _ny_ns(day: dt.date) -> int:
+    """Midnight starting ``day`` in New York, in ns since the epoch."""
+    return int(dt.datetime.combine(day, dt.time(), tzinfo=NEW_YORK).timestamp()) * 1_000_000_000
+
+
 def in_window(ticker: str, pub_ns: int, windows: list[tuple[set, int, int]]) -> bool:
     return any(ticker in ts and lo <= pub_ns < hi for ts, lo, hi in windows)
 
@@ -282,6 +332,39 @@ def diversify_named(order: list[int], tickers: list[str], score: dict[int, float
         top.append(promote)
         rest.remove(promote)
         rest.insert(0, demote)
+    top.sort(key=lambda i: (-score[i], -i))
+    return top + rest
+
+
+def balance_named(order: list[int], tickers: list[str], score: dict[int, float], groups: list[list[str]], window: int, share: float) -> list[int]:
+    """A comparison's named companies share its top ``window``: each company that has passages gets at
+    least ``ceil(share * window / n)`` places (fewer when it has fewer passages). A company short of
+    its places has its best remaining passages promoted in place of the lowest-ranked passages of
+    unnamed companies, then of the named company holding the most places above its own share. The
+    top window stays in score order; everything below keeps its order."""
+    if window <= 0 or not groups:
+        return list(order)
+    company = {t: g for g, ts in enumerate(groups) for t in ts}
+    quota = math.ceil(share * window / len(groups))
+    order = list(order)
+    top, rest = order[:window], order[window:]
+    for g in range(len(groups)):
+        while sum(1 for i in top if company.get(tickers[i]) == g) < quota:
+            promote = next((i for i in rest if company.get(tickers[i]) == g), None)
+            if promote is None:
+                break
+            demote = next((i for i in reversed(top) if company.get(tickers[i]) is None), None)
+            if demote is None:
+                counts = Counter(company[tickers[i]] for i in top)
+                over = [c for c in counts if c != g and counts[c] > quota]
+                if not over:
+                    break
+                worst = max(over, key=lambda c: counts[c])
+                demote = next(i for i in reversed(top) if company[tickers[i]] == worst)
+            top.remove(demote)
+            top.append(promote)
+            rest.remove(promote)
+            rest.insert(0, demote)
     top.sort(key=lambda i: (-score[i], -i))
     return top + rest
 
@@ -354,9 +437,10 @@ def run_search(
         score = dict(enumerate(h.tolist()))
     elif mode == "full":
         depth = cfg.list_depth
+        kw_list = index.keyword_prf(q.text, cfg.prf_docs, cfg.prf_terms, cfg.prf_weight)[0] if cfg.prf_docs else kw_rows
         lists = {
             "semantic": [index.pid[i] for i in se_rows[:depth]],
-            "keyword": [index.pid[i] for i in kw_rows[:depth]],
+            "keyword": [index.pid[i] for i in kw_list[:depth]],
             "structured": structured_list(index, q, structured_ids, kw_rows, depth),
         }
         fused = rrf(lists, list_weights(q.names_ticker_or_metric), k=cfg.rrf_k)
@@ -366,9 +450,22 @@ def run_search(
         sect = set(section_items(q))
         forms, items = cols["form_type"], cols["item"]
         windows = [(set(ts), _ns_of(lo), _ns_of(hi + dt.timedelta(days=1))) for ts, lo, hi in q.period_windows]
+        # an earnings query's results releases: the company's passages from the release day (New York)
+        # to release_days after it
+        releases = (
+            [
+                (set(ts), _ny_ns(d), _ny_ns(d + dt.timedelta(days=cfg.release_days + 1)))
+                for ts, d, src in q.release_days
+                if cfg.release_from_news or src == "8-K"
+            ]
+            if cfg.release_days
+            else []
+        )
         # recency ages passages unless the query asks for a period, or names a time that ended more
         # than recency_days before as-of (an event it dates explicitly is not buried under later news)
         aged = not q.periods and not (q.named_until and (as_of.date() - q.named_until).days > cfg.recency_days)
+        if not cfg.recency_comparisons and q.is_comparison and len(q.company_tickers) >= 2:
+            aged = False
         score = {}
         for pid, s in fused.items():
             i = index.row[pid]
@@ -392,6 +489,9 @@ def run_search(
             elif fam[i] == "news" and in_window(tick[i], int(pub_ns[i]), windows):
                 f["period_window"] = 1.0  # the company's news in its fiscal period's window
                 m *= cfg.period_boost
+            if releases and in_window(tick[i], int(pub_ns[i]), releases):
+                f["release"] = 1.0  # the company's passages on and just after the results release asked about
+                m *= cfg.release_boost
             if sect and forms[i] and (forms[i].removesuffix("/A"), items[i]) in sect:
                 f["section_match"] = 1.0  # the filing section the query names
                 m *= cfg.section_boost
@@ -399,6 +499,8 @@ def run_search(
             comp[i] = f
         order = sorted(score, key=lambda i: (-score[i], -i))
         if q.is_comparison and len(q.company_tickers) >= 2:
+            if cfg.balance_window:
+                order = balance_named(order, tick, score, q.company_tickers, cfg.balance_window, cfg.balance_share)
             order = diversify_named(order, tick, score, q.company_tickers, cfg.diversity_window)
         elif q.is_comparison:
             order = _diversify(order, tick, score, cfg.diversity_companies, cfg.diversity_window)
