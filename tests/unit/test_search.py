@@ -316,6 +316,8 @@ def test_an_earnings_query_is_about_the_results_release_after_its_period():
     q.period_windows = [(["INTC"], dt.date(2021, 3, 28), dt.date(2021, 6, 26) + dt.timedelta(days=60))]
     apply_releases(q, filings, _ns("2021-08-31"))
     assert q.release_days == [(["INTC"], dt.date(2021, 7, 22), "8-K")]  # not the Q1 release, nor the 5.02 8-K
+    # the period's news window now starts at its release (before it, the news is about Q1's results)
+    assert q.period_windows == [(["INTC"], dt.date(2021, 7, 22), dt.date(2021, 6, 26) + dt.timedelta(days=60))]
     q = parse_query("Intel results", ALIASES, dt.date(2021, 7, 25))
     apply_releases(q, filings, _ns("2021-07-25"))
     assert q.release_days == [(["INTC"], dt.date(2021, 7, 22), "8-K")]  # no period: the latest release before as-of
@@ -351,3 +353,21 @@ def test_the_results_release_and_the_day_after_are_boosted():
     on = run_search(idx, q, q_emb, [], SearchConfig(k=4, release_days=1), "full")
     assert {h.passage_id for h in on.hits[:2]} == {"release", "after"}
     assert all(("release" in h.components) == (h.passage_id in ("release", "after")) for h in on.hits)
+
+
+def test_a_comparison_s_semantic_list_lets_the_named_companies_take_turns():
+    from finrag_dagster.core.retrieval.search import take_turns
+
+    assert take_turns([0, 1, 2, 3, 4, 5], ["A", "A", "X", "A", "B", "B"], [["A"], ["B"]], 5) == [0, 4, 1, 5, 3]
+    rows = [(f"n{i}", "NVDA", "news", "2021-11-20", None, f"gpu item {i}") for i in range(30)]
+    rows += [(f"i{i}", "INTC", "news", "2021-11-19", None, f"chipmaker item {i}") for i in range(3)]
+    ev = _evidence(rows)
+    emb = ev["embedding"].to_numpy()
+    q_emb = emb[:30].mean(axis=0)
+    q_emb /= np.linalg.norm(q_emb)
+    idx = SearchIndex(ev, _ns("2021-12-31"))
+    q = parse_query("Compare NVIDIA and Intel supply chains", ALIASES, dt.date(2021, 12, 31))
+    off = run_search(idx, q, q_emb, [], SearchConfig(k=20, list_depth=10, company_lists=0), "full")
+    on = run_search(idx, q, q_emb, [], SearchConfig(k=20, list_depth=10, company_lists=1), "full")
+    assert sum(h.ticker == "INTC" for h in off.hits) == 0
+    assert sum(h.ticker == "INTC" for h in on.hits) == 3

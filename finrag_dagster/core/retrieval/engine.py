@@ -148,12 +148,20 @@ def apply_releases(q: ParsedQuery, filings: pl.DataFrame, as_of_ns: int, news: p
         chosen: list[tuple[dt.date, str]] = []
         for lo, hi, latest in spans:
             inside = [d for d in days if lo <= d <= hi]
+            found: list[tuple[dt.date, str]] = []
             if days:
-                chosen += [(d, "8-K") for d in (inside[-1:] if latest else inside)]
+                found = [(d, "8-K") for d in (inside[-1:] if latest else inside)]
             elif news is not None:
                 d = news_release_day(news, list(group), lo, min(hi, as_of))
-                if d is not None:
-                    chosen.append((d, "news"))
+                found = [(d, "news")] if d is not None else []
+            chosen += found
+            if found and not latest:
+                # the period's results news starts at its release: before it, the window's news is
+                # about the previous period's results
+                start = min(d for d, _ in found)
+                q.period_windows = [
+                    (ts, max(wlo, start), whi) if set(ts) & set(group) and whi == hi else (ts, wlo, whi) for ts, wlo, whi in q.period_windows
+                ]
         for d, src in dict.fromkeys(chosen):
             q.release_days.append((list(group), d, src))
 

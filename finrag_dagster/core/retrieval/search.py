@@ -24,7 +24,6 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 import polars as pl
-from scipy.sparse import diags as sp_diags
 
 from .lexical import PrefixStats, TermMatrix, bm25_tokens, query_matrix
 from .pool import minmax
@@ -56,15 +55,10 @@ class SearchConfig:
     section_boost: float = 1.5
     diversity_companies: int = 3
     diversity_window: int = 5
-    balance_window: int = 0  # a comparison's named companies share the top balance_window (0: off)
-    balance_share: float = 1.0  # each named company is owed this share of its equal part of that window
     release_days: int = 1  # earnings queries: the company's passages within this many days of its results release (0: off)
     release_boost: float = 1.5
     release_from_news: bool = True  # a company without 8-Ks: its results-news peak stands for the release
-    recency_comparisons: bool = True  # False: a comparison of named companies is not aged by recency
-    prf_docs: int = 0  # RM3 pseudo-relevance feedback for the keyword list: feedback passages (0: off)
-    prf_terms: int = 10  # expansion terms taken from them
-    prf_weight: float = 0.5  # weight of the original query in the expanded one
+    company_lists: int = 1  # a comparison of named companies: 1 = its semantic list, 2 = also its keyword list, take the companies in turns (0: off)
 
 
 @dataclass
@@ -149,39 +143,6 @@ class SearchIndex:
         order = rows[np.lexsort((-rows, -s[rows]))]
         return order, s[order]
 
-    def keyword_prf(self, text: str, docs: int, terms: int, weight: float) -> tuple[np.ndarray, np.ndarray]:
-        """BM25 with RM3 pseudo-relevance feedback (Lavrenko and Croft, "Relevance-Based Language
-        Models"; Abdul-Jaleel et al., "UMass at TREC 2004"): the query's term distribution is mixed
-        (``weight``) with the ``terms`` most likely terms of a relevance model estimated from the
-        first ``docs`` BM25 passages (each term's in-passage frequency weighted by the passage's
-        score), and the passages are scored again with it. Same order and tie rule as ``keyword``."""
-        rows, s = self.keyword(text)
-        if docs <= 0 or len(rows) == 0:
-            return rows, s
-        q = self.tm.vocab.lookup(bm25_tokens(text))
-        fb, fs = rows[:docs], s[:docs]
-        X = self.tm.X[fb]
-        p_wd = sp_diags(1.0 / np.maximum(self.tm.doc_len[fb], 1)) @ X  # P(w | d)
-        p_wr = np.asarray((sp_diags(fs / fs.sum()) @ p_wd).sum(axis=0)).ravel()  # P(w | R)
-        top = np.argsort(-p_wr, kind="stable")[:terms]
-        top = top[p_wr[top] > 0]
-        qc = Counter(q)
-        mix: dict[int, float] = {t: weight * c / len(q) for t, c in qc.items()}
-        for t in top:
-            mix[int(t)] = mix.get(int(t), 0.0) + (1 - weight) * p_wr[t] / p_wr[top].sum()
-        idf = self.stats.idf()
-        W, Wc = self._W, self._Wc
-        qv = np.zeros(W.shape[1])
-        for t, w in mix.items():
-            qv[t] = idf[t] * w
-        s2 = np.asarray(W @ qv).ravel()
-        hit = np.zeros(len(s2), dtype=bool)
-        for c in mix:
-            hit[Wc.indices[Wc.indptr[c] : Wc.indptr[c + 1]]] = True
-        r2 = np.flatnonzero(hit)
-        order = r2[np.lexsort((-r2, -s2[r2]))]
-        return order, s2[order]
-
     def semantic(self, q_emb: np.ndarray, top: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(rows, cosines) best first (ties: later row first); with ``top``, only the best ``top``."""
         if not self.pid:
@@ -204,6 +165,23 @@ class SearchIndex:
             self._cols = {c: df[c].to_list() for c in ("source_family", "fiscal_period", "text", "ticker", "form_type", "item")}
             self._cols["pub_ns"] = df["public_time"].dt.epoch("ns").to_numpy()
         return self._cols
+
+
+def take_turns(rows, tickers: list[str], groups: list[list[str]], depth: int) -> list[int]:
+    """A ranked list re-cut for a comparison: each named company's passages in their order, the
+    companies taking turns (in order of mention), ``depth`` in all; other companies' passages are left out."""
+    company = {t: g for g, ts in enumerate(groups) for t in ts}
+    per: list[list[int]] = [[] for _ in groups]
+    for r in rows:
+        g = company.get(tickers[int(r)])
+        if g is not None and len(per[g]) < depth:
+            per[g].append(int(r))
+    out: list[int] = []
+    for k in range(depth):
+        for g in range(len(groups)):
+            if k < len(per[g]):
+                out.append(per[g][k])
+    return out[:depth]
 
 
 def structured_sql(q: ParsedQuery, depth: int) -> tuple[str, dict] | None:
@@ -336,39 +314,6 @@ def diversify_named(order: list[int], tickers: list[str], score: dict[int, float
     return top + rest
 
 
-def balance_named(order: list[int], tickers: list[str], score: dict[int, float], groups: list[list[str]], window: int, share: float) -> list[int]:
-    """A comparison's named companies share its top ``window``: each company that has passages gets at
-    least ``ceil(share * window / n)`` places (fewer when it has fewer passages). A company short of
-    its places has its best remaining passages promoted in place of the lowest-ranked passages of
-    unnamed companies, then of the named company holding the most places above its own share. The
-    top window stays in score order; everything below keeps its order."""
-    if window <= 0 or not groups:
-        return list(order)
-    company = {t: g for g, ts in enumerate(groups) for t in ts}
-    quota = math.ceil(share * window / len(groups))
-    order = list(order)
-    top, rest = order[:window], order[window:]
-    for g in range(len(groups)):
-        while sum(1 for i in top if company.get(tickers[i]) == g) < quota:
-            promote = next((i for i in rest if company.get(tickers[i]) == g), None)
-            if promote is None:
-                break
-            demote = next((i for i in reversed(top) if company.get(tickers[i]) is None), None)
-            if demote is None:
-                counts = Counter(company[tickers[i]] for i in top)
-                over = [c for c in counts if c != g and counts[c] > quota]
-                if not over:
-                    break
-                worst = max(over, key=lambda c: counts[c])
-                demote = next(i for i in reversed(top) if company[tickers[i]] == worst)
-            top.remove(demote)
-            top.append(promote)
-            rest.remove(promote)
-            rest.insert(0, demote)
-    top.sort(key=lambda i: (-score[i], -i))
-    return top + rest
-
-
 def grouped(hits: list[Hit], groups: list[list[str]]) -> list[Hit]:
     """Hits ordered company by company (named companies in order of mention, then the others),
     best first within a company."""
@@ -437,9 +382,15 @@ def run_search(
         score = dict(enumerate(h.tolist()))
     elif mode == "full":
         depth = cfg.list_depth
-        kw_list = index.keyword_prf(q.text, cfg.prf_docs, cfg.prf_terms, cfg.prf_weight)[0] if cfg.prf_docs else kw_rows
+        kw_list = kw_rows
+        se_list = se_rows
+        if cfg.company_lists and q.is_comparison and len(q.company_tickers) >= 2:
+            full_se = index.semantic(q_emb)[0]
+            se_list = take_turns(full_se, index.columns()["ticker"], q.company_tickers, depth)
+            if cfg.company_lists >= 2:
+                kw_list = take_turns(kw_list, index.columns()["ticker"], q.company_tickers, depth)
         lists = {
-            "semantic": [index.pid[i] for i in se_rows[:depth]],
+            "semantic": [index.pid[i] for i in se_list[:depth]],
             "keyword": [index.pid[i] for i in kw_list[:depth]],
             "structured": structured_list(index, q, structured_ids, kw_rows, depth),
         }
@@ -464,8 +415,6 @@ def run_search(
         # recency ages passages unless the query asks for a period, or names a time that ended more
         # than recency_days before as-of (an event it dates explicitly is not buried under later news)
         aged = not q.periods and not (q.named_until and (as_of.date() - q.named_until).days > cfg.recency_days)
-        if not cfg.recency_comparisons and q.is_comparison and len(q.company_tickers) >= 2:
-            aged = False
         score = {}
         for pid, s in fused.items():
             i = index.row[pid]
@@ -499,8 +448,6 @@ def run_search(
             comp[i] = f
         order = sorted(score, key=lambda i: (-score[i], -i))
         if q.is_comparison and len(q.company_tickers) >= 2:
-            if cfg.balance_window:
-                order = balance_named(order, tick, score, q.company_tickers, cfg.balance_window, cfg.balance_share)
             order = diversify_named(order, tick, score, q.company_tickers, cfg.diversity_window)
         elif q.is_comparison:
             order = _diversify(order, tick, score, cfg.diversity_companies, cfg.diversity_window)
