@@ -5,10 +5,12 @@ structured (DuckDB SQL over the lake's ``evidence`` table with the parsed filter
 RRF (k = 60; keyword ×1.2 when the query names a ticker or metric, semantic ×1.2 otherwise), then
 reranked multiplicatively by recency (when no period is asked and no time named that ended over
 ``recency_days`` before as_of), source authority by query type, numeric density (quantitative
-queries), exact fiscal-period match and the filing section the query names (risk factors, MD&A,
-...: ``query.SECTIONS``), and finally diversified: a
+queries), exact fiscal-period match, the filing section the query names (risk factors, MD&A,
+...: ``query.SECTIONS``) and, for an earnings query, the named company's passages on and the day
+after the results release it asks about (``engine.apply_releases``), and finally diversified: a
 comparison that names companies keeps at least one passage of each named company in its top 5
-whenever that company has one (and its context lists the passages grouped by company); a comparison
+whenever that company has one (and its context lists the passages grouped by company, and its
+semantic list takes each company's best matches in turns); a comparison
 that names none shows at least 3 companies in its top 5 when they exist. The context is assembled
 within a token budget with numbered citations. Nothing public at or after ``as_of`` is ever read.
 """
