@@ -293,3 +293,81 @@ def test_the_index_shortcuts_give_the_full_sort_order():
     hit = np.asarray(W[:, sorted(set(qt))].getnnz(axis=1)).ravel() > 0
     order = np.lexsort((-np.arange(len(ref)), -ref))
     assert rows_kw.tolist() == order[hit[order]].tolist() and s_kw.tolist() == ref[order[hit[order]]].tolist()
+
+
+def test_an_earnings_query_is_about_the_results_release_after_its_period():
+    from finrag_dagster.core.retrieval.engine import apply_releases
+
+    def t(day, hour=21):
+        return dt.datetime.combine(dt.date.fromisoformat(day), dt.time(hour), tzinfo=dt.timezone.utc)
+
+    filings = pl.DataFrame(
+        {
+            "ticker": ["INTC"] * 4 + ["AAPL"],
+            "form_type": ["8-K", "8-K", "8-K", "10-Q", "8-K"],
+            "public_time": [t("2021-04-22"), t("2021-06-01"), t("2021-07-22"), t("2021-07-30"), t("2021-07-27")],
+            "items": ["2.02,9.01", "5.02", "2.02,9.01", None, "2.02,9.01"],
+        }
+    )
+    as_of = dt.date(2021, 8, 31)
+    assert parse_query("Intel second-quarter 2021 results", ALIASES, as_of).is_earnings
+    assert not parse_query("Intel names a new CEO", ALIASES, as_of).is_earnings
+    q = parse_query("Intel second-quarter 2021 results", ALIASES, as_of)
+    q.period_windows = [(["INTC"], dt.date(2021, 3, 28), dt.date(2021, 6, 26) + dt.timedelta(days=60))]
+    apply_releases(q, filings, _ns("2021-08-31"))
+    assert q.release_days == [(["INTC"], dt.date(2021, 7, 22), "8-K")]  # not the Q1 release, nor the 5.02 8-K
+    # the period's news window now starts at its release (before it, the news is about Q1's results)
+    assert q.period_windows == [(["INTC"], dt.date(2021, 7, 22), dt.date(2021, 6, 26) + dt.timedelta(days=60))]
+    q = parse_query("Intel results", ALIASES, dt.date(2021, 7, 25))
+    apply_releases(q, filings, _ns("2021-07-25"))
+    assert q.release_days == [(["INTC"], dt.date(2021, 7, 22), "8-K")]  # no period: the latest release before as-of
+    q = parse_query("Intel results", ALIASES, dt.date(2021, 7, 21))
+    apply_releases(q, filings, _ns("2021-07-21"))
+    assert q.release_days == [(["INTC"], dt.date(2021, 4, 22), "8-K")]  # the July release is not public yet
+    # a company without 8-Ks: the day its results news peaks stands for the release
+    news = _evidence(
+        [("d1", "DLTR", "news", "2021-08-26", None, "Dollar Tree second-quarter results beat, cuts outlook")] * 1
+        + [(f"d{i}", "DLTR", "news", "2021-08-26", None, "Dollar Tree earnings call") for i in range(2, 5)]
+        + [(f"e{i}", "DLTR", "news", "2021-08-10", None, "Dollar Tree earnings preview") for i in range(2)]
+        + [(f"f{i}", "DLTR", "news", "2021-08-27", None, "Dollar Tree price point") for i in range(6)]
+    )
+    q = parse_query("Dollar Tree results", {"DLTR": ["dollar tree"]}, dt.date(2021, 9, 3))
+    apply_releases(q, filings, _ns("2021-09-03"), news)
+    assert q.release_days == [(["DLTR"], dt.date(2021, 8, 26), "news")]
+
+
+def test_the_results_release_and_the_day_after_are_boosted():
+    rows = [
+        ("before", "INTC", "news", "2021-07-15", None, "Intel second-quarter results preview: revenue forecast"),
+        ("release", "INTC", "news", "2021-07-22", None, "Intel second-quarter results beat, raises revenue forecast"),
+        ("after", "INTC", "news", "2021-07-23", None, "Intel raises revenue forecast after second-quarter results"),
+        ("later", "INTC", "news", "2021-07-29", None, "Intel second-quarter results: revenue forecast raised"),
+    ]
+    ev = _evidence(rows)
+    idx = SearchIndex(ev, _ns("2021-07-31"))
+    q = parse_query("Did Intel raise its revenue forecast?", ALIASES, dt.date(2021, 7, 31))
+    q_emb = np.asarray(ev["embedding"][3].to_numpy())
+    off = run_search(idx, q, q_emb, [], SearchConfig(k=4, release_days=0), "full")
+    assert {h.passage_id for h in off.hits[:2]} != {"release", "after"}
+    q.release_days = [(["INTC"], dt.date(2021, 7, 22), "8-K")]
+    on = run_search(idx, q, q_emb, [], SearchConfig(k=4, release_days=1), "full")
+    assert {h.passage_id for h in on.hits[:2]} == {"release", "after"}
+    assert all(("release" in h.components) == (h.passage_id in ("release", "after")) for h in on.hits)
+
+
+def test_a_comparison_s_semantic_list_lets_the_named_companies_take_turns():
+    from finrag_dagster.core.retrieval.search import take_turns
+
+    assert take_turns([0, 1, 2, 3, 4, 5], ["A", "A", "X", "A", "B", "B"], [["A"], ["B"]], 5) == [0, 4, 1, 5, 3]
+    rows = [(f"n{i}", "NVDA", "news", "2021-11-20", None, f"gpu item {i}") for i in range(30)]
+    rows += [(f"i{i}", "INTC", "news", "2021-11-19", None, f"chipmaker item {i}") for i in range(3)]
+    ev = _evidence(rows)
+    emb = ev["embedding"].to_numpy()
+    q_emb = emb[:30].mean(axis=0)
+    q_emb /= np.linalg.norm(q_emb)
+    idx = SearchIndex(ev, _ns("2021-12-31"))
+    q = parse_query("Compare NVIDIA and Intel supply chains", ALIASES, dt.date(2021, 12, 31))
+    off = run_search(idx, q, q_emb, [], SearchConfig(k=20, list_depth=10, company_lists=0), "full")
+    on = run_search(idx, q, q_emb, [], SearchConfig(k=20, list_depth=10, company_lists=1), "full")
+    assert sum(h.ticker == "INTC" for h in off.hits) == 0
+    assert sum(h.ticker == "INTC" for h in on.hits) == 3

@@ -55,6 +55,8 @@ class SearchEngine:
         q = parse_query(text, self.names, self.as_of_date)
         if q.company_tickers and (q.periods or q.quarters_without_year):
             apply_fiscal(q, calendars(self.filings(), q.tickers, self.as_of_ns), self.as_of_date)
+        if q.is_earnings and q.company_tickers:
+            apply_releases(q, self.filings(), self.as_of_ns, self.index.df)
         return q
 
     def filings(self) -> pl.DataFrame:
@@ -62,7 +64,7 @@ class SearchEngine:
         if self._filings is None:
             cut = self.as_of_date.isoformat()
             days = [d for d in self.lake.materialized_dates("filings_raw") if d <= cut]
-            cols = ["ticker", "form_type", "public_time", "report_date", "fiscal_period"]
+            cols = ["ticker", "form_type", "public_time", "report_date", "fiscal_period", "items"]
             self._filings = self.lake.read("filings_raw", dates=days, columns=cols) if days else pl.DataFrame()
         return self._filings
 
@@ -86,6 +88,82 @@ class SearchEngine:
         depth = cfg.list_depth * 20 if company_only(q) else cfg.list_depth  # re-ranked by keyword below
         ids = self.structured_ids(q, depth) if mode == "full" else []
         return run_search(self.index, q, q_emb, ids, cfg, mode)
+
+
+def release_dates(filings: pl.DataFrame, tickers: list[str], as_of_ns: int) -> list[dt.date]:
+    """The days (New York) of the company's results releases public before as-of: its 8-Ks with
+    Item 2.02 (Results of Operations and Financial Condition), oldest first."""
+    if filings.height == 0 or "items" not in filings.columns:
+        return []
+    f = filings.filter(
+        pl.col("ticker").is_in(tickers)
+        & pl.col("form_type").str.starts_with("8-K")
+        & pl.col("items").fill_null("").str.contains("2.02", literal=True)
+        & (pl.col("public_time").dt.epoch("ns") < as_of_ns)
+    )
+    days = {pd.Timestamp(t).tz_convert("America/New_York").date() for t in f["public_time"].to_list()}
+    return sorted(days)
+
+
+_RESULTS_WORDS = r"(?i)\b(results|earnings|quarter|quarterly|guidance|outlook|forecast|eps|revenue|sales|profit|loss)\b"
+
+
+def news_release_day(news: pl.DataFrame, tickers: list[str], lo: dt.date, hi: dt.date, least: int = 3) -> dt.date | None:
+    """The day (New York) in [lo, hi] with the most news of the company that talks about results
+    (at least ``least`` stories; ties: the later day): where a company without 8-Ks in the lake
+    released its results."""
+    if news.height == 0:
+        return None
+    f = news.filter(pl.col("ticker").is_in(tickers) & (pl.col("source_family") == "news") & pl.col("text").str.contains(_RESULTS_WORDS))
+    if f.height == 0:
+        return None
+    days = [pd.Timestamp(t).tz_convert("America/New_York").date() for t in f["public_time"].to_list()]
+    counts: dict[dt.date, int] = {}
+    for d in days:
+        if lo <= d <= hi:
+            counts[d] = counts.get(d, 0) + 1
+    best = max(counts.items(), key=lambda kv: (kv[1], kv[0]), default=None)
+    return best[0] if best and best[1] >= least else None
+
+
+def apply_releases(q: ParsedQuery, filings: pl.DataFrame, as_of_ns: int, news: pl.DataFrame | None = None) -> None:
+    """The results releases an earnings query is about, per named company: for a period it names,
+    the releases after the period ends (within its reporting window), else the latest one inside the
+    period (a year or quarter still running: its latest update); for a date range, the releases in
+    it; otherwise the company's latest release. Releases are its 8-Ks with Item 2.02; for a company
+    without any, the day its results news peaks in the same span (``news``: the visible evidence)."""
+    as_of = pd.Timestamp(as_of_ns, tz="UTC").tz_convert("America/New_York").date()
+    for group in q.company_tickers:
+        days = release_dates(filings, list(group), as_of_ns)
+        windows = [(lo, hi) for ts, lo, hi in q.period_windows if set(ts) & set(group)]
+        spans: list[tuple[dt.date, dt.date, bool]] = []  # (from, to, only the latest)
+        if windows:
+            for lo, hi in windows:
+                end = hi - dt.timedelta(days=REPORTING_DAYS)
+                spans.append((end + dt.timedelta(days=1), hi, False) if end < as_of else (lo, hi, True))
+        elif q.date_from or q.date_to:
+            spans.append((q.date_from or dt.date.min, q.date_to or as_of, False))
+        else:
+            spans.append((as_of - dt.timedelta(days=REPORTING_DAYS + 92), as_of, True))
+        chosen: list[tuple[dt.date, str]] = []
+        for lo, hi, latest in spans:
+            inside = [d for d in days if lo <= d <= hi]
+            found: list[tuple[dt.date, str]] = []
+            if days:
+                found = [(d, "8-K") for d in (inside[-1:] if latest else inside)]
+            elif news is not None:
+                d = news_release_day(news, list(group), lo, min(hi, as_of))
+                found = [(d, "news")] if d is not None else []
+            chosen += found
+            if found and not latest:
+                # the period's results news starts at its release: before it, the window's news is
+                # about the previous period's results
+                start = min(d for d, _ in found)
+                q.period_windows = [
+                    (ts, max(wlo, start), whi) if set(ts) & set(group) and whi == hi else (ts, wlo, whi) for ts, wlo, whi in q.period_windows
+                ]
+        for d, src in dict.fromkeys(chosen):
+            q.release_days.append((list(group), d, src))
 
 
 def apply_fiscal(q: ParsedQuery, cals: dict, as_of: dt.date) -> None:

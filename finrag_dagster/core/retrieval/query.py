@@ -80,6 +80,9 @@ _SECTION_PATS = {
     "cybersecurity": re.compile(r"\bcyber ?security\b", re.I),
 }
 _YEAR = re.compile(r"\b((?:19|20)\d{2})\b")
+_EARNINGS = re.compile(
+    r"\b(results?|earnings|eps|quarter(ly)?|forecasts?|outlooks?|guidance|revenue|sales|net income|loss per share|profits?)\b", re.I
+)
 _SAY = re.compile(r"\b(say|said|says|comment|commentary|mention|mentioned|talk about|discuss)\b", re.I)
 
 
@@ -93,6 +96,7 @@ class ParsedQuery:
     periods: list[str] = field(default_factory=list)  # "Q3 2024", "FY2023"
     quarters_without_year: list[int] = field(default_factory=list)  # "third quarter": the latest one (per company)
     period_windows: list[tuple[list[str], dt.date, dt.date]] = field(default_factory=list)  # (tickers, from, to): news of a period
+    release_days: list[tuple[list[str], dt.date, str]] = field(default_factory=list)  # (tickers, day, source): a results release asked about
     notes: list[str] = field(default_factory=list)  # how the periods were read, per company
     form_types: list[str] = field(default_factory=list)
     date_from: dt.date | None = None
@@ -102,6 +106,7 @@ class ParsedQuery:
     named_until: dt.date | None = None  # the end of the latest time the query names (a year, a month, a range)
     is_comparison: bool = False
     is_quantitative: bool = False
+    is_earnings: bool = False  # asks about results, earnings, guidance or a reported figure
     query_type: str = "general"  # quantitative | comparison | risk | statement | general
 
     @property
@@ -217,6 +222,7 @@ def parse_query(text: str, tickers: dict[str, list[str]] | NameIndex, as_of: dt.
     q.named_until = q.date_to or (dt.date(max(years), 12, 31) if years else None)
     q.is_comparison = bool(_COMPARE.search(text)) or len(q.companies) >= 2
     q.is_quantitative = bool(set(q.metrics) & QUANT_METRICS) or bool(_QUANT.search(text))
+    q.is_earnings = bool(_EARNINGS.search(text))
     if _RISK.search(text):
         q.query_type = "risk"
     elif q.is_comparison and q.is_quantitative:

@@ -5,10 +5,12 @@ structured (DuckDB SQL over the lake's ``evidence`` table with the parsed filter
 RRF (k = 60; keyword ×1.2 when the query names a ticker or metric, semantic ×1.2 otherwise), then
 reranked multiplicatively by recency (when no period is asked and no time named that ended over
 ``recency_days`` before as_of), source authority by query type, numeric density (quantitative
-queries), exact fiscal-period match and the filing section the query names (risk factors, MD&A,
-...: ``query.SECTIONS``), and finally diversified: a
+queries), exact fiscal-period match, the filing section the query names (risk factors, MD&A,
+...: ``query.SECTIONS``) and, for an earnings query, the named company's passages on and the day
+after the results release it asks about (``engine.apply_releases``), and finally diversified: a
 comparison that names companies keeps at least one passage of each named company in its top 5
-whenever that company has one (and its context lists the passages grouped by company); a comparison
+whenever that company has one (and its context lists the passages grouped by company, and its
+semantic list takes each company's best matches in turns); a comparison
 that names none shows at least 3 companies in its top 5 when they exist. The context is assembled
 within a token budget with numbered citations. Nothing public at or after ``as_of`` is ever read.
 """
@@ -20,6 +22,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from zoneinfo import ZoneInfo
 
 import numpy as np
 import polars as pl
@@ -30,6 +33,7 @@ from .query import SECTIONS, ParsedQuery
 from .rrf import list_weights, rrf
 
 NUMERIC = re.compile(r"\$\s?\d[\d,]*(?:\.\d+)?\s?(?:[MBK]|million|billion|thousand)?\b|\b\d+(?:\.\d+)?\s?%")
+NEW_YORK = ZoneInfo("America/New_York")
 AUTHORITY = {  # source authority by query type (seed 001 "Source Authority")
     "quantitative": {"sec_filing": 1.30, "news": 1.00},
     "comparison": {"sec_filing": 1.30, "news": 1.00},
@@ -53,6 +57,10 @@ class SearchConfig:
     section_boost: float = 1.5
     diversity_companies: int = 3
     diversity_window: int = 5
+    release_days: int = 1  # earnings queries: the company's passages within this many days of its results release (0: off)
+    release_boost: float = 1.5
+    release_from_news: bool = True  # a company without 8-Ks: its results-news peak stands for the release
+    company_lists: int = 1  # a comparison of named companies: 1 = its semantic list, 2 = also its keyword list, take the companies in turns (0: off)
 
 
 @dataclass
@@ -161,6 +169,23 @@ class SearchIndex:
         return self._cols
 
 
+def take_turns(rows, tickers: list[str], groups: list[list[str]], depth: int) -> list[int]:
+    """A ranked list re-cut for a comparison: each named company's passages in their order, the
+    companies taking turns (in order of mention), ``depth`` in all; other companies' passages are left out."""
+    company = {t: g for g, ts in enumerate(groups) for t in ts}
+    per: list[list[int]] = [[] for _ in groups]
+    for r in rows:
+        g = company.get(tickers[int(r)])
+        if g is not None and len(per[g]) < depth:
+            per[g].append(int(r))
+    out: list[int] = []
+    for k in range(depth):
+        for g in range(len(groups)):
+            if k < len(per[g]):
+                out.append(per[g][k])
+    return out[:depth]
+
+
 def structured_sql(q: ParsedQuery, depth: int) -> tuple[str, dict] | None:
     """DuckDB SQL over the lake's evidence table for the parsed filters (None when nothing to filter)."""
     where, params = ["public_time < $as_of"], {}
@@ -250,6 +275,11 @@ def structured_list(index: SearchIndex, q: ParsedQuery, structured_ids: list[str
 
 def _ns_of(day: dt.date) -> int:
     return int(dt.datetime.combine(day, dt.time(), tzinfo=dt.timezone.utc).timestamp()) * 1_000_000_000
+
+
+def _ny_ns(day: dt.date) -> int:
+    """Midnight starting ``day`` in New York, in ns since the epoch."""
+    return int(dt.datetime.combine(day, dt.time(), tzinfo=NEW_YORK).timestamp()) * 1_000_000_000
 
 
 def in_window(ticker: str, pub_ns: int, windows: list[tuple[set, int, int]]) -> bool:
@@ -354,9 +384,16 @@ def run_search(
         score = dict(enumerate(h.tolist()))
     elif mode == "full":
         depth = cfg.list_depth
+        kw_list = kw_rows
+        se_list = se_rows
+        if cfg.company_lists and q.is_comparison and len(q.company_tickers) >= 2:
+            full_se = index.semantic(q_emb)[0]
+            se_list = take_turns(full_se, index.columns()["ticker"], q.company_tickers, depth)
+            if cfg.company_lists >= 2:
+                kw_list = take_turns(kw_list, index.columns()["ticker"], q.company_tickers, depth)
         lists = {
-            "semantic": [index.pid[i] for i in se_rows[:depth]],
-            "keyword": [index.pid[i] for i in kw_rows[:depth]],
+            "semantic": [index.pid[i] for i in se_list[:depth]],
+            "keyword": [index.pid[i] for i in kw_list[:depth]],
             "structured": structured_list(index, q, structured_ids, kw_rows, depth),
         }
         fused = rrf(lists, list_weights(q.names_ticker_or_metric), k=cfg.rrf_k)
@@ -366,6 +403,17 @@ def run_search(
         sect = set(section_items(q))
         forms, items = cols["form_type"], cols["item"]
         windows = [(set(ts), _ns_of(lo), _ns_of(hi + dt.timedelta(days=1))) for ts, lo, hi in q.period_windows]
+        # an earnings query's results releases: the company's passages from the release day (New York)
+        # to release_days after it
+        releases = (
+            [
+                (set(ts), _ny_ns(d), _ny_ns(d + dt.timedelta(days=cfg.release_days + 1)))
+                for ts, d, src in q.release_days
+                if cfg.release_from_news or src == "8-K"
+            ]
+            if cfg.release_days
+            else []
+        )
         # recency ages passages unless the query asks for a period, or names a time that ended more
         # than recency_days before as-of (an event it dates explicitly is not buried under later news)
         aged = not q.periods and not (q.named_until and (as_of.date() - q.named_until).days > cfg.recency_days)
@@ -392,6 +440,9 @@ def run_search(
             elif fam[i] == "news" and in_window(tick[i], int(pub_ns[i]), windows):
                 f["period_window"] = 1.0  # the company's news in its fiscal period's window
                 m *= cfg.period_boost
+            if releases and in_window(tick[i], int(pub_ns[i]), releases):
+                f["release"] = 1.0  # the company's passages on and just after the results release asked about
+                m *= cfg.release_boost
             if sect and forms[i] and (forms[i].removesuffix("/A"), items[i]) in sect:
                 f["section_match"] = 1.0  # the filing section the query names
                 m *= cfg.section_boost
