@@ -423,6 +423,13 @@ def _fiscal_calendar_later_10k(p: Patcher) -> None:
     rewrite(p, fiscal, "calendars", [('& (pl.col("public_time") < as_of)', "")])
 
 
+def _results_release_after_as_of(p: Patcher) -> None:
+    from finrag_dagster.core.retrieval import engine as search_engine
+
+    # an earnings query's results release picked from 8-Ks accepted after its as-of time too
+    rewrite(p, search_engine, "release_dates", [('& (pl.col("public_time").dt.epoch("ns") < as_of_ns)', "")])
+
+
 class Leak(NamedTuple):
     apply: Callable[[Patcher], None]
     catchers: list[str]
@@ -627,6 +634,11 @@ LEAKS: dict[str, Leak] = {
         _fiscal_calendar_later_10k,
         [U + "test_fiscal.py::test_the_calendar_is_what_was_known_at_as_of"],
         "core/retrieval/fiscal.py calendars: a query's fiscal calendar (year end, quarter ends) read from filings accepted after its as-of time",
+    ),
+    "results_release_after_as_of": Leak(
+        _results_release_after_as_of,
+        [U + "test_search.py::test_an_earnings_query_is_about_the_results_release_after_its_period"],
+        "core/retrieval/engine.py release_dates: an earnings query's results release taken from 8-K Item 2.02 filings accepted after its as-of time",
     ),
     "experience_content_read_after_its_day": Leak(
         _tree_content_after_d,

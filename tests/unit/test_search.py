@@ -324,6 +324,13 @@ def test_an_earnings_query_is_about_the_results_release_after_its_period():
     q = parse_query("Intel results", ALIASES, dt.date(2021, 7, 21))
     apply_releases(q, filings, _ns("2021-07-21"))
     assert q.release_days == [(["INTC"], dt.date(2021, 4, 22), "8-K")]  # the July release is not public yet
+    # the second quarter asked before its results are public: its window runs past as-of, but the
+    # July release must not be chosen, nor move the window
+    q = parse_query("Intel second-quarter 2021 results", ALIASES, dt.date(2021, 7, 21))
+    q.period_windows = [(["INTC"], dt.date(2021, 3, 28), dt.date(2021, 6, 26) + dt.timedelta(days=60))]
+    apply_releases(q, filings, _ns("2021-07-21"))
+    assert q.release_days == []
+    assert q.period_windows == [(["INTC"], dt.date(2021, 3, 28), dt.date(2021, 6, 26) + dt.timedelta(days=60))]
     # a company without 8-Ks: the day its results news peaks stands for the release
     news = _evidence(
         [("d1", "DLTR", "news", "2021-08-26", None, "Dollar Tree second-quarter results beat, cuts outlook")] * 1
