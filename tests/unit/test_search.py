@@ -316,6 +316,7 @@ def test_an_earnings_query_is_about_the_results_release_after_its_period():
     q.period_windows = [(["INTC"], dt.date(2021, 3, 28), dt.date(2021, 6, 26) + dt.timedelta(days=60))]
     apply_releases(q, filings, _ns("2021-08-31"))
     assert q.release_days == [(["INTC"], dt.date(2021, 7, 22), "8-K")]  # not the Q1 release, nor the 5.02 8-K
+    assert q.notes[-1].startswith("INTC: results release read as 2021-07-22 (its 8-K Item 2.02)")  # the user is told
     # the period's news window now starts at its release (before it, the news is about Q1's results)
     assert q.period_windows == [(["INTC"], dt.date(2021, 7, 22), dt.date(2021, 6, 26) + dt.timedelta(days=60))]
     q = parse_query("Intel results", ALIASES, dt.date(2021, 7, 25))

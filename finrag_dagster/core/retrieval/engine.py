@@ -167,6 +167,8 @@ def apply_releases(q: ParsedQuery, filings: pl.DataFrame, as_of_ns: int, news: p
                 ]
         for d, src in dict.fromkeys(chosen):
             q.release_days.append((list(group), d, src))
+            how = "its 8-K Item 2.02" if src == "8-K" else "the day its results news peaks (no 8-K in the lake)"
+            q.notes.append(f"{'/'.join(group)}: results release read as {d.isoformat()} ({how}); its passages that day and the next are favoured")
 
 
 def apply_fiscal(q: ParsedQuery, cals: dict, as_of: dt.date) -> None:
