@@ -13,6 +13,7 @@ import hashlib
 import importlib.util
 import os
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
@@ -71,22 +72,75 @@ def lake_files(root: Path) -> dict[str, str]:
     return out
 
 
-def test_a_two_node_ray_cluster_writes_the_local_engines_lake(world_raw, tmp_path, ray_cluster):
-    lakes = {}
-    for engine in ("local", "ray"):
-        lake = tmp_path / engine
-        s = files_settings(world_raw, lake, variants={"families": FAMILIES}, execution={"engine": engine, "address": ray_cluster})
-        only = [a for st in stages(s) if st.name in ("sources", "history", "decisions", "loop") for a in st.assets]
-        results = materialize(s, END_RAY, DECISION_START, only=only)
-        lakes[engine] = lake_files(lake)
-        meta = {e.asset_key.to_user_string(): e.materialization.metadata for r in results for e in r.get_asset_materialization_events()}
-        assert meta["evidence"]["engine"].value == engine  # the embedding ran where the settings say
-        assert meta["source_memory/reader_outputs"]["engine"].value == engine
-        if engine == "ray":
-            assert meta["evidence"]["engine_cpus"].value == 2  # both nodes of the cluster
-            assert meta["source_memory/reader_outputs"]["reader_replicas"].value == 2
-    local, on_ray = lakes["local"], lakes["ray"]
+def _settings(world_raw, lake: Path, **execution):
+    return files_settings(world_raw, lake, variants={"families": FAMILIES}, execution={"engine": "local", **execution})
+
+
+def _run(s):
+    only = [a for st in stages(s) if st.name in ("sources", "history", "decisions", "loop") for a in st.assets]
+    results = materialize(s, END_RAY, DECISION_START, only=only)
+    return {e.asset_key.to_user_string(): e.materialization.metadata for r in results for e in r.get_asset_materialization_events()}
+
+
+@pytest.fixture(scope="module")
+def local_lake(world_raw, tmp_path_factory):
+    """The local engine's lake of these settings, and its materialisations' metadata."""
+    lake = tmp_path_factory.mktemp("local_engine")
+    meta = _run(_settings(world_raw, lake))
+    assert meta["evidence"]["engine"].value == "local" and meta["source_memory/reader_outputs"]["engine"].value == "local"
+    return lake
+
+
+def test_a_two_node_ray_cluster_writes_the_local_engines_lake(world_raw, local_lake, tmp_path, ray_cluster):
+    meta = _run(_settings(world_raw, tmp_path / "ray", engine="ray", address=ray_cluster))
+    assert meta["evidence"]["engine"].value == "ray" and meta["evidence"]["engine_cpus"].value == 2  # both nodes' CPUs
+    assert meta["source_memory/reader_outputs"]["engine"].value == "ray"
+    assert meta["source_memory/reader_outputs"]["reader_replicas"].value == 2
+    local, on_ray = lake_files(local_lake), lake_files(tmp_path / "ray")
     for table in ("evidence/", "reader_outputs/variant=source_memory/", "memory_snapshot/", "reader_cache/"):
         assert any(k.startswith(table) for k in local), table
     assert sorted(on_ray) == sorted(local)
     assert [k for k in local if local[k] != on_ray[k]] == []
+
+
+def test_dagster_cli_materialises_evidence_on_a_local_ray_in_its_step_process(world_raw, local_lake, tmp_path):
+    """The user's path: `dagster asset materialize` (multiprocess executor, the step in its own
+    process) with engine = "ray" and no address starts a local Ray in the step, writes the local
+    engine's bytes, and leaves no Ray process behind."""
+    lake = tmp_path / "lake"
+    shutil.copytree(local_lake, lake)
+    days = ["2019-02-06", "2019-02-07", "2019-02-08", "2019-02-11", "2019-02-12"]
+    for d in days:
+        shutil.rmtree(lake / "evidence" / f"date={d}")
+    cfg = tmp_path / "settings.json"
+    cfg.write_text(_settings(world_raw, lake, engine="ray", num_cpus=2).model_dump_json())
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "DAGSTER_HOME": str(home), "FINRAG_CONFIG": str(cfg)}
+    dagster = str(Path(sys.executable).with_name("dagster"))
+    cmd = [
+        dagster,
+        "asset",
+        "materialize",
+        "-m",
+        "finrag_dagster.definitions",
+        "--select",
+        "evidence",
+        "--partition-range",
+        f"{days[0]}...{days[-1]}",
+    ]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    for d in days:
+        (a,) = (local_lake / "evidence" / f"date={d}").glob("*.parquet")
+        (b,) = (lake / "evidence" / f"date={d}").glob("*.parquet")
+        assert a.read_bytes() == b.read_bytes(), d
+    check = (
+        "import dagster as dg; i = dg.DagsterInstance.get(); "
+        "m = i.get_latest_materialization_event(dg.AssetKey('evidence')).asset_materialization.metadata; "
+        "print(m['engine'].value, m['engine_cpus'].value)"
+    )
+    meta = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True, text=True, timeout=120)
+    assert meta.stdout.split() == ["ray", "2"], meta.stderr[-2000:]
+    left = subprocess.run(["pgrep", "-f", "raylet|gcs_server"], capture_output=True, text=True)
+    assert left.stdout.strip() == ""  # the step shut its local Ray down
