@@ -7,7 +7,7 @@ import importlib.util
 import pytest
 
 from finrag_dagster.core.engine import EngineSpec, EngineUnavailable, LocalEngine, current_engine, make_engine, shards, use_engine
-from finrag_dagster.core.reader.backends import BackendConfig, Request
+from finrag_dagster.core.reader.backends import BackendConfig, BackendUnavailable, Request
 from finrag_dagster.core.reader.distributed import replica_resources
 
 needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed")
@@ -93,6 +93,9 @@ def test_the_ray_engine_gives_the_local_embeddings_and_reader_answers_in_order()
         assert (b.name, b.model) == ("embedded", make_backend(cfg).model)  # the prompt keys do not change
         got = b.generate(reqs)
         assert b.requests_sent == len(reqs)
+        b.close()  # its replicas hold both CPUs until closed
+        with pytest.raises(BackendUnavailable, match=r"llama_cpp reader could not start on the Ray cluster: .*(not found|needs llama-cpp-python)"):
+            distributed_backend(BackendConfig(backend="llama_cpp", model="/nonexistent/model.gguf"))
         openai = distributed_backend(BackendConfig(backend="openai", model="m"))
         assert not isinstance(openai, RayBackend)  # a server backend is not replicated
     assert ray_vecs.tobytes() == local_vecs.tobytes()

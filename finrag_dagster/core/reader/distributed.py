@@ -11,7 +11,7 @@ requests concurrently to a server, which scales on its own.
 from __future__ import annotations
 
 from ..engine import EngineSpec, EngineUnavailable, RayEngine, current_engine, shards
-from .backends import BACKENDS, Backend, BackendConfig, Generation, Request, make_backend
+from .backends import BACKENDS, Backend, BackendConfig, BackendUnavailable, Generation, Request, make_backend
 
 NOT_REPLICATED = {"openai"}
 
@@ -61,12 +61,23 @@ class RayBackend(Backend):
         actor = ray.remote(**res)(ReaderReplica)
         self._ray = ray
         self.replicas = [actor.remote(cfg) for _ in range(n)]
-        engine.on_close(lambda: [ray.kill(a) for a in self.replicas])
-        self._model = ray.get(self.replicas[0].model.remote())  # also surfaces a backend that cannot start
+        engine.on_close(self.close)
+        try:
+            self._model = ray.get(self.replicas[0].model.remote())  # also surfaces a backend that cannot start
+        except ray.exceptions.RayError as e:
+            self.close()
+            cause = getattr(e, "cause", None) or e
+            raise BackendUnavailable(f"the {cfg.backend} reader could not start on the Ray cluster: {str(cause).strip().splitlines()[-1]}") from None
 
     @property
     def model(self) -> str:
         return self._model
+
+    def close(self) -> None:
+        """Stop the replicas (they hold their CPUs or GPUs until then); the engine's close calls it."""
+        for a in self.replicas:
+            self._ray.kill(a)
+        self.replicas = []
 
     def generate(self, requests: list[Request]) -> list[Generation]:
         parts = shards(len(requests), len(self.replicas))
