@@ -5,7 +5,7 @@ prompts enters :func:`use_engine` with the settings' ``[execution]`` section, an
 functions it calls (:func:`finrag_dagster.core.embeddings.embed`, the reader backend made by
 :func:`distributed_backend`) hand their work to the engine in force. Ray is reached through its
 own client API (``ray.init(address=...)``): a local Ray started in this process when no address
-is given, else an existing cluster (``"auto"``, ``"ray://head:10001"`` or ``"127.0.0.1:6379"``).
+is given, else an existing cluster (``"head:6379"``, or ``"auto"`` on a node of the cluster).
 
 Work is cut into contiguous shards and gathered back in input order, and each shard is computed
 by the same function as the local path, so the results (and the lake) are the same bytes for

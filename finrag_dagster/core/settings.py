@@ -229,8 +229,8 @@ class ExecutionSettings(_M):
     """Where the heavy stages (evidence embedding, reader inference) run (docs/cluster.md).
 
     ``local``: inside each asset's own process. ``ray``: as Ray tasks and actors, on a local Ray
-    started in-process (``address`` empty) or on an existing cluster (``"auto"``,
-    ``"ray://head:10001"``); the lake is the same to the byte either way."""
+    started in-process (``address`` empty) or on an existing cluster (``"head:6379"``, or
+    ``"auto"`` on a node of the cluster); the lake is the same to the byte either way."""
 
     engine: Literal["local", "ray"] = "local"
     address: str = ""
