@@ -1,6 +1,7 @@
 """Query retrieval (seed 001): parsing, as-of, period match, diversity, numeric density, budget."""
 
 import datetime as dt
+import re
 
 import numpy as np
 import polars as pl
@@ -379,3 +380,58 @@ def test_a_comparison_s_semantic_list_lets_the_named_companies_take_turns():
     on = run_search(idx, q, q_emb, [], SearchConfig(k=20, list_depth=10, company_lists=1), "full")
     assert sum(h.ticker == "INTC" for h in off.hits) == 0
     assert sum(h.ticker == "INTC" for h in on.hits) == 3
+
+
+def test_a_metric_named_in_the_plural_is_still_the_metric():
+    assert parse_query("When did Intel and Apple raise their outlooks?", ALIASES, AS_OF).metrics == ["guidance"]
+    assert parse_query("Compare share buybacks at Intel and Apple", ALIASES, AS_OF).metrics == ["buyback"]
+    assert parse_query("Intel forecasts", ALIASES, AS_OF).metrics == ["guidance"]
+
+
+def _titled(rows, titles):
+    return _evidence(rows).with_columns(pl.Series("title", titles))
+
+
+def test_a_headline_that_says_the_change_asked_about_is_boosted_and_listed():
+    from finrag_dagster.core.retrieval.search import change_direction, says_change
+
+    assert change_direction("When did Intel raise its outlooks?") == ["up"]
+    assert change_direction("Compare the 2022 forecast cuts at Intel and Apple") == ["down"]
+    assert change_direction("Intel revenue in 2022") == []
+    rows = [(f"f{i}", "INTC", "news", "2021-07-10", None, f"Intel revenue forecast preview number {i}") for i in range(12)]
+    rows += [
+        ("raised", "INTC", "news", "2021-07-23", None, "The chipmaker now expects more."),
+        ("cut", "INTC", "news", "2021-07-24", None, "The chipmaker now expects less."),
+        ("late", "INTC", "news", "2021-08-05", None, "The chipmaker now expects even more."),  # after as-of
+    ]
+    titles = [r[5] for r in rows[:12]] + ["Intel raises annual revenue forecast", "Intel cuts revenue forecast", "Intel lifts forecast again"]
+    ev = _titled(rows, titles)
+    idx = SearchIndex(ev, _ns("2021-07-31"))
+    assert "late" not in idx.pid  # published after as-of: never read, so never listed
+    q = parse_query("When did Intel raise its revenue forecast?", ALIASES, dt.date(2021, 7, 31))
+    q_emb = np.asarray(ev["embedding"][0].to_numpy())
+    assert says_change("Intel raises annual revenue forecast", ["up"], [re.compile(r"\bforecast\b", re.I)])
+    assert not says_change("Intel cuts revenue forecast", ["up"], [re.compile(r"\bforecast\b", re.I)])
+    # the change list brings in a headline that neither the keyword nor the semantic list reaches
+    off = run_search(idx, q, q_emb, [], SearchConfig(k=20, list_depth=5, change_boost=1.0, change_list=False), "full")
+    listed = run_search(idx, q, q_emb, [], SearchConfig(k=20, list_depth=5, change_boost=1.0, change_list=True), "full")
+    assert "raised" not in [h.passage_id for h in off.hits]
+    assert "raised" in [h.passage_id for h in listed.hits]
+    # the boost lifts it to the top, and only it (the cut goes the other way)
+    on = run_search(idx, q, q_emb, [], SearchConfig(k=20), "full")
+    assert on.hits[0].passage_id == "raised" and on.hits[0].components["change"] == 1.0
+    assert all(("change" in h.components) == (h.passage_id == "raised") for h in on.hits)
+    assert "late" not in [h.passage_id for h in on.hits]
+
+
+def test_a_when_did_question_is_not_aged_by_recency():
+    ev = _evidence([("a", "INTC", "news", "2021-03-01", None, "Intel raises forecast"), ("b", "INTC", "news", "2021-07-01", None, "Intel news")])
+    idx = SearchIndex(ev, _ns("2021-07-31"))
+    q_emb = np.asarray(ev["embedding"][0].to_numpy())
+    asked = run_search(idx, parse_query("Did Intel raise its forecast?", ALIASES, dt.date(2021, 7, 31)), q_emb, [], SearchConfig(k=2), "full")
+    assert all("recency" in h.components for h in asked.hits)
+    when = parse_query("When did Intel raise its forecast?", ALIASES, dt.date(2021, 7, 31))
+    res = run_search(idx, when, q_emb, [], SearchConfig(k=2), "full")
+    assert all("recency" not in h.components for h in res.hits)
+    res = run_search(idx, when, q_emb, [], SearchConfig(k=2, when_no_recency=False), "full")
+    assert all("recency" in h.components for h in res.hits)
