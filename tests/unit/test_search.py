@@ -435,3 +435,22 @@ def test_a_when_did_question_is_not_aged_by_recency():
     assert all("recency" not in h.components for h in res.hits)
     res = run_search(idx, when, q_emb, [], SearchConfig(k=2, when_no_recency=False), "full")
     assert all("recency" in h.components for h in res.hits)
+
+
+def test_the_release_days_passages_form_a_list_of_their_own():
+    rows = [(f"f{i}", "INTC", "news", "2021-07-10", None, f"Intel second-quarter results preview {i}") for i in range(12)]
+    rows += [
+        ("day", "INTC", "news", "2021-07-22", None, "The chipmaker reported after the bell."),
+        ("other", "NVDA", "news", "2021-07-22", None, "The chipmaker reported after the bell."),  # another company
+        ("late", "INTC", "news", "2021-08-03", None, "The chipmaker reported after the bell."),  # after as-of
+    ]
+    ev = _evidence(rows)
+    idx = SearchIndex(ev, _ns("2021-07-31"))
+    q = parse_query("Intel second-quarter 2021 results", ALIASES, dt.date(2021, 7, 31))
+    q.release_days = [(["INTC"], dt.date(2021, 7, 22), "8-K"), (["INTC"], dt.date(2021, 8, 3), "8-K")]
+    q_emb = np.asarray(ev["embedding"][0].to_numpy())
+    off = run_search(idx, q, q_emb, [], SearchConfig(k=30, list_depth=3, release_list=False), "full")
+    on = run_search(idx, q, q_emb, [], SearchConfig(k=30, list_depth=3, release_list=True), "full")
+    assert "day" not in [h.passage_id for h in off.hits]
+    assert "day" in [h.passage_id for h in on.hits] and on.hits[0].passage_id == "day"
+    assert "late" not in idx.pid and "late" not in [h.passage_id for h in on.hits]  # public after as-of: never read

@@ -64,6 +64,7 @@ class SearchConfig:
     release_boost: float = 1.5
     release_from_news: bool = True  # a company without 8-Ks: its results-news peak stands for the release
     change_boost: float = 1.5  # a query asking what was raised (or cut): passages whose title says that of the metric asked (1: off)
+    release_list: bool = False  # an earnings query: the named company's release-day passages form a list of their own (not kept: see docs)
     change_list: bool = True  # ... and those headlines of the named companies form a list of their own in the fusion
     when_no_recency: bool = True  # "when did ...": recency does not age the passages (the question is about a past date)
     company_lists: int = 1  # a comparison of named companies: 1 = its semantic list, 2 = also its keyword list, take the companies in turns (0: off)
@@ -432,6 +433,19 @@ def run_search(
             if q.is_comparison and len(q.company_tickers) >= 2:
                 rows = take_turns(rows, cols["ticker"], q.company_tickers, depth)
             lists["change"] = [index.pid[i] for i in rows[:depth]]
+        if cfg.release_list and cfg.release_days and q.release_days:
+            wins = [
+                (set(ts), _ny_ns(d), _ny_ns(d + dt.timedelta(days=cfg.release_days + 1)))
+                for ts, d, src in q.release_days
+                if cfg.release_from_news or src == "8-K"
+            ]
+            rank = {int(r): k for k, r in enumerate(kw_rows)}
+            pubs, ticks = cols["pub_ns"], cols["ticker"]
+            rows = [i for i in range(n) if in_window(ticks[i], int(pubs[i]), wins)]
+            rows.sort(key=lambda i: (rank.get(i, len(rank)), -i))
+            if q.is_comparison and len(q.company_tickers) >= 2:
+                rows = take_turns(rows, ticks, q.company_tickers, depth)
+            lists["release"] = [index.pid[i] for i in rows[:depth]]
         fused = rrf(lists, list_weights(q.names_ticker_or_metric), k=cfg.rrf_k)
         fam, fp, texts, pub_ns, tick = cols["source_family"], cols["fiscal_period"], cols["text"], cols["pub_ns"], cols["ticker"]
         auth = AUTHORITY.get(q.query_type, AUTHORITY["general"])
