@@ -93,7 +93,7 @@ def test_exact_fiscal_period_is_boosted():
     )
     idx = SearchIndex(ev, _ns("2021-12-31"))
     q = parse_query("NVDA gross margin Q2 2021", ALIASES, dt.date(2021, 12, 31))
-    res = run_search(idx, q, np.asarray(ev["embedding"][1].to_numpy()), ["q3", "q2"], SearchConfig(k=2), "full")
+    res = run_search(idx, q, np.asarray(ev["embedding"][1].to_numpy()), ["q3", "q2"], SearchConfig(k=2, second_stage=0), "full")
     assert res.hits[0].passage_id == "q2" and res.hits[0].components["period_match"] == 1.0
     assert "recency" not in res.hits[0].components  # a period was asked: no recency decay
 
@@ -229,7 +229,7 @@ def test_the_named_section_is_boosted_over_other_items_of_the_same_filing():
     idx = SearchIndex(ev, _ns("2024-08-15"))
     q = parse_query("Apple 10-Q MD&A net sales by category", ALIASES, dt.date(2024, 8, 15))
     q_emb = np.asarray(ev["embedding"][1].to_numpy())  # the embedding favours the financial statements
-    res = run_search(idx, q, q_emb, ["fs", "mdna"], SearchConfig(k=2), "full")
+    res = run_search(idx, q, q_emb, ["fs", "mdna"], SearchConfig(k=2, second_stage=0), "full")
     assert res.hits[0].passage_id == "mdna" and res.hits[0].components["section_match"] == 1.0
     assert "section_match" not in res.hits[1].components
 
@@ -359,7 +359,7 @@ def test_the_results_release_and_the_day_after_are_boosted():
     off = run_search(idx, q, q_emb, [], SearchConfig(k=4, release_days=0), "full")
     assert {h.passage_id for h in off.hits[:2]} != {"release", "after"}
     q.release_days = [(["INTC"], dt.date(2021, 7, 22), "8-K")]
-    on = run_search(idx, q, q_emb, [], SearchConfig(k=4, release_days=1), "full")
+    on = run_search(idx, q, q_emb, [], SearchConfig(k=4, release_days=1, second_stage=0), "full")
     assert {h.passage_id for h in on.hits[:2]} == {"release", "after"}
     assert all(("release" in h.components) == (h.passage_id in ("release", "after")) for h in on.hits)
 
@@ -418,7 +418,7 @@ def test_a_headline_that_says_the_change_asked_about_is_boosted_and_listed():
     assert "raised" not in [h.passage_id for h in off.hits]
     assert "raised" in [h.passage_id for h in listed.hits]
     # the boost lifts it to the top, and only it (the cut goes the other way)
-    on = run_search(idx, q, q_emb, [], SearchConfig(k=20), "full")
+    on = run_search(idx, q, q_emb, [], SearchConfig(k=20, second_stage=0), "full")
     assert on.hits[0].passage_id == "raised" and on.hits[0].components["change"] == 1.0
     assert all(("change" in h.components) == (h.passage_id == "raised") for h in on.hits)
     assert "late" not in [h.passage_id for h in on.hits]
@@ -454,3 +454,25 @@ def test_the_release_days_passages_form_a_list_of_their_own():
     assert "day" not in [h.passage_id for h in off.hits]
     assert "day" in [h.passage_id for h in on.hits] and on.hits[0].passage_id == "day"
     assert "late" not in idx.pid and "late" not in [h.passage_id for h in on.hits]  # public after as-of: never read
+
+
+def test_the_top_is_reranked_once_more_by_the_cosine_of_title_and_text():
+    # two passages tie on everything but their embedding: the one closer to the query goes first
+    rows = [("far", "INTC", "news", "2021-07-20", None, "Intel foundry plan"), ("near", "INTC", "news", "2021-07-20", None, "Intel foundry plan")]
+    ev = _evidence(rows)
+    idx = SearchIndex(ev, _ns("2021-07-31"))
+    q = parse_query("Intel foundry plan", ALIASES, dt.date(2021, 7, 31))
+    assert not q.is_quantitative
+    q_emb = np.asarray(ev["embedding"][1].to_numpy())  # the query's vector is "near"'s
+    off = run_search(idx, q, q_emb, [], SearchConfig(k=2, second_stage=0), "full")
+    on = run_search(idx, q, q_emb, [], SearchConfig(k=2, second_stage=30), "full")
+    assert on.hits[0].passage_id == "near" and on.hits[0].components["second_stage"] == 1.0
+    assert on.hits[1].components["second_stage"] == 0.0
+    assert "second_stage" not in off.hits[0].components
+    # only the top second_stage are touched: with 1, a single passage is left in its place
+    one = run_search(idx, q, q_emb, [], SearchConfig(k=2, second_stage=1), "full")
+    assert [h.passage_id for h in one.hits] == [h.passage_id for h in off.hits]
+    # a quantitative query keeps the first stage's order
+    qn = parse_query("Intel foundry plan revenue", ALIASES, dt.date(2021, 7, 31))
+    assert qn.is_quantitative
+    assert all("second_stage" not in h.components for h in run_search(idx, qn, q_emb, [], SearchConfig(k=2), "full").hits)

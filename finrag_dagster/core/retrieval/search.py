@@ -10,7 +10,8 @@ queries), exact fiscal-period match, the filing section the query names (risk fa
 after the results release it asks about (``engine.apply_releases``), a headline that says the
 change the query asks about ("raise their outlooks": the metric raised, lifted, boosted; "forecast
 cuts": cut, lowered; these headlines of the named companies also form a fourth list in the fusion),
-and finally diversified: a
+then, for a query that is not quantitative, the top 30 once more by the MiniLM cosine of
+title + text (×(1 + 0.5·cos), min-max within the top 30), and finally diversified: a
 comparison that names companies keeps at least one passage of each named company in its top 5
 whenever that company has one (and its context lists the passages grouped by company, and its
 semantic list takes each company's best matches in turns); a comparison
@@ -65,6 +66,8 @@ class SearchConfig:
     release_from_news: bool = True  # a company without 8-Ks: its results-news peak stands for the release
     change_boost: float = 1.5  # a query asking what was raised (or cut): passages whose title says that of the metric asked (1: off)
     release_list: bool = False  # an earnings query: the named company's release-day passages form a list of their own (not kept: see docs)
+    second_stage: int = 30  # a non-quantitative query: its top this many are reranked once more by the MiniLM cosine of title + text (0: off)
+    second_weight: float = 0.5
     change_list: bool = True  # ... and those headlines of the named companies form a list of their own in the fusion
     when_no_recency: bool = True  # "when did ...": recency does not age the passages (the question is about a past date)
     company_lists: int = 1  # a comparison of named companies: 1 = its semantic list, 2 = also its keyword list, take the companies in turns (0: off)
@@ -504,6 +507,16 @@ def run_search(
             score[i] = s * m
             comp[i] = f
         order = sorted(score, key=lambda i: (-score[i], -i))
+        # a second stage on the top: the bi-encoder's cosine of title + text against the query (min-max
+        # within the top), ×(1 + second_weight·cos); not for quantitative queries, where the figures and
+        # periods the rerank reads matter more than wording
+        if cfg.second_stage and len(order) > 1 and not q.is_quantitative:
+            head = order[: cfg.second_stage]
+            cos = minmax(index.emb[np.asarray(head)] @ q_emb.astype(np.float32))
+            for i, c in zip(head, cos.tolist()):
+                comp[i]["second_stage"] = c
+                score[i] *= 1 + cfg.second_weight * c
+            order = sorted(head, key=lambda i: (-score[i], -i)) + order[cfg.second_stage :]
         if q.is_comparison and len(q.company_tickers) >= 2:
             order = diversify_named(order, tick, score, q.company_tickers, cfg.diversity_window)
         elif q.is_comparison:
