@@ -1,6 +1,7 @@
 """Query retrieval (seed 001): parsing, as-of, period match, diversity, numeric density, budget."""
 
 import datetime as dt
+import re
 
 import numpy as np
 import polars as pl
@@ -92,7 +93,7 @@ def test_exact_fiscal_period_is_boosted():
     )
     idx = SearchIndex(ev, _ns("2021-12-31"))
     q = parse_query("NVDA gross margin Q2 2021", ALIASES, dt.date(2021, 12, 31))
-    res = run_search(idx, q, np.asarray(ev["embedding"][1].to_numpy()), ["q3", "q2"], SearchConfig(k=2), "full")
+    res = run_search(idx, q, np.asarray(ev["embedding"][1].to_numpy()), ["q3", "q2"], SearchConfig(k=2, second_stage=0), "full")
     assert res.hits[0].passage_id == "q2" and res.hits[0].components["period_match"] == 1.0
     assert "recency" not in res.hits[0].components  # a period was asked: no recency decay
 
@@ -228,7 +229,7 @@ def test_the_named_section_is_boosted_over_other_items_of_the_same_filing():
     idx = SearchIndex(ev, _ns("2024-08-15"))
     q = parse_query("Apple 10-Q MD&A net sales by category", ALIASES, dt.date(2024, 8, 15))
     q_emb = np.asarray(ev["embedding"][1].to_numpy())  # the embedding favours the financial statements
-    res = run_search(idx, q, q_emb, ["fs", "mdna"], SearchConfig(k=2), "full")
+    res = run_search(idx, q, q_emb, ["fs", "mdna"], SearchConfig(k=2, second_stage=0), "full")
     assert res.hits[0].passage_id == "mdna" and res.hits[0].components["section_match"] == 1.0
     assert "section_match" not in res.hits[1].components
 
@@ -358,7 +359,7 @@ def test_the_results_release_and_the_day_after_are_boosted():
     off = run_search(idx, q, q_emb, [], SearchConfig(k=4, release_days=0), "full")
     assert {h.passage_id for h in off.hits[:2]} != {"release", "after"}
     q.release_days = [(["INTC"], dt.date(2021, 7, 22), "8-K")]
-    on = run_search(idx, q, q_emb, [], SearchConfig(k=4, release_days=1), "full")
+    on = run_search(idx, q, q_emb, [], SearchConfig(k=4, release_days=1, second_stage=0), "full")
     assert {h.passage_id for h in on.hits[:2]} == {"release", "after"}
     assert all(("release" in h.components) == (h.passage_id in ("release", "after")) for h in on.hits)
 
@@ -379,3 +380,99 @@ def test_a_comparison_s_semantic_list_lets_the_named_companies_take_turns():
     on = run_search(idx, q, q_emb, [], SearchConfig(k=20, list_depth=10, company_lists=1), "full")
     assert sum(h.ticker == "INTC" for h in off.hits) == 0
     assert sum(h.ticker == "INTC" for h in on.hits) == 3
+
+
+def test_a_metric_named_in_the_plural_is_still_the_metric():
+    assert parse_query("When did Intel and Apple raise their outlooks?", ALIASES, AS_OF).metrics == ["guidance"]
+    assert parse_query("Compare share buybacks at Intel and Apple", ALIASES, AS_OF).metrics == ["buyback"]
+    assert parse_query("Intel forecasts", ALIASES, AS_OF).metrics == ["guidance"]
+
+
+def _titled(rows, titles):
+    return _evidence(rows).with_columns(pl.Series("title", titles))
+
+
+def test_a_headline_that_says_the_change_asked_about_is_boosted_and_listed():
+    from finrag_dagster.core.retrieval.search import change_direction, says_change
+
+    assert change_direction("When did Intel raise its outlooks?") == ["up"]
+    assert change_direction("Compare the 2022 forecast cuts at Intel and Apple") == ["down"]
+    assert change_direction("Intel revenue in 2022") == []
+    rows = [(f"f{i}", "INTC", "news", "2021-07-10", None, f"Intel revenue forecast preview number {i}") for i in range(12)]
+    rows += [
+        ("raised", "INTC", "news", "2021-07-23", None, "The chipmaker now expects more."),
+        ("cut", "INTC", "news", "2021-07-24", None, "The chipmaker now expects less."),
+        ("late", "INTC", "news", "2021-08-05", None, "The chipmaker now expects even more."),  # after as-of
+    ]
+    titles = [r[5] for r in rows[:12]] + ["Intel raises annual revenue forecast", "Intel cuts revenue forecast", "Intel lifts forecast again"]
+    ev = _titled(rows, titles)
+    idx = SearchIndex(ev, _ns("2021-07-31"))
+    assert "late" not in idx.pid  # published after as-of: never read, so never listed
+    q = parse_query("When did Intel raise its revenue forecast?", ALIASES, dt.date(2021, 7, 31))
+    q_emb = np.asarray(ev["embedding"][0].to_numpy())
+    assert says_change("Intel raises annual revenue forecast", ["up"], [re.compile(r"\bforecast\b", re.I)])
+    assert not says_change("Intel cuts revenue forecast", ["up"], [re.compile(r"\bforecast\b", re.I)])
+    # the change list brings in a headline that neither the keyword nor the semantic list reaches
+    off = run_search(idx, q, q_emb, [], SearchConfig(k=20, list_depth=5, change_boost=1.0, change_list=False), "full")
+    listed = run_search(idx, q, q_emb, [], SearchConfig(k=20, list_depth=5, change_boost=1.0, change_list=True), "full")
+    assert "raised" not in [h.passage_id for h in off.hits]
+    assert "raised" in [h.passage_id for h in listed.hits]
+    # the boost lifts it to the top, and only it (the cut goes the other way)
+    on = run_search(idx, q, q_emb, [], SearchConfig(k=20, second_stage=0), "full")
+    assert on.hits[0].passage_id == "raised" and on.hits[0].components["change"] == 1.0
+    assert all(("change" in h.components) == (h.passage_id == "raised") for h in on.hits)
+    assert "late" not in [h.passage_id for h in on.hits]
+
+
+def test_a_when_did_question_is_not_aged_by_recency():
+    ev = _evidence([("a", "INTC", "news", "2021-03-01", None, "Intel raises forecast"), ("b", "INTC", "news", "2021-07-01", None, "Intel news")])
+    idx = SearchIndex(ev, _ns("2021-07-31"))
+    q_emb = np.asarray(ev["embedding"][0].to_numpy())
+    asked = run_search(idx, parse_query("Did Intel raise its forecast?", ALIASES, dt.date(2021, 7, 31)), q_emb, [], SearchConfig(k=2), "full")
+    assert all("recency" in h.components for h in asked.hits)
+    when = parse_query("When did Intel raise its forecast?", ALIASES, dt.date(2021, 7, 31))
+    res = run_search(idx, when, q_emb, [], SearchConfig(k=2), "full")
+    assert all("recency" not in h.components for h in res.hits)
+    res = run_search(idx, when, q_emb, [], SearchConfig(k=2, when_no_recency=False), "full")
+    assert all("recency" in h.components for h in res.hits)
+
+
+def test_the_release_days_passages_form_a_list_of_their_own():
+    rows = [(f"f{i}", "INTC", "news", "2021-07-10", None, f"Intel second-quarter results preview {i}") for i in range(12)]
+    rows += [
+        ("day", "INTC", "news", "2021-07-22", None, "The chipmaker reported after the bell."),
+        ("other", "NVDA", "news", "2021-07-22", None, "The chipmaker reported after the bell."),  # another company
+        ("late", "INTC", "news", "2021-08-03", None, "The chipmaker reported after the bell."),  # after as-of
+    ]
+    ev = _evidence(rows)
+    idx = SearchIndex(ev, _ns("2021-07-31"))
+    q = parse_query("Intel second-quarter 2021 results", ALIASES, dt.date(2021, 7, 31))
+    q.release_days = [(["INTC"], dt.date(2021, 7, 22), "8-K"), (["INTC"], dt.date(2021, 8, 3), "8-K")]
+    q_emb = np.asarray(ev["embedding"][0].to_numpy())
+    off = run_search(idx, q, q_emb, [], SearchConfig(k=30, list_depth=3, release_list=False), "full")
+    on = run_search(idx, q, q_emb, [], SearchConfig(k=30, list_depth=3, release_list=True), "full")
+    assert "day" not in [h.passage_id for h in off.hits]
+    assert "day" in [h.passage_id for h in on.hits] and on.hits[0].passage_id == "day"
+    assert "late" not in idx.pid and "late" not in [h.passage_id for h in on.hits]  # public after as-of: never read
+
+
+def test_the_top_is_reranked_once_more_by_the_cosine_of_title_and_text():
+    # two passages tie on everything but their embedding: the one closer to the query goes first
+    rows = [("far", "INTC", "news", "2021-07-20", None, "Intel foundry plan"), ("near", "INTC", "news", "2021-07-20", None, "Intel foundry plan")]
+    ev = _evidence(rows)
+    idx = SearchIndex(ev, _ns("2021-07-31"))
+    q = parse_query("Intel foundry plan", ALIASES, dt.date(2021, 7, 31))
+    assert not q.is_quantitative
+    q_emb = np.asarray(ev["embedding"][1].to_numpy())  # the query's vector is "near"'s
+    off = run_search(idx, q, q_emb, [], SearchConfig(k=2, second_stage=0), "full")
+    on = run_search(idx, q, q_emb, [], SearchConfig(k=2, second_stage=30), "full")
+    assert on.hits[0].passage_id == "near" and on.hits[0].components["second_stage"] == 1.0
+    assert on.hits[1].components["second_stage"] == 0.0
+    assert "second_stage" not in off.hits[0].components
+    # only the top second_stage are touched: with 1, a single passage is left in its place
+    one = run_search(idx, q, q_emb, [], SearchConfig(k=2, second_stage=1), "full")
+    assert [h.passage_id for h in one.hits] == [h.passage_id for h in off.hits]
+    # a quantitative query keeps the first stage's order
+    qn = parse_query("Intel foundry plan revenue", ALIASES, dt.date(2021, 7, 31))
+    assert qn.is_quantitative
+    assert all("second_stage" not in h.components for h in run_search(idx, qn, q_emb, [], SearchConfig(k=2), "full").hits)

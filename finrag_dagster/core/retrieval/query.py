@@ -32,6 +32,7 @@ METRICS: dict[str, tuple[str, ...]] = {
     "buyback": ("buyback", "repurchase", "repurchases"),
     "debt": ("debt", "notes", "borrowings"),
 }
+PLURAL = "s?"  # a metric's name also counts in the plural
 QUANT_METRICS = {
     "gross margin",
     "operating margin",
@@ -205,7 +206,7 @@ def parse_query(text: str, tickers: dict[str, list[str]] | NameIndex, as_of: dt.
     q.companies = [c.key for c in named]
     q.company_tickers = [list(c.tickers) for c in named]
     for name, pats in METRICS.items():
-        if any(re.search(rf"(?<![\w]){re.escape(p)}(?![\w])", low) for p in pats):
+        if any(re.search(rf"(?<![\w]){re.escape(p)}{PLURAL}(?![\w])", low) for p in pats):  # "outlooks", "buybacks"
             q.metrics.append(name)
     if any(m in q.metrics for m in ("gross margin", "operating margin", "net margin")) and "margin" in q.metrics:
         q.metrics.remove("margin")

@@ -3,11 +3,15 @@
 Three lists — semantic (MiniLM cosine), keyword (BM25 over the corpus public before as_of) and
 structured (DuckDB SQL over the lake's ``evidence`` table with the parsed filters) — are fused by
 RRF (k = 60; keyword ×1.2 when the query names a ticker or metric, semantic ×1.2 otherwise), then
-reranked multiplicatively by recency (when no period is asked and no time named that ended over
-``recency_days`` before as_of), source authority by query type, numeric density (quantitative
+reranked multiplicatively by recency (when no period is asked, no time named that ended over
+``recency_days`` before as_of, and the query is not a "when did" question), source authority by query type, numeric density (quantitative
 queries), exact fiscal-period match, the filing section the query names (risk factors, MD&A,
 ...: ``query.SECTIONS``) and, for an earnings query, the named company's passages on and the day
-after the results release it asks about (``engine.apply_releases``), and finally diversified: a
+after the results release it asks about (``engine.apply_releases``), a headline that says the
+change the query asks about ("raise their outlooks": the metric raised, lifted, boosted; "forecast
+cuts": cut, lowered; these headlines of the named companies also form a fourth list in the fusion),
+then, for a query that is not quantitative, the top 30 once more by the MiniLM cosine of
+title + text (×(1 + 0.5·cos), min-max within the top 30), and finally diversified: a
 comparison that names companies keeps at least one passage of each named company in its top 5
 whenever that company has one (and its context lists the passages grouped by company, and its
 semantic list takes each company's best matches in turns); a comparison
@@ -29,7 +33,7 @@ import polars as pl
 
 from .lexical import PrefixStats, TermMatrix, bm25_tokens, query_matrix
 from .pool import minmax
-from .query import SECTIONS, ParsedQuery
+from .query import METRICS, SECTIONS, ParsedQuery
 from .rrf import list_weights, rrf
 
 NUMERIC = re.compile(r"\$\s?\d[\d,]*(?:\.\d+)?\s?(?:[MBK]|million|billion|thousand)?\b|\b\d+(?:\.\d+)?\s?%")
@@ -60,6 +64,12 @@ class SearchConfig:
     release_days: int = 1  # earnings queries: the company's passages within this many days of its results release (0: off)
     release_boost: float = 1.5
     release_from_news: bool = True  # a company without 8-Ks: its results-news peak stands for the release
+    change_boost: float = 1.5  # a query asking what was raised (or cut): passages whose title says that of the metric asked (1: off)
+    release_list: bool = False  # an earnings query: the named company's release-day passages form a list of their own (not kept: see docs)
+    second_stage: int = 30  # a non-quantitative query: its top this many are reranked once more by the MiniLM cosine of title + text (0: off)
+    second_weight: float = 0.5
+    change_list: bool = True  # ... and those headlines of the named companies form a list of their own in the fusion
+    when_no_recency: bool = True  # "when did ...": recency does not age the passages (the question is about a past date)
     company_lists: int = 1  # a comparison of named companies: 1 = its semantic list, 2 = also its keyword list, take the companies in turns (0: off)
 
 
@@ -164,9 +174,27 @@ class SearchIndex:
         """The columns the rerank reads per passage, as Python lists, built once per index."""
         if self._cols is None:
             df = self.df
-            self._cols = {c: df[c].to_list() for c in ("source_family", "fiscal_period", "text", "ticker", "form_type", "item")}
+            self._cols = {c: df[c].to_list() for c in ("source_family", "fiscal_period", "text", "ticker", "form_type", "item", "title")}
             self._cols["pub_ns"] = df["public_time"].dt.epoch("ns").to_numpy()
         return self._cols
+
+
+# the direction of a change a query asks about, and the verbs (and nouns) a headline says it with
+CHANGE_WORDS = {
+    "up": re.compile(r"\b(rais(?:e|es|ed|ing)|lift(?:s|ed|ing)?|boost(?:s|ed|ing)?|hik(?:e|es|ed|ing)|ups|upped|increas(?:e|es|ed|ing))\b", re.I),
+    "down": re.compile(r"\b(cut(?:s|ting)?|lower(?:s|ed|ing)?|reduc(?:e|es|ed|ing)|slash(?:es|ed|ing)?|trim(?:s|med|ming)?)\b", re.I),
+}
+WHEN = re.compile(r"\bwhen (?:did|was|were|has|have)\b", re.I)
+
+
+def change_direction(text: str) -> list[str]:
+    """The directions of change a query asks about ("raised their outlooks": up; "forecast cuts": down)."""
+    return [d for d, pat in CHANGE_WORDS.items() if pat.search(text)]
+
+
+def says_change(title: str, directions: list[str], metric_pats: list[re.Pattern]) -> bool:
+    """A headline that says the change asked about (same direction) of a metric the query names."""
+    return bool(title) and any(CHANGE_WORDS[d].search(title) for d in directions) and any(p.search(title) for p in metric_pats)
 
 
 def take_turns(rows, tickers: list[str], groups: list[list[str]], depth: int) -> list[int]:
@@ -396,8 +424,32 @@ def run_search(
             "keyword": [index.pid[i] for i in kw_list[:depth]],
             "structured": structured_list(index, q, structured_ids, kw_rows, depth),
         }
-        fused = rrf(lists, list_weights(q.names_ticker_or_metric), k=cfg.rrf_k)
         cols = index.columns()
+        directions = change_direction(q.text) if cfg.change_boost != 1.0 or cfg.change_list else []
+        metric_pats = [re.compile(rf"(?<![\w]){re.escape(t)}s?(?![\w])", re.I) for m in q.metrics for t in METRICS[m]] if directions else []
+        if cfg.change_list and metric_pats and q.tickers:
+            # the named companies' headlines that say the change asked about, best keyword match first
+            named, titles_all = set(q.tickers), cols["title"]
+            rank = {int(r): k for k, r in enumerate(kw_rows)}
+            rows = [i for i, t in enumerate(cols["ticker"]) if t in named and says_change(titles_all[i], directions, metric_pats)]
+            rows.sort(key=lambda i: (rank.get(i, len(rank)), -i))
+            if q.is_comparison and len(q.company_tickers) >= 2:
+                rows = take_turns(rows, cols["ticker"], q.company_tickers, depth)
+            lists["change"] = [index.pid[i] for i in rows[:depth]]
+        if cfg.release_list and cfg.release_days and q.release_days:
+            wins = [
+                (set(ts), _ny_ns(d), _ny_ns(d + dt.timedelta(days=cfg.release_days + 1)))
+                for ts, d, src in q.release_days
+                if cfg.release_from_news or src == "8-K"
+            ]
+            rank = {int(r): k for k, r in enumerate(kw_rows)}
+            pubs, ticks = cols["pub_ns"], cols["ticker"]
+            rows = [i for i in range(n) if in_window(ticks[i], int(pubs[i]), wins)]
+            rows.sort(key=lambda i: (rank.get(i, len(rank)), -i))
+            if q.is_comparison and len(q.company_tickers) >= 2:
+                rows = take_turns(rows, ticks, q.company_tickers, depth)
+            lists["release"] = [index.pid[i] for i in rows[:depth]]
+        fused = rrf(lists, list_weights(q.names_ticker_or_metric), k=cfg.rrf_k)
         fam, fp, texts, pub_ns, tick = cols["source_family"], cols["fiscal_period"], cols["text"], cols["pub_ns"], cols["ticker"]
         auth = AUTHORITY.get(q.query_type, AUTHORITY["general"])
         sect = set(section_items(q))
@@ -417,6 +469,9 @@ def run_search(
         # recency ages passages unless the query asks for a period, or names a time that ended more
         # than recency_days before as-of (an event it dates explicitly is not buried under later news)
         aged = not q.periods and not (q.named_until and (as_of.date() - q.named_until).days > cfg.recency_days)
+        if cfg.when_no_recency and WHEN.search(q.text):
+            aged = False  # "when did X raise its outlook": the answer is a past date, newer is not better
+        titles = cols["title"]
         score = {}
         for pid, s in fused.items():
             i = index.row[pid]
@@ -443,12 +498,25 @@ def run_search(
             if releases and in_window(tick[i], int(pub_ns[i]), releases):
                 f["release"] = 1.0  # the company's passages on and just after the results release asked about
                 m *= cfg.release_boost
+            if cfg.change_boost != 1.0 and metric_pats and says_change(titles[i], directions, metric_pats):
+                f["change"] = 1.0  # the headline says the metric was raised (cut), as the query asks
+                m *= cfg.change_boost
             if sect and forms[i] and (forms[i].removesuffix("/A"), items[i]) in sect:
                 f["section_match"] = 1.0  # the filing section the query names
                 m *= cfg.section_boost
             score[i] = s * m
             comp[i] = f
         order = sorted(score, key=lambda i: (-score[i], -i))
+        # a second stage on the top: the bi-encoder's cosine of title + text against the query (min-max
+        # within the top), ×(1 + second_weight·cos); not for quantitative queries, where the figures and
+        # periods the rerank reads matter more than wording
+        if cfg.second_stage and len(order) > 1 and not q.is_quantitative:
+            head = order[: cfg.second_stage]
+            cos = minmax(index.emb[np.asarray(head)] @ q_emb.astype(np.float32))
+            for i, c in zip(head, cos.tolist()):
+                comp[i]["second_stage"] = c
+                score[i] *= 1 + cfg.second_weight * c
+            order = sorted(head, key=lambda i: (-score[i], -i)) + order[cfg.second_stage :]
         if q.is_comparison and len(q.company_tickers) >= 2:
             order = diversify_named(order, tick, score, q.company_tickers, cfg.diversity_window)
         elif q.is_comparison:
