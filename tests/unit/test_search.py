@@ -376,6 +376,9 @@ def test_a_comparison_s_semantic_list_lets_the_named_companies_take_turns():
     q_emb /= np.linalg.norm(q_emb)
     idx = SearchIndex(ev, _ns("2021-12-31"))
     q = parse_query("Compare NVIDIA and Intel supply chains", ALIASES, dt.date(2021, 12, 31))
+    full = idx.semantic(q_emb)[0]
+    some = np.asarray([31, 2, 30, 5, 32, 0])
+    assert idx.semantic(q_emb, among=some)[0].tolist() == [r for r in full.tolist() if r in set(some.tolist())]  # the full order, restricted
     off = run_search(idx, q, q_emb, [], SearchConfig(k=20, list_depth=10, company_lists=0), "full")
     on = run_search(idx, q, q_emb, [], SearchConfig(k=20, list_depth=10, company_lists=1), "full")
     assert sum(h.ticker == "INTC" for h in off.hits) == 0

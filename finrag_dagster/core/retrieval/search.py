@@ -155,12 +155,18 @@ class SearchIndex:
         order = rows[np.lexsort((-rows, -s[rows]))]
         return order, s[order]
 
-    def semantic(self, q_emb: np.ndarray, top: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, cosines) best first (ties: later row first); with ``top``, only the best ``top``."""
+    def semantic(self, q_emb: np.ndarray, top: int | None = None, among: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, cosines) best first (ties: later row first); with ``top``, only the best ``top``;
+        with ``among``, only those rows (in the order the full ranking gives them)."""
         if not self.pid:
             return np.zeros(0, np.int64), np.zeros(0)
         if top == 0:
             return np.zeros(0, np.int64), np.zeros(0)
+        if among is not None:
+            rows = np.asarray(among, dtype=np.int64)
+            s = self.emb[rows] @ q_emb.astype(np.float32)
+            order = np.lexsort((-rows, -s))
+            return rows[order], s[order].astype(np.float64)
         s = self.emb @ q_emb.astype(np.float32)
         if top is not None and top < len(s):
             cut = np.partition(s, len(s) - top)[len(s) - top]
@@ -176,6 +182,7 @@ class SearchIndex:
             df = self.df
             self._cols = {c: df[c].to_list() for c in ("source_family", "fiscal_period", "text", "ticker", "form_type", "item", "title")}
             self._cols["pub_ns"] = df["public_time"].dt.epoch("ns").to_numpy()
+            self._cols["ticker_np"] = np.asarray(self._cols["ticker"], dtype=object)
         return self._cols
 
 
@@ -415,8 +422,8 @@ def run_search(
         kw_list = kw_rows
         se_list = se_rows
         if cfg.company_lists and q.is_comparison and len(q.company_tickers) >= 2:
-            full_se = index.semantic(q_emb)[0]
-            se_list = take_turns(full_se, index.columns()["ticker"], q.company_tickers, depth)
+            named = np.flatnonzero(np.isin(index.columns()["ticker_np"], [t for g in q.company_tickers for t in g]))
+            se_list = take_turns(index.semantic(q_emb, among=named)[0], index.columns()["ticker"], q.company_tickers, depth)
             if cfg.company_lists >= 2:
                 kw_list = take_turns(kw_list, index.columns()["ticker"], q.company_tickers, depth)
         lists = {
