@@ -40,12 +40,12 @@ def main() -> None:
         sys.exit(report(e, _state["debug"] or "--debug" in sys.argv))
 
 
-def _settings(config: Optional[Path], lake: Optional[Path]):
-    from .core.settings import load_settings
+def _settings(config: Optional[Path], lake: Optional[str]):
+    from .core.settings import load_settings, with_lake
 
     s = load_settings(config)
     if lake:
-        s = s.model_copy(update={"lake_dir": lake.resolve()})
+        s = with_lake(s, lake)
     return s
 
 
@@ -111,7 +111,7 @@ def world(
     seed: Annotated[Optional[int], typer.Option(help="world seed")] = None,
     tickers: Annotated[Optional[int], typer.Option(help="number of tickers (QQQ added)")] = None,
     config: Annotated[Optional[Path], typer.Option(help="settings TOML")] = None,
-    lake: Annotated[Optional[Path], typer.Option(help="lake folder")] = None,
+    lake: Annotated[Optional[str], typer.Option(help="lake folder, or an object-store URI (s3://bucket/prefix)")] = None,
 ):
     """Build the embedded synthetic world under <lake>/_world (raw files + planted truth)."""
     from .sources.synthetic import generate_world
@@ -130,7 +130,7 @@ def demo(
     tickers: Annotated[Optional[int], typer.Option(help="tickers in the synthetic world")] = None,
     seed: Annotated[Optional[int], typer.Option(help="synthetic world seed")] = None,
     config: Annotated[Optional[Path], typer.Option(help="settings TOML (default: $FINRAG_CONFIG or built-in)")] = None,
-    lake: Annotated[Optional[Path], typer.Option(help="lake folder (default: ./data_lake)")] = None,
+    lake: Annotated[Optional[str], typer.Option(help="lake folder (default: ./data_lake), or an object-store URI (s3://bucket/prefix)")] = None,
 ):
     """Build the world and materialise every asset over the demo period in one process."""
     import dagster as dg
@@ -142,7 +142,7 @@ def demo(
     start_d = dt.date.fromisoformat(start) if start else s.calendar.decision_start
     home = ensure_dagster_home()
     console.print(f"[bold]finrag demo[/bold]: decisions {start_d} .. {end_d}, history from {s.calendar.start}")
-    console.print(f"lake: {s.lake_dir}   dagster instance: {home}")
+    console.print(f"lake: {s.lake_uri or s.lake_dir}   dagster instance: {home}")
     world_cfg = {k: v for k, v in {"seed": seed, "n_tickers": tickers}.items() if v is not None}
     t_all = time.perf_counter()
     timings = []
@@ -165,7 +165,7 @@ def demo(
         )
         _timing(timings, time.perf_counter())
     console.print(f"done in {time.perf_counter() - t_all:.0f}s")
-    print_summary(s.lake_dir, start_d, end_d)
+    print_summary(s, start_d, end_d)
     print_evaluation(s)
     console.print("Browse it: [bold]make dev[/bold] (Dagster UI on http://127.0.0.1:3000)")
 
@@ -185,9 +185,9 @@ def print_evaluation(s) -> None:
 
     from .core.evaluation.report import report_path
     from .core.evaluation.tables import METRICS, PCT, PORTFOLIO, metrics_md
-    from .core.storage.lake import Lake
+    from .core.storage.lake import open_lake
 
-    lake = Lake(s.lake_dir)
+    lake = open_lake(s)
     if not lake.partition_files("evaluation"):
         return
     ev = lake.read("evaluation").filter(pl.col("split") == "test")
@@ -208,11 +208,11 @@ def print_evaluation(s) -> None:
         console.print(f"report: [bold]{p}[/bold]")
 
 
-def print_summary(lake_dir: Path, start: dt.date, end: dt.date) -> None:
+def print_summary(s, start: dt.date, end: dt.date) -> None:
     """One line per lake table: rows and partitions in the decision window, plus a fact or two."""
-    from .core.storage.lake import Lake
+    from .core.storage.lake import open_lake
 
-    lake = Lake(lake_dir)
+    lake = open_lake(s)
     con = lake.duckdb()
     t = Table(title=f"lake summary {start} .. {end}")
     for col in ("table", "rows", "partitions", "notes"):
@@ -224,7 +224,7 @@ def print_summary(lake_dir: Path, start: dt.date, end: dt.date) -> None:
         "quarantine": "SELECT string_agg(source_table || '=' || n, ', ') FROM (SELECT source_table, sum(rows) n FROM quarantine GROUP BY 1 ORDER BY 1)",
     }
     for name, spec in lake.catalog.items():
-        if not (lake.root / name).exists():
+        if not lake.has_table(name):
             continue
         if "date" in spec.hive:
             rows, parts = con.execute(
@@ -242,16 +242,16 @@ def print_summary(lake_dir: Path, start: dt.date, end: dt.date) -> None:
 @app.command()
 def report(
     config: Annotated[Optional[Path], typer.Option(help="settings TOML")] = None,
-    lake: Annotated[Optional[Path], typer.Option(help="lake folder")] = None,
+    lake: Annotated[Optional[str], typer.Option(help="lake folder, or an object-store URI (s3://bucket/prefix)")] = None,
 ):
     """Compute Tables 2-4 from the lake and write the self-contained HTML report."""
     from .core.calendar import nyse
     from .core.evaluation.report import write_report
     from .core.evaluation.tables import run_evaluation
-    from .core.storage.lake import Lake
+    from .core.storage.lake import open_lake
 
     s = _settings(config, lake)
-    lk = Lake(s.lake_dir)
+    lk = open_lake(s)
     run_evaluation(s, lk, nyse())
     path = write_report(s, lk)
     print_evaluation(s)
@@ -263,11 +263,11 @@ def summary(
     start: Annotated[str, typer.Option(help="first day")] = "1900-01-01",
     end: Annotated[str, typer.Option(help="last day")] = "2100-01-01",
     config: Annotated[Optional[Path], typer.Option(help="settings TOML")] = None,
-    lake: Annotated[Optional[Path], typer.Option(help="lake folder")] = None,
+    lake: Annotated[Optional[str], typer.Option(help="lake folder, or an object-store URI (s3://bucket/prefix)")] = None,
 ):
     """Rows and partitions per lake table."""
     s = _settings(config, lake)
-    print_summary(s.lake_dir, dt.date.fromisoformat(start), dt.date.fromisoformat(end))
+    print_summary(s, dt.date.fromisoformat(start), dt.date.fromisoformat(end))
 
 
 @app.command()
@@ -282,16 +282,16 @@ def search(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
     show_context: Annotated[bool, typer.Option("--context/--no-context", help="print the assembled context")] = True,
     config: Annotated[Optional[Path], typer.Option(help="settings TOML")] = None,
-    lake: Annotated[Optional[Path], typer.Option(help="lake folder")] = None,
+    lake: Annotated[Optional[str], typer.Option(help="lake folder, or an object-store URI (s3://bucket/prefix)")] = None,
 ):
     """Hybrid financial retrieval (seed 001) over the evidence public before --as-of."""
     import json
 
     from .core.retrieval.engine import SearchEngine
-    from .core.storage.lake import Lake
+    from .core.storage.lake import open_lake
 
     s = _settings(config, lake)
-    engine = SearchEngine(Lake(s.lake_dir), as_of)
+    engine = SearchEngine(open_lake(s), as_of)
     res = engine.search(query, k=k, budget=budget, mode=mode)
     if as_json:
         print(json.dumps(res.to_dict(), indent=2, default=str))
@@ -319,17 +319,17 @@ def search(
 @app.command()
 def status(
     config: Annotated[Optional[Path], typer.Option(help="settings TOML")] = None,
-    lake: Annotated[Optional[Path], typer.Option(help="lake folder")] = None,
+    lake: Annotated[Optional[str], typer.Option(help="lake folder, or an object-store URI (s3://bucket/prefix)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of tables")] = False,
 ):
     """Where the daily loop stands: last market day, last decision day per stage, pending horizons, sensors, quarantine."""
     import json
 
     from .core.status import lake_status
-    from .core.storage.lake import Lake
+    from .core.storage.lake import open_lake
 
     s = _settings(config, lake)
-    st = lake_status(Lake(s.lake_dir), s.market_ticker, s.variants.families).to_dict()
+    st = lake_status(open_lake(s), s.market_ticker, s.variants.families).to_dict()
     st["sensors"] = instigators()
     if as_json:
         print(json.dumps(st, indent=2, default=str))
@@ -445,17 +445,17 @@ def lora_train(
     seed: Annotated[Optional[list[int]], typer.Option("--seed", help="train this seed (repeatable); default: settings.lora.seeds")] = None,
     max_steps: Annotated[Optional[int], typer.Option(help="cap the optimiser steps (a smoke run); default: settings.lora.max_steps")] = None,
     config: Annotated[Optional[Path], typer.Option(help="settings TOML")] = None,
-    lake: Annotated[Optional[Path], typer.Option(help="lake folder")] = None,
+    lake: Annotated[Optional[str], typer.Option(help="lake folder, or an object-store URI (s3://bucket/prefix)")] = None,
 ):
     """Train LoRA adapters on the train split's matured labels; write them to <lake>/lora_adapters/."""
     from .core.calendar import nyse
     from .core.lora_train import train_adapters
-    from .core.storage.lake import Lake
+    from .core.storage.lake import open_lake
 
     s = _settings(config, lake)
     if max_steps is not None:
         s = s.with_overrides(lora={"max_steps": max_steps})
-    for m in train_adapters(s, Lake(s.lake_dir), nyse(), seed or None, log=console.print):
+    for m in train_adapters(s, open_lake(s), nyse(), seed or None, log=console.print):
         console.print(f"{m['adapter_id']}: seed {m['seed']}, {m['steps']} steps, validation macro-F1 {m['validation'].get('mean')}")
 
 

@@ -13,7 +13,9 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .storage.lake_location import default_work_dir, is_remote
 
 HORIZONS = (1, 3, 5)  # seed 000: the label and reader horizons in trading days
 HORIZON_NAMES = {h: f"{h}D" for h in HORIZONS}  # 1 -> "1D"
@@ -240,7 +242,10 @@ class ExecutionSettings(_M):
 
 
 class Settings(_M):
+    # lake_dir: the lake's folder; an object-store URI there (``s3://bucket/prefix``) moves the
+    # tables to ``lake_uri`` and leaves lake_dir as the local working folder (docs/cluster.md)
     lake_dir: Path = Path("data_lake")
+    lake_uri: str = ""
     world: WorldSettings = WorldSettings()
     sources: SourceSettings = SourceSettings()
     calendar: CalendarSettings = CalendarSettings()
@@ -256,6 +261,15 @@ class Settings(_M):
     lora: LoraSettings = LoraSettings()
     sensors: SensorSettings = SensorSettings()
     execution: ExecutionSettings = ExecutionSettings()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _remote_lake(cls, raw):
+        """``lake_dir = "s3://…"``: the tables go to that URI, the working files to a local folder."""
+        if isinstance(raw, dict) and is_remote(str(raw.get("lake_dir", ""))):
+            uri = str(raw["lake_dir"]).rstrip("/")
+            raw = {**raw, "lake_uri": uri, "lake_dir": str(default_work_dir(uri))}
+        return raw
 
     @property
     def world_dir(self) -> Path:
@@ -285,7 +299,7 @@ def _resolve_paths(raw: dict, base: Path) -> dict:
                 src[key] = [str((base / p)) if not Path(p).is_absolute() else p for p in src[key]]
         if src.get("universe") and not Path(src["universe"]).is_absolute():
             src["universe"] = str(base / src["universe"])
-    if "lake_dir" in raw and not Path(raw["lake_dir"]).is_absolute():
+    if "lake_dir" in raw and not is_remote(raw["lake_dir"]) and not Path(raw["lake_dir"]).is_absolute():
         raw["lake_dir"] = str(base / raw["lake_dir"])
     return raw
 
@@ -307,3 +321,10 @@ def load_settings(path: str | os.PathLike | None = None) -> Settings:
         raw["lake_dir"] = os.environ["FINRAG_LAKE"]
     s = Settings.model_validate(raw)
     return s.model_copy(update={"lake_dir": Path(s.lake_dir).resolve()})
+
+
+def with_lake(s: Settings, location: str | os.PathLike) -> Settings:
+    """``s`` with its lake moved to ``location`` (a folder, or an object-store URI)."""
+    if is_remote(location):
+        return s.model_copy(update={"lake_uri": str(location).rstrip("/"), "lake_dir": default_work_dir(str(location).rstrip("/"))})
+    return s.model_copy(update={"lake_dir": Path(location).resolve(), "lake_uri": ""})

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 from dataclasses import asdict, dataclass, field
 
 import polars as pl
@@ -33,13 +32,13 @@ def last_market_day(lake: Lake, market: str) -> str | None:
 
 
 def _last(lake: Lake, table: str, **keys) -> str | None:
-    ds = lake.materialized_dates(table, **keys) if (lake.root / table).exists() else []
+    ds = lake.materialized_dates(table, **keys) if lake.has_table(table) else []
     return ds[-1] if ds else None
 
 
 def pending_horizons(lake: Lake) -> list[dict]:
     """Labels still waiting for close(D+h): per horizon, how many decision days and when they mature."""
-    if not (lake.root / "labels").exists():
+    if not lake.has_table("labels"):
         return []
     con = lake.duckdb(tables=["labels"])
     rows = con.execute(
@@ -55,17 +54,16 @@ def pending_horizons(lake: Lake) -> list[dict]:
 
 def quarantine_summary(lake: Lake) -> list[dict]:
     """Per source table: quarantined rows, when that table was last written, the most common reason."""
-    base = lake.root / "quarantine"
     out = []
-    for f in sorted(base.glob("source_table=*/part-0.parquet")) if base.exists() else []:
-        df = pl.read_parquet(f)
+    for f in lake.partition_files("quarantine"):
+        df = pl.from_arrow(lake.read_parquet(f))
         w = pl.col("rows").sum() if "rows" in df.columns else pl.len()
         top = df.group_by("reason").agg(w.alias("len")).sort(["len", "reason"], descending=[True, False]).head(1) if df.height else None
         out.append(
             {
                 "source_table": f.parent.name.split("=", 1)[1],
                 "rows": int(df["rows"].sum()) if df.height and "rows" in df.columns else df.height,
-                "written_at": dt.datetime.fromtimestamp(os.stat(f).st_mtime, dt.timezone.utc).isoformat(timespec="seconds"),
+                "written_at": dt.datetime.fromtimestamp(lake.file_stamp(f)[1] / 1e9, dt.timezone.utc).isoformat(timespec="seconds"),
                 "top_reason": (f"{top['reason'][0]} ({top['len'][0]})" if top is not None and top.height else ""),
             }
         )
@@ -75,12 +73,9 @@ def quarantine_summary(lake: Lake) -> list[dict]:
 def lake_status(lake: Lake, market: str, families: list[str] | tuple[str, ...]) -> LakeStatus:
     last = {t: _last(lake, t) for t in ("news_raw", "evidence", "anchors", "candidates", "labels")}
     for f in families:
-        if (lake.root / "reader_outputs").exists():
-            names = sorted(
-                p.name.split("=", 1)[1]
-                for p in (lake.root / "reader_outputs").glob("variant=*")
-                if p.name.split("=", 1)[1] == f or p.name.split("=", 1)[1].startswith(f + "_s")
-            )
+        if lake.has_table("reader_outputs"):
+            variants = {p.relative_to(lake.root / "reader_outputs").parts[0].split("=", 1)[1] for p in lake.partition_files("reader_outputs")}
+            names = sorted(v for v in variants if v == f or v.startswith(f + "_s"))
             days = [_last(lake, "reader_outputs", variant=v) for v in names]
             days = [d for d in days if d]
             last[f"{f}/reader_outputs"] = min(days) if days else None  # the family is as far as its slowest seed
@@ -88,4 +83,4 @@ def lake_status(lake: Lake, market: str, families: list[str] | tuple[str, ...]) 
             last[f"{f}/reader_outputs"] = None
     pend = pending_horizons(lake)
     nxt = min((p["first_maturity"] for p in pend), default=None)
-    return LakeStatus(str(lake.root), last_market_day(lake, market), last, pend, nxt, quarantine_summary(lake))
+    return LakeStatus(lake.location(), last_market_day(lake, market), last, pend, nxt, quarantine_summary(lake))

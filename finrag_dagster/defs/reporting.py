@@ -29,20 +29,19 @@ def partition_meta(counts: dict[str, int], df_preview: pl.DataFrame, lake: Lake,
         "partitions_written": dg.MetadataValue.int(len(counts)),
         "max_rows_per_partition": dg.MetadataValue.int(int(max(nonzero)) if nonzero else 0),
         "preview": dg.MetadataValue.md(preview_md(df_preview, columns=columns)),
-        "path": dg.MetadataValue.path(str(lake.root / table)),
+        "path": dg.MetadataValue.path(lake.location(table)),
     }
 
 
 def check_schema(lake: Lake, table: str, days: list[str], variants: list[str] | None = None, asset_key=None) -> dg.AssetCheckResult:
     """Every written partition carries exactly the declared schema."""
-    import pyarrow.parquet as pq
 
     spec = lake.spec(table)
     bad = []
     for v in variants or [None]:
         for d in days:
             f = lake.path(table, date=d, **({"variant": v} if v is not None else {}))
-            if not f.exists() or not pq.read_schema(f).remove_metadata().equals(spec.schema):
+            if not lake.is_file(f) or not lake.read_schema(f).remove_metadata().equals(spec.schema):
                 bad.append(f"{v}/{d}" if v else d)
     return dg.AssetCheckResult(
         check_name="schema",

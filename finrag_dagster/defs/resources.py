@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from pathlib import Path
 
 import dagster as dg
 
 from ..core.calendar import TradingCalendar, nyse
-from ..core.settings import Settings, load_settings
-from ..core.storage.lake import Lake
+from ..core.settings import Settings, load_settings, with_lake
+from ..core.storage.lake import Lake, open_lake
 
 
 class FinragResource(dg.ConfigurableResource):
@@ -18,7 +17,8 @@ class FinragResource(dg.ConfigurableResource):
 
     Precedence: ``settings_json`` (a full settings object, used by tests and `finrag demo`),
     else the TOML at ``config_path``, else ``$FINRAG_CONFIG``, else the papers' defaults;
-    ``lake_dir`` (or ``$FINRAG_LAKE``) overrides where the lake is.
+    ``lake_dir`` (or ``$FINRAG_LAKE``) overrides where the lake is: a folder or an object-store
+    URI (``s3://bucket/prefix``).
     """
 
     config_path: str = ""
@@ -27,13 +27,13 @@ class FinragResource(dg.ConfigurableResource):
 
     @classmethod
     def from_settings(cls, s: Settings) -> "FinragResource":
-        return cls(settings_json=s.model_dump_json(), lake_dir=str(s.lake_dir))
+        return cls(settings_json=s.model_dump_json(), lake_dir=s.lake_uri or str(s.lake_dir))
 
     def settings(self) -> Settings:
         return _settings(self.settings_json, self.config_path, self.lake_dir, os.environ.get("FINRAG_CONFIG", ""), os.environ.get("FINRAG_LAKE", ""))
 
     def lake(self) -> Lake:
-        return Lake(self.settings().lake_dir)
+        return open_lake(self.settings())
 
     def calendar(self) -> TradingCalendar:
         return nyse()
@@ -42,6 +42,6 @@ class FinragResource(dg.ConfigurableResource):
 @lru_cache(maxsize=16)
 def _settings(settings_json: str, config_path: str, lake_dir: str, _env_cfg: str, _env_lake: str) -> Settings:
     s = Settings.model_validate_json(settings_json) if settings_json else load_settings(config_path or None)
-    if lake_dir:
-        s = s.model_copy(update={"lake_dir": Path(lake_dir).resolve()})
+    if lake_dir and lake_dir not in (s.lake_uri, str(s.lake_dir)):
+        s = with_lake(s, lake_dir)
     return s

@@ -205,9 +205,8 @@ def tree_tables(s: Settings, lake: Lake, max_rows: int = 24) -> list[dict]:
     """The last experience-tree snapshot of each tree (the induced prior and each toe variant):
     its most recalled principles with Q per horizon (seed 002 Table 5's shape)."""
     out = []
-    root = lake.root / "experience_tree"
-    for tree_id in sorted(p.name.split("=", 1)[1] for p in root.glob("tree_id=*")) if root.exists() else []:
-        days = sorted(p.name.split("=", 1)[1] for p in (root / f"tree_id={tree_id}").glob("date=*"))
+    for tree_id in sorted({p.parent.parent.name.split("=", 1)[1] for p in lake.partition_files("experience_tree")}):
+        days = lake.materialized_dates("experience_tree", tree_id=tree_id)
         if not days:
             continue
         tree = read_tree(lake, tree_id, days[-1], ToEParams.from_settings(s))

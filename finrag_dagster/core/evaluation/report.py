@@ -157,7 +157,7 @@ def citation_figure(valid: pl.DataFrame) -> str | None:
 def render(lake: Lake, out: Path, splits: dict, tables: list[dict], figures: list[dict], notes: list[str] = ()) -> Path:
     env = Environment(autoescape=select_autoescape(["html"]))
     html = env.from_string(TEMPLATE).render(
-        lake=str(lake.root),
+        lake=lake.location(),
         splits=", ".join(f"{k} {a}..{b}" for k, (a, b) in splits.items()),
         tables=tables,
         figures=[f for f in figures if f.get("png")],
@@ -209,7 +209,7 @@ def write_report(s: Settings, lake: Lake) -> Path:
     """Tables 1-4 and 6, the experience task's and trees' tables, the figures: the HTML report."""
     ev = lake.read("evaluation") if lake.partition_files("evaluation") else pl.DataFrame(schema={k: v for k, v in LONG_SCHEMA.items() if k != "n"})
     sens = lake.read("sensitivity") if lake.partition_files("sensitivity") else ev.head(0)
-    t1 = lake.read("table1_audit") if (lake.root / "table1_audit").exists() else pl.DataFrame()
+    t1 = lake.read("table1_audit") if lake.has_table("table1_audit") else pl.DataFrame()
     test = ev.filter(pl.col("split") == "test")
     tables = []
     if t1.height:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import datetime as dt
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..storage.lake import Lake
 from .tree import ExperienceTree, ToEParams, content_changes, from_table, join_table, latest_content, merge_content, split_table
@@ -33,7 +32,7 @@ def content_versions(lake: Lake, tree_id: str, through: str) -> pa.Table:
     for f in lake.partition_files(CONTENT, tree_id=tree_id):
         day = next(p[5:] for p in f.parts if p.startswith("date="))
         if day <= through:
-            t = pq.read_table(f).select(spec.schema.names).cast(spec.schema)
+            t = lake.read_parquet(f).select(spec.schema.names).cast(spec.schema)
             parts.append(t.append_column("date", pa.array([dt.date.fromisoformat(day)] * t.num_rows, type=pa.date32())))
     if not parts:
         return spec.schema.empty_table().append_column("date", pa.array([], type=pa.date32()))
@@ -43,9 +42,9 @@ def content_versions(lake: Lake, tree_id: str, through: str) -> pa.Table:
 def read_rows(lake: Lake, tree_id: str, day: str) -> pa.Table:
     """The rows of tree ``tree_id`` used on ``day`` (its state joined with the content dated <= day)."""
     path = lake.path(STATE, tree_id=tree_id, date=day)
-    if not path.exists():
+    if not lake.is_file(path):
         raise FileNotFoundError(f"{STATE} (tree_id {tree_id}) for {day} is not materialised")
-    state = pq.read_table(path).cast(lake.spec(STATE).schema)
+    state = lake.read_parquet(path).cast(lake.spec(STATE).schema)
     return join_table(state, content_versions(lake, tree_id, day), day)
 
 
@@ -69,6 +68,6 @@ def write_rows(lake: Lake, tree_id: str, day: str, rows: pa.Table, known: pa.Tab
     path = lake.path(CONTENT, tree_id=tree_id, date=day)
     if new.num_rows:
         lake.write(CONTENT, new, tree_id=tree_id, date=day)
-    elif path.exists():  # a re-run of the day that no longer adds content
-        path.unlink()
+    elif lake.is_file(path):  # a re-run of the day that no longer adds content
+        lake.delete(path)
     return merge_content(known, new), new.num_rows

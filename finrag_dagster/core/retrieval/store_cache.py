@@ -29,6 +29,7 @@ changed, the store is rebuilt from the evidence table. Deleting the folder is al
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -62,11 +63,19 @@ class StoreReport:
     notes: list[str] = field(default_factory=list)
 
 
-def fingerprint(path: Path) -> list[int]:
+def fingerprint(lake, path) -> list[int]:
     """(size, mtime ns, inode) of a partition file: the lake replaces a partition by renaming a new
-    file into place, so a rewritten partition has a new inode and time."""
-    st = path.stat()
-    return [st.st_size, st.st_mtime_ns, st.st_ino]
+    file into place, so a rewritten partition has a new inode and time. On object storage (no
+    inodes, times in seconds) the third number is a digest of the object's last 64 KiB, the
+    parquet footer with its row counts and column statistics."""
+    if not lake.remote:
+        st = Path(path).stat()
+        return [st.st_size, st.st_mtime_ns, st.st_ino]
+    size, mtime = lake.file_stamp(path)
+    with lake.fs.open_input_file(str(path)) as fh:
+        fh.seek(max(0, size - 65536))
+        tail = fh.read()
+    return [size, mtime, int.from_bytes(hashlib.sha256(tail).digest()[:7], "big")]
 
 
 # ---------------------------------------------------------------------------- term matrices
@@ -207,7 +216,7 @@ def load_store(lake, history: list[str], key: dict, log=None) -> tuple[Store, St
     """The evidence store over (at least) the partitions ``history`` (consecutive sessions from
     ``calendar.start``), extended from the saved store with the partitions it lacks; ``key``: the
     settings that shape the store (a change rebuilds it)."""
-    root = lake.root / DIRNAME
+    root = lake.work / DIRNAME
     root.mkdir(parents=True, exist_ok=True)
     rep = StoreReport()
     key = {"version": VERSION, **key}
@@ -237,7 +246,7 @@ def load_store(lake, history: list[str], key: dict, log=None) -> tuple[Store, St
         todo = history[len(parts) :]
         if todo:
             ev = lake.read("evidence", dates=todo)
-            prints = [[d, fingerprint(lake.path("evidence", date=d))] for d in todo]
+            prints = [[d, fingerprint(lake, lake.path("evidence", date=d))] for d in todo]
             rep.rows_read, rep.partitions_read = ev.height, len(todo)
             seg = block_segment(ev, vocab, todo[0], todo[-1])
             last = next((_last_key(s) for s in reversed(segments) if s.rows), None)
@@ -249,7 +258,7 @@ def load_store(lake, history: list[str], key: dict, log=None) -> tuple[Store, St
                     ev = lake.read("evidence", dates=history)
                     vocab = Vocabulary()
                     seg = block_segment(ev, vocab, history[0], history[-1])
-                    prints = [[d, fingerprint(lake.path("evidence", date=d))] for d in history]
+                    prints = [[d, fingerprint(lake, lake.path("evidence", date=d))] for d in history]
                     rep.rows_read, rep.partitions_read = ev.height, len(history)
                     segments, parts = [], []
             segments = compact([*segments, seg])
@@ -283,9 +292,9 @@ def _stale(lake, parts: list[list], history: list[str]) -> str:
         if i < len(history) and history[i] != d:
             return f"the saved store starts its days differently ({d} where {history[i]} was expected)"
         p = lake.path("evidence", date=d)
-        if not p.exists():
+        if not lake.is_file(p):
             return f"evidence partition {d} is gone"
-        if fingerprint(p) != fp:
+        if fingerprint(lake, p) != fp:
             return f"evidence partition {d} changed since the store was saved"
     return ""
 

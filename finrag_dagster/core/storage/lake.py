@@ -5,23 +5,35 @@ spec in the lake's catalog (:mod:`finrag_dagster.core.storage.catalog`). A write
 fsynced and then ``os.replace``d over the old file, so a crash leaves the previous version of
 a partition, never a torn one. Rows are sorted by the table's sort keys and written with fixed
 writer options and no pandas metadata, so the same rows always give the same bytes.
+
+The tables may live on object storage instead (``Lake("s3://bucket/prefix")``, any URI that
+``pyarrow.fs.FileSystem.from_uri`` opens): the same layout and bytes, each partition one object.
+An object store has no rename, but it never shows a half-written object either: a partition's
+bytes are built in memory and sent as one upload (a single PUT, or a multipart upload that the
+store publishes only on completion), so a crash mid-write leaves the previous object. The lake's
+local working files (staging, retrieval caches, the lock) then live in ``work``, a local folder.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import fnmatch
+import hashlib
 import os
 from collections.abc import Iterable, Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import duckdb
 import polars as pl
 import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from ..errors import MissingInput
 from .atomic import atomic_file
 from .catalog import default_catalog
+from .lake_location import default_work_dir, is_remote
 from .schemas import TableSpec
 
 PART = "part-0.parquet"
@@ -63,6 +75,12 @@ def conform(spec: TableSpec, data: pl.DataFrame | pa.Table) -> pa.Table:
     return out.combine_chunks()
 
 
+def _serialize(table: pa.Table) -> bytes:
+    buf = pa.BufferOutputStream()
+    pq.write_table(table, buf, **_WRITE_OPTS)
+    return buf.getvalue().to_pybytes()
+
+
 def _atomic_write(table: pa.Table, path: Path, keep_same: bool = False) -> bool:
     """Write ``table`` to ``path`` atomically; with ``keep_same``, a file that already holds exactly
     these bytes is left untouched. Returns whether the file was (re)written."""
@@ -84,10 +102,23 @@ class Lake:
     """A folder of parquet tables. All paths are derived from the table's declared spec, looked
     up in ``catalog`` (default: every table of the package, :func:`~.catalog.default_catalog`)."""
 
-    def __init__(self, root: str | os.PathLike, catalog: Mapping[str, TableSpec] | None = None):
-        self.root = Path(root).resolve()
+    def __init__(self, root: str | os.PathLike, catalog: Mapping[str, TableSpec] | None = None, *, work: str | os.PathLike | None = None):
+        self.remote = is_remote(root)
+        if self.remote:
+            self.uri = str(root).rstrip("/")
+            try:
+                self.fs, base = pafs.FileSystem.from_uri(self.uri)
+            except (pa.ArrowInvalid, OSError) as e:
+                raise ValueError(f"cannot open the lake {self.uri!r}: {e}") from e
+            self.root: Path | PurePosixPath = PurePosixPath(base.rstrip("/"))
+            self.work = Path(work).resolve() if work else default_work_dir(self.uri)
+        else:
+            self.fs = None
+            self.root = Path(root).resolve()
+            self.uri = str(self.root)
+            self.work = Path(work).resolve() if work else self.root
         self._catalog = catalog
-        self.unchanged: set[Path] = set()  # partitions a keep_same write found already up to date
+        self.unchanged: set[Path | PurePosixPath] = set()  # partitions a keep_same write found already up to date
 
     @property
     def catalog(self) -> Mapping[str, TableSpec]:
@@ -102,7 +133,7 @@ class Lake:
         except KeyError:
             raise KeyError(f"unknown lake table {table!r}; declared: {sorted(self.catalog)}") from None
 
-    def path(self, table: str, **keys) -> Path:
+    def path(self, table: str, **keys) -> Path | PurePosixPath:
         spec = self.spec(table)
         if set(keys) != set(spec.hive):
             raise ValueError(f"{table}: expected keys {spec.hive}, got {sorted(keys)}")
@@ -112,7 +143,76 @@ class Lake:
         return p / PART
 
     def exists(self, table: str, **keys) -> bool:
-        return self.path(table, **keys).exists()
+        return self.is_file(self.path(table, **keys))
+
+    def location(self, table: str | None = None) -> str:
+        """Where a table (or the whole lake) is, as a user would type it: a folder or a URI."""
+        if not self.remote:
+            return str(self.root / table) if table else str(self.root)
+        return f"{self.uri.split('?', 1)[0]}/{table}" if table else self.uri.split("?", 1)[0]
+
+    def url(self, path) -> str:
+        """A partition file as a user would open it: a local path, or ``s3://bucket/key``."""
+        return str(path) if not self.remote else f"{self.uri.split('://', 1)[0]}://{path}"
+
+    # ------------------------------------------------------------ files (local or remote)
+    def is_file(self, path) -> bool:
+        if not self.remote:
+            return Path(path).is_file()
+        return self.fs.get_file_info(str(path)).type == pafs.FileType.File
+
+    def has_table(self, table: str) -> bool:
+        """Whether the table has a folder (prefix) in the lake, i.e. anything was ever written to it."""
+        if not self.remote:
+            return (self.root / table).exists()
+        sel = pafs.FileSelector(str(self.root / table), recursive=True, allow_not_found=True)
+        return any(i.type == pafs.FileType.File for i in self.fs.get_file_info(sel))
+
+    def read_bytes(self, path) -> bytes:
+        if not self.remote:
+            return Path(path).read_bytes()
+        with self.fs.open_input_stream(str(path)) as fh:
+            return fh.read()
+
+    def file_size(self, path) -> int:
+        if not self.remote:
+            return Path(path).stat().st_size
+        return self.fs.get_file_info(str(path)).size
+
+    def file_stamp(self, path) -> tuple[int, int]:
+        """(size, modification time in ns) of a partition file: a cheap change fingerprint."""
+        if not self.remote:
+            st = Path(path).stat()
+            return st.st_size, st.st_mtime_ns
+        info = self.fs.get_file_info(str(path))
+        return info.size, info.mtime_ns or 0
+
+    def read_parquet(self, path, columns: list[str] | None = None) -> pa.Table:
+        return pq.read_table(str(path), columns=columns, filesystem=self.fs)
+
+    def read_schema(self, path) -> pa.Schema:
+        if not self.remote:
+            return pq.read_schema(path)
+        with self.fs.open_input_file(str(path)) as fh:
+            return pq.read_schema(fh)
+
+    def delete(self, path) -> None:
+        """Remove one partition file (it must be one of this lake's)."""
+        if not self.remote:
+            Path(path).unlink()
+        else:
+            self.fs.delete_file(str(path))
+
+    def _write_object(self, table: pa.Table, path: PurePosixPath, keep_same: bool) -> bool:
+        """One partition as one object: built in memory, then a single upload (see the module docstring)."""
+        data = _serialize(table)
+        if keep_same:
+            info = self.fs.get_file_info(str(path))
+            if info.type == pafs.FileType.File and info.size == len(data) and self.read_bytes(path) == data:
+                return False
+        with self.fs.open_output_stream(str(path), metadata={}) as out:
+            out.write(data)
+        return True
 
     # ------------------------------------------------------------------ writes
     def write(self, table: str, data: pl.DataFrame | pa.Table, *, keep_same: bool = False, **keys) -> tuple[Path, int]:
@@ -121,7 +221,8 @@ class Lake:
         spec = self.spec(table)
         t = conform(spec, data)
         path = self.path(table, **keys)
-        if not _atomic_write(t, path, keep_same):
+        written = self._write_object(t, path, keep_same) if self.remote else _atomic_write(t, path, keep_same)
+        if not written:
             self.unchanged.add(path)
         return path, t.num_rows
 
@@ -151,13 +252,31 @@ class Lake:
         return counts
 
     # ------------------------------------------------------------------ reads
-    def partition_files(self, table: str, **keys_filter) -> list[Path]:
+    def partition_files(self, table: str, **keys_filter) -> list[Path | PurePosixPath]:
         spec = self.spec(table)
         base = self.root / table
+        pattern = "/".join(f"{k}={_key_str(keys_filter[k])}" if k in keys_filter else f"{k}=*" for k in spec.hive)
+        if self.remote:
+            return self._remote_glob(base, [*pattern.split("/"), PART] if pattern else [PART])
         if not base.exists():
             return []
-        pattern = "/".join(f"{k}={_key_str(keys_filter[k])}" if k in keys_filter else f"{k}=*" for k in spec.hive)
         return sorted(base.glob(f"{pattern}/{PART}" if pattern else PART))
+
+    def _remote_glob(self, base: PurePosixPath, parts: list[str]) -> list[PurePosixPath]:
+        """The objects under ``base`` whose relative path matches ``parts`` (fnmatch per level)."""
+        if not any("*" in p for p in parts):
+            p = base.joinpath(*parts)
+            return [p] if self.is_file(p) else []
+        fixed = next(i for i, p in enumerate(parts) if "*" in p)  # list only under the fixed leading keys
+        sel = pafs.FileSelector(str(base.joinpath(*parts[:fixed])), recursive=True, allow_not_found=True)
+        out = []
+        for info in self.fs.get_file_info(sel):
+            if info.type != pafs.FileType.File:
+                continue
+            rel = PurePosixPath(info.path).relative_to(base).parts
+            if len(rel) == len(parts) and all(fnmatch.fnmatchcase(a, b) for a, b in zip(rel, parts)):
+                out.append(PurePosixPath(info.path))
+        return sorted(out)
 
     def read(
         self,
@@ -180,7 +299,7 @@ class Lake:
             files = self.partition_files(table, **keys)
         frames = []
         for f in files:
-            t = pq.read_table(f, columns=columns)
+            t = self.read_parquet(f, columns=columns)
             df = pl.from_arrow(t)
             rel = f.relative_to(self.root / table).parts[:-1]
             for part in rel:
@@ -217,6 +336,23 @@ class Lake:
             for name in tables:
                 self.register_view(con, name)
             return con
+        if self.remote:
+            listing = self.fs.get_file_info(pafs.FileSelector(str(self.root), allow_not_found=True))
+            for name in sorted(PurePosixPath(i.path).name for i in listing if i.type == pafs.FileType.Directory):
+                if name in self.catalog:
+                    self.register_view(con, name)
+                elif not name.startswith((".", "_")):
+                    files = [f for f in self.fs.get_file_info(pafs.FileSelector(str(self.root / name), recursive=True)) if f.path.endswith(PART)]
+                    if files:
+                        dset = pads.dataset(
+                            [f.path for f in files],
+                            filesystem=self.fs,
+                            format="parquet",
+                            partitioning="hive",
+                            partition_base_dir=str(self.root / name),
+                        )
+                        con.register(name, dset)
+            return con
         for d in sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))) if self.root.exists() else []:
             if d.name in self.catalog:
                 self.register_view(con, d.name)
@@ -240,6 +376,13 @@ class Lake:
                 [f'"{f.name}"' for f in spec.schema] + [f'CAST(NULL AS {"DATE" if k == "date" else "VARCHAR"}) AS "{k}"' for k in spec.hive]
             )
             con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT {cols} FROM "__empty_{name}"')
+            return
+        if self.remote:  # a pyarrow dataset over the objects (DuckDB scans it with projection and filter pushdown)
+            part = pads.partitioning(pa.schema([(k, pa.date32() if k == "date" else pa.string()) for k in spec.hive]), flavor="hive")
+            dset = pads.dataset(
+                [str(f) for f in files], filesystem=self.fs, format="parquet", partitioning=part, partition_base_dir=str(self.root / name)
+            )
+            con.register(name, dset)
             return
         glob = str(self.root / name / "/".join(f"{k}=*" for k in spec.hive) / PART) if spec.hive else str(self.root / name / PART)
         types = "{" + ", ".join(f"'{k}': {'DATE' if k == 'date' else 'VARCHAR'}" for k in spec.hive) + "}"
@@ -269,12 +412,16 @@ def _date_of(path: Path) -> str:
     raise ValueError(f"{path} has no date= key")
 
 
-def file_digest(path: str | os.PathLike) -> str:
-    import hashlib
-
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+def file_digest(path: str | os.PathLike, lake: Lake | None = None) -> str:
+    data = lake.read_bytes(path) if lake is not None else Path(path).read_bytes()
+    return hashlib.sha256(data).hexdigest()
 
 
 def table_digests(lake: Lake, table: str) -> Mapping[str, str]:
     """sha256 of every partition file of a table, keyed by its relative path."""
-    return {str(f.relative_to(lake.root)): file_digest(f) for f in lake.partition_files(table)}
+    return {str(f.relative_to(lake.root)): file_digest(f, lake) for f in lake.partition_files(table)}
+
+
+def open_lake(s) -> Lake:
+    """The lake of a settings object: its tables at ``lake_uri`` (or ``lake_dir``), working files in ``lake_dir``."""
+    return Lake(s.lake_uri or s.lake_dir, work=s.lake_dir)

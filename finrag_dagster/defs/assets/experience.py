@@ -17,16 +17,16 @@ from ..resources import FinragResource
 
 def schema_check(lake: Lake, days: list[str]) -> dg.AssetCheckResult:
     """Every written state and content partition of ``days`` carries exactly its declared schema."""
-    import pyarrow.parquet as pq
 
     spec, content = lake.spec("experience_tree"), lake.spec("experience_leaves")
     bad = [
         d
         for d in days
-        if not (f := lake.path("experience_tree", tree_id=TREE_ID, date=d)).exists()
-        or not pq.read_schema(f).remove_metadata().equals(spec.schema)
+        if not lake.is_file(f := lake.path("experience_tree", tree_id=TREE_ID, date=d))
+        or not lake.read_schema(f).remove_metadata().equals(spec.schema)
         or (
-            (c := lake.path("experience_leaves", tree_id=TREE_ID, date=d)).exists() and not pq.read_schema(c).remove_metadata().equals(content.schema)
+            lake.is_file(c := lake.path("experience_leaves", tree_id=TREE_ID, date=d))
+            and not lake.read_schema(c).remove_metadata().equals(content.schema)
         )
     ]
     return dg.AssetCheckResult(
@@ -74,7 +74,7 @@ def build_experience_tree_asset(partitions_def) -> dg.AssetsDefinition:
             "induction_day": run.induction_day or "none (no train split inside the calendar)",
             "partitions": dg.MetadataValue.json(run.kinds),
             "content_rows_written": run.content_rows,
-            "path": dg.MetadataValue.path(str(lake.root / "experience_tree")),
+            "path": dg.MetadataValue.path(lake.location("experience_tree")),
         }
         tree = run.tree
         if tree is not None:

@@ -141,7 +141,7 @@ def build_raw_asset(table: str, partitions_def, description: str) -> dg.AssetsDe
         lo, hi = dt.date.fromisoformat(days[0]), dt.date.fromisoformat(days[-1])
         staged = None
         if table == "news_raw":
-            staged = stage_news_table(s, universe, lake.root / STAGING / table)
+            staged = stage_news_table(s, universe, lake.work / STAGING / table)
         if staged is not None:
             # streamed: the accepted rows are read back a month of decision days at a time
             quarantine, flags, rows_in = staged.quarantine(), staged.flags(), staged.rows_in
@@ -170,7 +170,7 @@ def build_raw_asset(table: str, partitions_def, description: str) -> dg.AssetsDe
         _, nflags = lake.write("source_flags", flags.select(list(FLAG_COLUMNS)), source_table=table, keep_same=True)
         unchanged = sum(1 for d in days if lake.path(table, date=d) in lake.unchanged)
         reasons = quarantine.group_by("reason").agg(pl.col("rows").sum()).sort(["rows", "reason"], descending=[True, False]).head(10).rows()
-        in_files = rows_in_files(s, table, lake.root / STAGING / f"{table}.rowcount.json")
+        in_files = rows_in_files(s, table, lake.work / STAGING / f"{table}.rowcount.json")
         reconcile = dg.AssetCheckResult(
             check_name="rows_reconcile",
             passed=rows_in == accepted_n + quarantined and in_files == rows_in,
@@ -188,7 +188,7 @@ def build_raw_asset(table: str, partitions_def, description: str) -> dg.AssetsDe
                 "quarantine_reasons": dg.MetadataValue.json([[r, n] for r, n in reasons]),
                 "source_rows_flagged": nflags,
                 "flags": dg.MetadataValue.json(flags.group_by("flag").len().sort("flag").rows()),
-                "quarantine_path": dg.MetadataValue.path(str(lake.path("quarantine", source_table=table))),
+                "quarantine_path": dg.MetadataValue.path(lake.url(lake.path("quarantine", source_table=table))),
                 **extra,
             }
         )
