@@ -197,7 +197,10 @@ def valid_citation_by_month(lake: Lake, variants: list[str]) -> pl.DataFrame:
 
 
 def report_path(s: Settings) -> Path:
-    """Where the report is written: ``reports/finrag_report.html`` beside the lake folder."""
+    """Where the report is written: ``reports/finrag_report.html`` beside the lake folder (inside the
+    local working folder when the lake is on object storage)."""
+    if s.lake_uri:
+        return s.lake_dir / "reports" / "finrag_report.html"
     return s.lake_dir.parent / "reports" / "finrag_report.html"
 
 
