@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import polars as pl
@@ -26,11 +27,7 @@ from finrag_dagster.pipeline import stages
 
 from .world import DECISION_START, files_settings, materialize
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skip(reason="Ray tests fail in the full suite (a leftover Ray session: GCS start and token auth), under investigation"),
-    pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed"),
-]
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed")]
 
 END_RAY = dt.date(2019, 2, 12)
 FAMILIES = ("no_memory", "source_memory")
@@ -43,13 +40,32 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _wait_for_cpus(address: str, cpus: int, env: dict[str, str], timeout: float = 180) -> None:
+    """Until the cluster at ``address`` reports ``cpus`` CPUs (a second node's ``ray start`` may
+    return before the head counts it); asked from a subprocess, so no Ray session is left here."""
+    init = f"ray.init(address={address!r}, logging_level='ERROR', log_to_driver=False)"
+    probe = f"import ray; {init}; print('CPU', ray.cluster_resources().get('CPU', 0))"
+    deadline = time.monotonic() + timeout
+    while True:
+        out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=timeout)
+        seen = [float(ln.split()[1]) for ln in out.stdout.splitlines() if ln.startswith("CPU ")]
+        if out.returncode == 0 and seen and seen[-1] >= cpus:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the Ray cluster at {address} did not report {cpus} CPUs in {timeout:g}s: {seen or out.stderr[-2000:]}")
+        time.sleep(1)
+
+
 @pytest.fixture
-def ray_cluster(monkeypatch):
+def ray_cluster(monkeypatch, fresh_ray):
     """A head node and one more worker node on 127.0.0.1, one CPU each, with token authentication
-    (Ray's default for ``ray start``: every node and the driver share the token); stopped after."""
+    (Ray's default for ``ray start``: every node and the driver share the token); stopped after.
+    The driver of the test runs in this process: fresh_ray makes its Ray read this token, and drops
+    the token and restores the environment after, for the next Ray started in this process."""
     port = _free_port()
     monkeypatch.setenv("RAY_AUTH_MODE", "token")
     monkeypatch.setenv("RAY_AUTH_TOKEN", secrets.token_hex(32))
+    fresh_ray()  # a Ray imported earlier in this process has cached the mode (and maybe a token) already
     env = dict(os.environ)
     common = ["--num-cpus", "1", "--object-store-memory", str(200 * 2**20), "--disable-usage-stats"]
     head = [RAY, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--include-dashboard", "false", *common]
@@ -57,6 +73,7 @@ def ray_cluster(monkeypatch):
         subprocess.run(head, check=True, timeout=180, env=env, capture_output=True)
         worker = [RAY, "start", "--address", f"127.0.0.1:{port}", "--node-ip-address", "127.0.0.1", *common]
         subprocess.run(worker, check=True, timeout=180, env=env, capture_output=True)
+        _wait_for_cpus(f"127.0.0.1:{port}", 2, env)
         yield f"127.0.0.1:{port}"
     finally:
         subprocess.run([RAY, "stop", "--force"], timeout=120, env=env, capture_output=True)

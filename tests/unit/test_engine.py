@@ -74,8 +74,7 @@ def _requests(n: int) -> list[Request]:
 
 @needs_ray
 @pytest.mark.slow
-@pytest.mark.skip(reason="fails in the full suite after the cluster test (a leftover Ray session), under investigation")
-def test_the_ray_engine_gives_the_local_embeddings_and_reader_answers_in_order():
+def test_the_ray_engine_gives_the_local_embeddings_and_reader_answers_in_order(fresh_ray):
     from finrag_dagster.core.embeddings import embed
     from finrag_dagster.core.reader.backends import make_backend
     from finrag_dagster.core.reader.distributed import RayBackend, distributed_backend
@@ -95,6 +94,9 @@ def test_the_ray_engine_gives_the_local_embeddings_and_reader_answers_in_order()
         got = b.generate(reqs)
         assert b.requests_sent == len(reqs)
         b.close()  # its replicas hold both CPUs until closed
+        assert len(b.replicas) == 2  # still how many replicas answered (the reader's metadata), now stopped
+        with pytest.raises(BackendUnavailable, match="closed"):
+            b.generate(reqs[:1])
         with pytest.raises(BackendUnavailable, match=r"llama_cpp reader could not start on the Ray cluster: .*(not found|needs llama-cpp-python)"):
             distributed_backend(BackendConfig(backend="llama_cpp", model="/nonexistent/model.gguf"))
         openai = distributed_backend(BackendConfig(backend="openai", model="m"))

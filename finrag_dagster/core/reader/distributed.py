@@ -60,6 +60,7 @@ class RayBackend(Backend):
         n, res = replica_resources(cfg, spec, ray.cluster_resources())
         actor = ray.remote(**res)(ReaderReplica)
         self._ray = ray
+        self._closed = False
         self.replicas = [actor.remote(cfg) for _ in range(n)]
         engine.on_close(self.close)
         try:
@@ -74,12 +75,18 @@ class RayBackend(Backend):
         return self._model
 
     def close(self) -> None:
-        """Stop the replicas (they hold their CPUs or GPUs until then); the engine's close calls it."""
+        """Stop the replicas (they hold their CPUs or GPUs until then); the engine's close calls it.
+        ``replicas`` keeps their handles: how many answered is still read after the engine has closed
+        (the reader's materialisation metadata, written after the step's ``use_engine`` block)."""
+        if self._closed:
+            return
+        self._closed = True
         for a in self.replicas:
             self._ray.kill(a)
-        self.replicas = []
 
     def generate(self, requests: list[Request]) -> list[Generation]:
+        if self._closed:
+            raise BackendUnavailable(f"the {self.name} reader's Ray replicas are closed (the engine's block has ended)")
         parts = shards(len(requests), len(self.replicas))
         done = self._ray.get([a.generate.remote(requests[s:e]) for a, (s, e) in zip(self.replicas, parts)])
         out: list[Generation] = []
