@@ -8,6 +8,8 @@ prompt, reuses the stored answer without calling the backend. Timing lives here,
 
 from __future__ import annotations
 
+import fcntl
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -68,11 +70,31 @@ class PromptCache:
         }
 
     def flush(self) -> int:
-        """Write old + new entries back (one atomic partition write); returns entries added."""
+        """Merge the new entries into the stored partition and write it back (one atomic partition
+        write); returns entries added. Several processes share a day's partition (the loop's
+        families run as concurrent steps under Dagster's multiprocess executor), so the partition
+        is re-read and written under a lock: an entry another process stored since this cache was
+        loaded is kept, never overwritten with an older copy of the partition."""
         if not self._new:
             return 0
-        rows = {**self._rows, **self._new}
-        self.lake.write("reader_cache", pl.DataFrame(list(rows.values())), date=self.day)
+        with _cache_lock(self.lake):
+            stored = self.lake.read("reader_cache", dates=[self.day]).drop("date") if self.lake.exists("reader_cache", date=self.day) else None
+            rows = {r["key"]: r for r in stored.iter_rows(named=True)} if stored is not None else {}
+            rows = {**self._new, **rows}  # an answer already stored stays as it is (same prompt, same answer)
+            self.lake.write("reader_cache", pl.DataFrame(list(rows.values())), date=self.day)
         n = len(self._new)
         self._rows, self._new = rows, {}
         return n
+
+
+@contextmanager
+def _cache_lock(lake: Lake):
+    """An exclusive lock on the reader cache, in the lake's local working folder (one machine)."""
+    path = lake.work / "_staging" / "reader_cache.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
