@@ -37,6 +37,10 @@ class WorldSettings(_M):
     end: dt.date = dt.date(2023, 12, 29)
     news_start: dt.date = dt.date(2018, 11, 1)
     events_per_ticker_year: float = 26.0
+    # News items a ticker-year that belong to no event (routine coverage, mostly neutral in tone):
+    # each is an anchor whose planted effect is zero. Raising it raises anchors a day without
+    # crowding the events' windows (docs/synthetic_world.md).
+    background_per_ticker_year: float = Field(default=30.0, ge=0.0)
     market_ticker: str = "QQQ"
     # Event 8-Ks restate the anchor's headline (minus its sentiment words), as real press releases
     # do. Off by default (the demo's world); configs/oracle.toml turns it on (docs/synthetic_world.md).

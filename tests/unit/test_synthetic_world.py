@@ -447,3 +447,25 @@ def test_press_release_echo_restates_the_anchor_without_its_sentiment(tmp_path):
         ).read_text()
         assert "the Company announced:" not in plain_body and "is headed:" not in plain_body
     assert echoed >= 0.9 * events.height > 0
+
+
+def test_background_rate_adds_routine_news_and_leaves_the_events_alone(tmp_path):
+    """``background_per_ticker_year`` raises the news a day (each item an anchor with no planted
+    effect) without moving any event, event document, price or utility."""
+    dense = tmp_path / "dense"
+    generate_world(SMALL.model_copy(update={"background_per_ticker_year": 150.0}), dense)
+    plain = tmp_path / "plain"
+    generate_world(SMALL, plain)
+    docs = {k: pl.read_parquet(w / "truth" / "documents.parquet") for k, w in (("dense", dense), ("plain", plain))}
+    n_bg = {k: d.filter(pl.col("role") == "background").height for k, d in docs.items()}
+    assert 3.5 < n_bg["dense"] / n_bg["plain"] < 6.5  # Poisson(150/yr) against Poisson(30/yr)
+    bg = docs["dense"].filter(pl.col("role") == "background")
+    assert bg["event_id"].null_count() == bg.height and not bg["in_utility"].any()
+    # everything but the background items is the same
+    for k in docs:
+        docs[k] = docs[k].filter(pl.col("role") != "background")
+    assert docs["dense"].equals(docs["plain"])
+    for t in ("events", "prices_truth", "source_utility"):
+        assert pl.read_parquet(dense / "truth" / f"{t}.parquet").equals(pl.read_parquet(plain / "truth" / f"{t}.parquet")), t
+    with pytest.raises(ValueError, match="background_per_ticker_year"):
+        WorldSettings(background_per_ticker_year=-1.0)

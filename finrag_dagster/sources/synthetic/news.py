@@ -468,9 +468,9 @@ class NewsBuilder:
         )
 
     # ------------------------------------------------------------ background
-    def background_rows(self, c: Company, first_day: dt.date, years: float) -> list[NewsRow]:
+    def background_rows(self, c: Company, first_day: dt.date, years: float, rate: float = P.BACKGROUND_PER_YEAR) -> list[NewsRow]:
         rng = self.rng
-        n = int(rng.poisson(P.BACKGROUND_PER_YEAR * years))
+        n = int(rng.poisson(rate * years))
         span = (self.wd.days[-1] - first_day).days
         out: list[NewsRow] = []
         for k in range(n):

@@ -129,7 +129,7 @@ def build_world(s: WorldSettings) -> _World:
     prices[market.ticker], event_price_ids[market.ticker] = _market_proxy(seed, market, mk, n)
     by_ticker = _events_by_ticker(stocks, events)
     fin = _fundamentals(seed, wd, stocks, by_ticker)
-    news, anchor_title, subject = _news(seed, wd, companies, stocks, prices, fin, by_ticker, first_idx)
+    news, anchor_title, subject = _news(seed, wd, companies, stocks, prices, fin, by_ticker, first_idx, s.background_per_ticker_year)
     filings, texts = _filings(s, wd, stocks, fin, by_ticker, anchor_title, subject)
     events.sort(key=lambda e: (e.d_idx, e.ticker))
     filings.sort(key=lambda f: (f.accept_ns, f.accession))
@@ -220,7 +220,7 @@ def _fundamentals(seed: int, wd: WorldDays, stocks: list[Company], by_ticker) ->
     return fin
 
 
-def _news(seed: int, wd: WorldDays, companies: list[Company], stocks: list[Company], prices, fin, by_ticker, first_idx: int):
+def _news(seed: int, wd: WorldDays, companies: list[Company], stocks: list[Company], prices, fin, by_ticker, first_idx: int, background_rate: float):
     """Event and background news of every stock, published by the world's end and in file order;
     returns (rows, anchor title per event, subject per event)."""
     cmap = {c.ticker: c for c in companies}
@@ -237,7 +237,7 @@ def _news(seed: int, wd: WorldDays, companies: list[Company], stocks: list[Compa
             anchor_title[e.event_id], subject[e.event_id] = title, subj
             news.extend(rows)
         bg = NewsBuilder(rng_for(seed, S_BACKGROUND, c.uid), wd, cmap, closes, fin, peers)
-        news.extend(bg.background_rows(c, wd.days[first_idx], years))
+        news.extend(bg.background_rows(c, wd.days[first_idx], years, background_rate))
     last_ns = int(wd.closes[-1])
     news = [r for r in news if r.public_ns <= last_ns]
     news.sort(key=lambda r: (r.date_str, r.ticker, r.url, r.role))
