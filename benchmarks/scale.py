@@ -112,13 +112,19 @@ def settings_for(
 
 
 def engine_settings(engine: str) -> dict:
-    """``local`` or ``ray:N`` (a local Ray of N CPUs started by the run) as an [execution] section."""
+    """``local`` or ``ray:N`` (a local Ray of N CPUs started by the run), each optionally with
+    ``+pK`` (a stage's independent steps in K processes, ``execution.processes``), as an
+    [execution] section."""
+    engine, _, procs = engine.partition("+p")
+    if procs and (not procs.isdigit() or int(procs) < 1):
+        raise SystemExit(f"--engine: +pK needs K >= 1 processes, not {procs!r}")
+    out = {"processes": int(procs)} if procs else {}
     if engine == "local":
-        return {"engine": "local"}
+        return {"engine": "local", **out}
     kind, _, n = engine.partition(":")
     if kind != "ray" or not n.isdigit() or int(n) < 1:
-        raise SystemExit(f"--engine: give local or ray:N (N CPUs), not {engine!r}")
-    return {"engine": "ray", "num_cpus": int(n)}
+        raise SystemExit(f"--engine: give local or ray:N (N CPUs), optionally +pK (K processes), not {engine!r}")
+    return {"engine": "ray", "num_cpus": int(n), **out}
 
 
 def lake_digest(root: Path) -> str:
@@ -208,8 +214,14 @@ def lake_bytes(root: Path) -> dict[str, int]:
 
 
 def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+    """CPU seconds of this process and of the step processes it has waited for (multiprocess executor)."""
+    r, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime + c.ru_utime + c.ru_stime
+
+
+def children_peak_mib() -> int:
+    """The largest peak RSS of any step process so far (0 with one process; not reset per phase)."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
 
 
 def loop_day_costs(inst: dg.DagsterInstance, run_id: str, days: list[str]) -> list[dict]:
@@ -423,6 +435,7 @@ def measure_chunked(settings: Settings, progress: Path, stop_file: Path | None =
                 "wall_s": round(wall, 1),
                 "cpu_s": round(cpu, 1),
                 "peak_mib": _status("VmHWM"),
+                "peak_step_process_mib": children_peak_mib(),
                 "at": dt.datetime.now().isoformat(timespec="seconds"),
             }
             if stage == "loop":
@@ -592,7 +605,14 @@ def main() -> None:
         help="with --config and --dir: re-run only the loop phase of these quarters (e.g. 2019Q1,2023Q4) on the lake "
         "already in --dir (use a copy) and print their cost per decision day and the ratio last / first",
     )
-    ap.add_argument("--engine", default="local", help="where the heavy stages run: local, or ray:N (a local Ray of N CPUs)")
+    ap.add_argument(
+        "--engine",
+        default="local",
+        help="where the heavy stages run: local, or ray:N (a local Ray of N CPUs); +pK runs a stage's independent steps in K processes",
+    )
+    ap.add_argument(
+        "--processes", type=int, default=None, help="with --config: execution.processes (a stage's independent steps in this many processes)"
+    )
     ap.add_argument(
         "--engines",
         default=None,
@@ -618,6 +638,8 @@ def main() -> None:
         s = load_settings(args.config)
         if args.dir:
             s = s.with_overrides(lake_dir=str(Path(args.dir) / "lake"))
+        if args.processes is not None:
+            s = s.with_overrides(execution={"processes": args.processes})
         n_days = len(nyse().sessions_in_range(s.calendar.decision_start, s.calendar.end))
         print(
             f"{args.config}: {s.world.n_tickers} tickers, {n_days} decision days, families {', '.join(s.variants.families)}; lake {s.lake_dir}",

@@ -100,17 +100,15 @@ def _text(e: BaseException) -> str:
 
 
 def _hint(e: BaseException) -> str | None:
-    for cls in type(e).__mro__:
-        if cls.__name__ in HINTS:
-            return HINTS[cls.__name__]
-    return None
+    names = [getattr(e, "error_class", None)] + [cls.__name__ for cls in type(e).__mro__]  # error_class: raised in a step process
+    return next((HINTS[n] for n in names if n in HINTS), None)
 
 
 def explain(e: BaseException) -> Explained:
     inner = innermost(e)
     step = _step_of(e)
     where = f" in asset `{step}`" if step else ""
-    msg = f"finrag: error{where}: {_text(inner)}\n  ({type(inner).__name__}"
+    msg = f"finrag: error{where}: {_text(inner)}\n  ({getattr(inner, 'error_class', None) or type(inner).__name__}"
     hint = _hint(inner)
     if hint:
         msg += f"; {hint}"
@@ -123,6 +121,9 @@ def report(e: BaseException, debug: bool, stream=None) -> int:
     stream = stream or sys.stderr
     if debug:
         traceback.print_exception(type(e), e, e.__traceback__, file=stream)
+        remote = getattr(innermost(e), "remote_stack", "")
+        if remote:  # the error was raised in a step's own process: its traceback there
+            print(f"In the step's process:\n{remote}", file=stream)
     print(explain(e).message, file=stream)
     stream.flush()
     return 1

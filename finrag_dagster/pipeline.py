@@ -33,6 +33,9 @@ class Stage:
     name: str
     assets: tuple[str, ...]
     span: str | None  # None = unpartitioned
+    # long steps that do not depend on each other (the loop's families): worth a process each
+    # under execution.processes; the other stages' steps are short or a chain
+    parallel: bool = False
 
 
 def stages(settings: Settings) -> list[Stage]:
@@ -45,7 +48,9 @@ def stages(settings: Settings) -> list[Stage]:
         Stage("decisions", ("anchors", "context_cards", "candidates", "labels", "experience_tree"), DECISIONS),
         Stage("selection", ("sensitivity",), None),  # Table 6 on validation: the test split runs with its choice
         *lora,
-        Stage("loop", tuple(f"{f}/{t}" for f in settings.variants.families for t in family_assets(f)) + ("stock_day_signals",), DECISIONS),
+        Stage(
+            "loop", tuple(f"{f}/{t}" for f in settings.variants.families for t in family_assets(f)) + ("stock_day_signals",), DECISIONS, parallel=True
+        ),
         Stage("evaluation", ("table1_audit", "evaluation", "experience_task", "report"), None),
     ]
 
@@ -107,6 +112,7 @@ def run_range(
         settings = settings.with_overrides(calendar={"decision_start": decision_start})
     hist_days = cal.sessions_in_range(history_start or settings.calendar.start, end)
     dec_days = cal.sessions_in_range(decision_start, end)
+    own_resource = resource is None
     resource = resource or FinragResource.from_settings(settings)
     defs = build_definitions(settings, resource)
     all_assets = list(defs.assets)
@@ -128,14 +134,79 @@ def run_range(
             run_config["ops"] = {"synthetic_world": {"config": world_config}}
         if on_stage:
             on_stage(st, names)
-        res = dg.materialize(
-            all_assets,
-            selection=[dg.AssetKey.from_user_string(n) for n in names],
-            instance=instance,
-            tags=tags,
-            run_config=run_config,
-            resources={"finrag": resource},
-            raise_on_error=True,
-        )
+        procs = stage_processes(settings, names, instance, own_resource) if st.parallel else 1
+        if procs > 1:
+            res = run_stage_processes(settings, names, instance, tags, run_config, procs)
+        else:
+            res = dg.materialize(
+                all_assets,
+                selection=[dg.AssetKey.from_user_string(n) for n in names],
+                instance=instance,
+                tags=tags,
+                run_config=run_config,
+                resources={"finrag": resource},
+                raise_on_error=True,
+            )
         results.append(res)
     return results
+
+
+def stage_processes(settings: Settings, names: Sequence[str], instance: dg.DagsterInstance, own_resource: bool) -> int:
+    """How many processes a parallel stage's steps get: ``execution.processes`` (0: one per CPU),
+    capped by its assets; 1 where the multiprocess executor cannot run (an in-memory instance, or
+    a resource object handed in by the caller, which step processes could not rebuild)."""
+    n = settings.execution.processes or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    if n <= 1 or len(names) <= 1 or instance.is_ephemeral or not own_resource:
+        return 1
+    return min(n, len(names))
+
+
+STAGE_JOB = "finrag_stage"
+
+
+def stage_job(settings_json: str, names: list[str]) -> dg.JobDefinition:
+    """The assets ``names`` as one job over the definitions of these settings: rebuilt from the
+    settings in every step process of the multiprocess executor."""
+    s = Settings.model_validate_json(settings_json)
+    defs = build_definitions(s, FinragResource.from_settings(s))
+    job = dg.define_asset_job(STAGE_JOB, selection=dg.AssetSelection.assets(*[dg.AssetKey.from_user_string(n) for n in names]))
+    return dg.Definitions(assets=list(defs.assets), jobs=[job], resources=defs.resources).resolve_job_def(STAGE_JOB)
+
+
+def run_stage_processes(settings: Settings, names: Sequence[str], instance: dg.DagsterInstance, tags: dict, run_config: dict, procs: int):
+    """One stage as one run whose independent steps run at once in up to ``procs`` processes."""
+    job = dg.build_reconstructable_job(
+        __name__, "stage_job", reconstructable_kwargs={"settings_json": settings.model_dump_json(), "names": list(names)}
+    )
+    cfg = {**run_config, "execution": {"config": {"multiprocess": {"max_concurrent": procs}}}}
+    with dg.execute_job(job, instance=instance, run_config=cfg, tags=tags, raise_on_error=True) as res:
+        if not res.success:  # a step's error stays in its process: raise_on_error does not raise it here
+            raise step_failure(res)
+        return res
+
+
+class StepFailed(RuntimeError):
+    """A step that ran in its own process failed: its error's class name and message (the error
+    itself cannot cross the process boundary). ``error_class`` is what the CLI's hints match."""
+
+    def __init__(self, step_key: str, error_class: str, message: str, stack: str = ""):
+        super().__init__(message)
+        self.step_key, self.error_class, self.remote_stack = step_key, error_class, stack
+
+
+def step_failure(res) -> StepFailed:
+    """The first failed step's innermost error that is not one of Dagster's own wrappers."""
+    events = res.get_step_failure_events()
+    if not events:
+        return StepFailed("", "DagsterRunFailedError", f"run {res.run_id} failed before any step failed (see the run in the Dagster UI)")
+    ev = events[0]
+    err = ev.event_specific_data.error
+    inner = err
+    while err is not None:
+        inner = err
+        if not err.cls_name.startswith("Dagster"):
+            break
+        err = err.cause
+    first = inner.message.strip().splitlines()[0] if inner.message.strip() else inner.cls_name
+    message = first.split(": ", 1)[1] if first.split(": ", 1)[0].endswith(inner.cls_name) else first
+    return StepFailed(ev.step_key, inner.cls_name, message, "".join(inner.stack))

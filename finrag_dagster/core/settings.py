@@ -243,6 +243,11 @@ class ExecutionSettings(_M):
     num_cpus: int = 0  # a local Ray's CPUs (0: all of this machine's)
     reader_replicas: int = 0  # reader actors (0: one per cluster CPU; for vllm one per gpus_per_replica GPUs)
     gpus_per_replica: float = 1.0
+    # The loop's families (which share only their inputs) run at once in up to this many
+    # processes (Dagster's multiprocess executor) when finrag runs the stages itself against a
+    # persistent Dagster instance (finrag demo, benchmarks/scale.py); 0: one per CPU; 1: one after
+    # another in the calling process. The lake is the same bytes (docs/scale.md, "Both cores").
+    processes: int = Field(default=1, ge=0)
 
 
 class Settings(_M):
