@@ -55,3 +55,20 @@ def stable_hash(*parts: object, n: int = 16) -> str:
     import hashlib
 
     return hashlib.sha1("\x1f".join("" if p is None else str(p) for p in parts).encode("utf-8")).hexdigest()[:n]
+
+
+def _english_stop_words() -> frozenset[str]:
+    """scikit-learn's English stop-word list (``ENGLISH_STOP_WORDS``), read from its own module file
+    without importing the ``sklearn`` package: that import costs about a second, which every
+    `finrag search` would pay for one frozenset."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("sklearn")
+    path = next(iter(spec.submodule_search_locations)) + "/feature_extraction/_stop_words.py"
+    mod_spec = importlib.util.spec_from_file_location("_finrag_sklearn_stop_words", path)
+    mod = importlib.util.module_from_spec(mod_spec)
+    mod_spec.loader.exec_module(mod)
+    return frozenset(mod.ENGLISH_STOP_WORDS)
+
+
+ENGLISH_STOP_WORDS = _english_stop_words()

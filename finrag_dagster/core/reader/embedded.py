@@ -247,6 +247,7 @@ def _age_days(item: EvidenceItem, prediction_day: str) -> float:
         return 0.0
 
 
+@lru_cache(maxsize=64)  # asked for on every read (the prompt-cache key): hashing the rules once per rules object
 def model_id(rules: EmbeddedRules) -> str:
     """Names the exact rules: any change to them (or to the lexicons) changes the prompt-cache key."""
     import hashlib
@@ -313,9 +314,9 @@ _TOKEN = re.compile(r"[a-z][a-z0-9]{2,}")
 
 @lru_cache(maxsize=1)
 def _stopwords() -> frozenset[str]:
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+    from ..text import ENGLISH_STOP_WORDS
 
-    return frozenset(ENGLISH_STOP_WORDS) | _BOILERPLATE
+    return ENGLISH_STOP_WORDS | _BOILERPLATE
 
 
 @lru_cache(maxsize=200_000)
@@ -355,6 +356,7 @@ def topic_match(anchor_words: frozenset[str], passage_words: frozenset[str], rul
     return rules.topic_floor + (1.0 - rules.topic_floor) * min(1.0, shared)
 
 
+@lru_cache(maxsize=64)
 def evidence_model_id(rules: EvidenceRules) -> str:
     """Names the exact rules of the evidence reader (part of the prompt-cache key)."""
     import hashlib

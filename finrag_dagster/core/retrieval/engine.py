@@ -8,7 +8,7 @@ import pandas as pd
 import polars as pl
 
 from ..calendar import nyse
-from ..embeddings import embed
+from ..query_encoder import encode_queries
 from ..storage.lake import Lake
 from .fiscal import REPORTING_DAYS, calendars
 from .names import NameIndex
@@ -84,7 +84,7 @@ class SearchEngine:
     def search(self, text: str, k: int = 10, budget: int = 5000, mode: str = "full", cfg: SearchConfig | None = None) -> SearchResult:
         cfg = cfg or SearchConfig(k=k, budget_tokens=budget)
         q = self.parse(text)
-        q_emb = embed([text])[0]
+        q_emb = encode_queries([text])[0]  # NumPy MiniLM: no torch import for a query
         depth = cfg.list_depth * 20 if company_only(q) else cfg.list_depth  # re-ranked by keyword below
         ids = self.structured_ids(q, depth) if mode == "full" else []
         return run_search(self.index, q, q_emb, ids, cfg, mode)

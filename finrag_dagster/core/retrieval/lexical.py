@@ -17,9 +17,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import scipy.sparse as sp
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-from ..text import _TOKEN, tokens
+from ..text import _TOKEN, ENGLISH_STOP_WORDS, tokens
 
 TOKEN_PATTERN = _TOKEN.pattern  # the tokenizer of core.text.tokens, run by polars
 

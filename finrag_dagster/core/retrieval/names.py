@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+from ..text import ENGLISH_STOP_WORDS
 
 # Ordinary English words that are also (part of) company names: as names they must be capitalised.
 ORDINARY = frozenset(
