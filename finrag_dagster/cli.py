@@ -50,8 +50,8 @@ def _settings(config: Optional[Path], lake: Optional[str]):
 
 
 DAGSTER_YAML = """event_log_storage:
-  module: dagster._core.storage.event_log
-  class: ConsolidatedSqliteEventLogStorage
+  module: finrag_dagster.defs.event_log
+  class: PooledSqliteEventLogStorage
   config:
     base_dir:
       env: DAGSTER_HOME
@@ -133,13 +133,17 @@ def demo(
     lake: Annotated[Optional[str], typer.Option(help="lake folder (default: ./data_lake), or an object-store URI (s3://bucket/prefix)")] = None,
 ):
     """Build the world and materialise every asset over the demo period in one process."""
-    import dagster as dg
-
-    from .pipeline import fail_orphaned_runs, run_range
+    from .sources.preflight import preflight
 
     s = _settings(config, lake)
     end_d = dt.date.fromisoformat(end) if end else s.calendar.end
     start_d = dt.date.fromisoformat(start) if start else s.calendar.decision_start
+    preflight(s, start_d, end_d)  # bad dates and missing files end here, before Dagster is imported or a run created
+
+    import dagster as dg
+
+    from .pipeline import fail_orphaned_runs, run_range
+
     home = ensure_dagster_home()
     console.print(f"[bold]finrag demo[/bold]: decisions {start_d} .. {end_d}, history from {s.calendar.start}")
     console.print(f"lake: {s.lake_uri or s.lake_dir}   dagster instance: {home}")

