@@ -11,6 +11,7 @@ import datetime as dt
 import os
 import socket
 from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import dagster as dg
@@ -22,6 +23,7 @@ from .definitions import build_definitions
 from .defs.assets.variants import family_assets
 from .defs.partitions import RANGE_END, RANGE_START
 from .defs.resources import FinragResource
+from .sources.preflight import check_dates
 
 # Stages in dependency order: (name, assets, which range they cover)
 HISTORY = "history"  # from the first price day: look-back for returns, dedup, candidate pools
@@ -110,6 +112,7 @@ def run_range(
         # decision-day assets are partitioned from calendar.decision_start: move it back so the
         # requested days are partitions (the settings handed to the assets say the same)
         settings = settings.with_overrides(calendar={"decision_start": decision_start})
+    check_dates(settings, decision_start, end)  # before any run is created (`finrag demo` checks the source paths too)
     hist_days = cal.sessions_in_range(history_start or settings.calendar.start, end)
     dec_days = cal.sessions_in_range(decision_start, end)
     own_resource = resource is None
@@ -117,6 +120,32 @@ def run_range(
     defs = build_definitions(settings, resource)
     all_assets = list(defs.assets)
     instance = instance or dg.DagsterInstance.ephemeral()
+    with planned_as_ranges():
+        return _run_stages(settings, instance, all_assets, resource, own_resource, hist_days, dec_days, only, on_stage, log_level, world_config)
+
+
+PLANNED_AS_RANGE = "DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS"
+
+
+@contextmanager
+def planned_as_ranges():
+    """While finrag runs its stages, Dagster records a range run's planned materialisations as one
+    event per asset holding the partition range, instead of one event per partition (a five-year
+    history stage planned ~7,000 events before its first step). The partitions' materialisations are
+    still recorded one by one, so the UI shows each partition's status; what Dagster gives up is
+    marking a failed range run's partitions "failed" (they show as missing; the run shows failed)."""
+    old = os.environ.get(PLANNED_AS_RANGE)
+    os.environ[PLANNED_AS_RANGE] = "1"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(PLANNED_AS_RANGE, None)
+        else:
+            os.environ[PLANNED_AS_RANGE] = old
+
+
+def _run_stages(settings, instance, all_assets, resource, own_resource, hist_days, dec_days, only, on_stage, log_level, world_config):
     results = []
     for st in stages(settings):
         names = [a for a in st.assets if (only is None or a in only)]

@@ -37,6 +37,7 @@ from finrag_dagster.core.storage.lake import Lake
 from finrag_dagster.pipeline import run_range
 from finrag_dagster.sources.fnspid import NewsClock
 from finrag_dagster.sources.replay import Replayer, start_of
+from tests.instance import pooled_instance
 from tests.pipeline.world import DECISION_START, build_world, files_settings
 
 pytestmark = [pytest.mark.slow]
@@ -298,7 +299,7 @@ def test_the_daily_loop_runs_from_sensors_and_the_schedule(loop):
     # the same bytes as one in-process run over the final landing folder
     ref = settings.model_copy(update={"lake_dir": root / "reference"})
     shutil.copytree(root / "before", root / "reference")
-    with dg.instance_for_test() as inst:
+    with pooled_instance() as inst:
         run_range(
             ref,
             end=dt.date.fromisoformat(SCHEDULE_DAY),

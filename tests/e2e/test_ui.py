@@ -21,6 +21,7 @@ import pytest
 
 from finrag_dagster.core.calendar import nyse
 from finrag_dagster.pipeline import run_range
+from tests.instance import pooled_instance
 from tests.pipeline.world import DECISION_START, WORLD, build_world, files_settings
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -104,7 +105,7 @@ def ui(tmp_path_factory):
     # the reference: the same lake carried on by the in-process path `finrag demo` uses
     shutil.copytree(root / "lake", root / "reference")
     ref = settings.model_copy(update={"lake_dir": root / "reference"})
-    with dg.instance_for_test() as inst:
+    with pooled_instance() as inst:
         run_range(ref, end=END, decision_start=DECISION_START, instance=inst, only=BACKFILLED)
     port = _port()
     log = open(root / "dagster_dev.log", "w")

@@ -1,8 +1,8 @@
-import dagster as dg
 import pytest
 
 from finrag_dagster.core.storage.lake import Lake
 from finrag_dagster.pipeline import run_range
+from tests.instance import pooled_instance
 
 from .world import DECISION_START, END, build_world, files_settings
 
@@ -17,6 +17,6 @@ def small_lake(world_raw, tmp_path_factory):
     """The small world materialised through END (history from its start, decisions from DECISION_START)."""
     lake = Lake(tmp_path_factory.mktemp("lake_a"))
     settings = files_settings(world_raw, lake.root)
-    with dg.instance_for_test() as inst:
+    with pooled_instance() as inst:
         results = run_range(settings, end=END, decision_start=DECISION_START, instance=inst)
     return lake, settings, results

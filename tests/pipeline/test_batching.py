@@ -12,12 +12,12 @@ from __future__ import annotations
 import datetime as dt
 import shutil
 
-import dagster as dg
 import pytest
 
 from finrag_dagster.core.storage.lake import Lake, file_digest
 from finrag_dagster.defs.assets.variants import family_assets
 from finrag_dagster.pipeline import run_range
+from tests.instance import pooled_instance
 
 DAYS = [dt.date(2019, 2, 27), dt.date(2019, 2, 28), dt.date(2019, 3, 1)]
 FAMILIES = ("no_memory", "source_memory")
@@ -50,7 +50,7 @@ def test_day_by_day_runs_write_the_range_run_s_bytes(small_lake, tmp_path):
         (root_b / rel).unlink()
     s_b = settings.with_overrides(lake_dir=root_b)
     only = list(DECISION) + [f"{f}/{t}" for f in FAMILIES for t in family_assets(f)]
-    with dg.instance_for_test() as inst:
+    with pooled_instance() as inst:
         for d in DAYS:
             results = run_range(s_b, end=d, decision_start=d, history_start=d, instance=inst, only=only)
             assert all(r.success for r in results)

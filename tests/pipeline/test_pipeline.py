@@ -11,6 +11,7 @@ from finrag_dagster.core.calendar import nyse
 from finrag_dagster.core.reader.backends import BackendConfig, EmbeddedBackend
 from finrag_dagster.definitions import build_definitions
 from finrag_dagster.pipeline import run_range
+from tests.instance import pooled_instance
 
 from .world import DECISION_START, END, HISTORY_START
 
@@ -308,7 +309,7 @@ def test_the_evidence_reader_is_chosen_by_settings_through_the_assets(small_lake
     copy = Lake(tmp_path / "lake")
     shutil.copytree(lake.root, copy.root)
     s = settings.with_overrides(lake_dir=copy.root, reader={"embedded": "evidence"}, variants={"families": ["no_memory"]})
-    with dg.instance_for_test() as inst:
+    with pooled_instance() as inst:
         run_range(s, end=END, decision_start=DECISION_START, instance=inst, only=["no_memory/contexts", "no_memory/reader_outputs"])
     days = [d.isoformat() for d in cal.sessions_in_range(DECISION_START, END)]
     new = copy.read("reader_outputs", dates=days, variant="no_memory")

@@ -14,6 +14,7 @@ import dagster as dg
 import pytest
 
 from finrag_dagster.pipeline import run_range, stages
+from tests.instance import pooled_instance
 
 from .test_ray_engine import lake_files
 from .world import DECISION_START, files_settings
@@ -28,7 +29,7 @@ def _run(s) -> tuple[dict[str, int], dict[str, tuple[float, float]]]:
     """Materialise sources..loop; returns, per step of the loop's run, its process id and its
     (start, end) time."""
     only = [a for st in stages(s) if st.name in ("sources", "history", "decisions", "loop") for a in st.assets]
-    with dg.instance_for_test() as inst:
+    with pooled_instance() as inst:
         results = run_range(s, end=END_P, decision_start=DECISION_START, instance=inst, only=only)
         loop_run = results[-1].run_id
         spans: dict[str, list[float]] = {}

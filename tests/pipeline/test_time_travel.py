@@ -29,6 +29,7 @@ from finrag_dagster.core.calendar import nyse
 from finrag_dagster.core.storage.catalog import default_catalog
 from finrag_dagster.core.storage.lake import Lake, file_digest
 from finrag_dagster.pipeline import stages
+from tests.instance import pooled_instance
 
 from .world import END, copy_raw, files_settings, materialize
 
@@ -228,7 +229,7 @@ def train_and_read(settings, end: dt.date) -> None:
     from finrag_dagster.defs.assets.lora import build_lora_asset
     from finrag_dagster.defs.resources import FinragResource
 
-    with dg.instance_for_test() as inst:
+    with pooled_instance() as inst:
         dg.materialize(
             [build_lora_asset()],
             instance=inst,

@@ -6,11 +6,10 @@ import datetime as dt
 import shutil
 from pathlib import Path
 
-import dagster as dg
-
 from finrag_dagster.core.settings import Settings, WorldSettings
 from finrag_dagster.pipeline import run_range
 from finrag_dagster.sources.synthetic import generate_world
+from tests.instance import pooled_instance
 
 WORLD = WorldSettings(
     seed=11,
@@ -62,5 +61,5 @@ def copy_raw(raw: Path, dest: Path) -> Path:
 
 
 def materialize(settings: Settings, end: dt.date, decision_start: dt.date = DECISION_START, only=None):
-    with dg.instance_for_test() as inst:
+    with pooled_instance() as inst:
         return run_range(settings, end=end, decision_start=decision_start, instance=inst, only=only)

@@ -4,12 +4,12 @@
 import datetime as dt
 import json
 
-import dagster as dg
 import polars as pl
 
 from finrag_dagster.core.settings import Settings
 from finrag_dagster.core.storage.lake import Lake
 from finrag_dagster.pipeline import run_range
+from tests.instance import pooled_instance
 
 HEADER = b"Date,Article_title,Stock_symbol,Url,Publisher,Author,Article,Lsa_summary,Luhn_summary,Textrank_summary,Lexrank_summary\n"
 
@@ -38,7 +38,7 @@ def test_flags_membership_and_late_news_through_the_assets(tmp_path):
         },
         calendar={"start": dt.date(2019, 1, 2), "end": dt.date(2019, 1, 31), "decision_start": dt.date(2019, 1, 2)},
     )
-    with dg.instance_for_test() as inst:
+    with pooled_instance() as inst:
         results = run_range(s, end=dt.date(2019, 1, 31), instance=inst, only=["universe", "news_raw"])
     (check,) = [c for r in results for c in r.get_asset_check_evaluations() if c.check_name == "rows_reconcile"]
     assert check.passed and check.metadata["rows_in_files"].value == 3
@@ -75,7 +75,7 @@ def test_rows_counted_in_the_files_catch_a_loader_that_loses_a_row(tmp_path, mon
         return lf.slice(1), cols, repaired
 
     monkeypatch.setattr(fnspid, "news_source", lossy)
-    with dg.instance_for_test() as inst:
+    with pooled_instance() as inst:
         results = run_range(s, end=dt.date(2019, 1, 31), instance=inst, only=["universe", "news_raw"])
     (check,) = [c for r in results for c in r.get_asset_check_evaluations() if c.check_name == "rows_reconcile"]
     assert check.metadata["rows_in"].value == 1 and check.metadata["rows_in_files"].value == 2
@@ -99,7 +99,7 @@ def test_a_rerun_of_the_news_asset_reads_no_row_and_rewrites_no_partition(tmp_pa
         calendar={"start": dt.date(2019, 1, 2), "end": dt.date(2019, 1, 31), "decision_start": dt.date(2019, 1, 2)},
     )
     lake = Lake(tmp_path / "lake")
-    with dg.instance_for_test() as inst:
+    with pooled_instance() as inst:
         first = _news_meta(run_range(s, end=dt.date(2019, 1, 31), instance=inst, only=["universe", "news_raw"]))
         jan4 = lake.path("news_raw", date="2019-01-04")
         stamp = jan4.stat().st_mtime_ns
@@ -150,7 +150,7 @@ def _filings_settings(tmp_path):
 
 
 def _reconcile(settings):
-    with dg.instance_for_test() as inst:
+    with pooled_instance() as inst:
         results = run_range(settings, end=dt.date(2019, 1, 31), instance=inst, only=["universe", "filings_raw"])
     (check,) = [c for r in results for c in r.get_asset_check_evaluations() if c.check_name == "rows_reconcile"]
     return check.passed, {k: v.value for k, v in check.metadata.items()}

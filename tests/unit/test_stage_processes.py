@@ -6,13 +6,14 @@ import dagster as dg
 
 from finrag_dagster.core.settings import Settings
 from finrag_dagster.pipeline import stage_processes, stages
+from tests.instance import pooled_instance
 
 
 def test_only_the_loop_runs_its_steps_in_processes_and_only_where_they_can_be_rebuilt():
     s = Settings(execution={"processes": 2})
     assert [st.name for st in stages(s) if st.parallel] == ["loop"]
     loop = next(st for st in stages(s) if st.name == "loop")
-    with dg.instance_for_test() as inst:
+    with pooled_instance() as inst:
         assert stage_processes(s, loop.assets, inst, own_resource=True) == 2
         assert stage_processes(s, loop.assets, inst, own_resource=False) == 1  # a caller's resource object
         assert stage_processes(s, loop.assets[:1], inst, own_resource=True) == 1  # one asset: nothing to overlap
@@ -50,7 +51,7 @@ def test_a_step_failing_in_its_own_process_is_raised_with_its_class_and_message(
     from finrag_dagster.pipeline import StepFailed, step_failure
 
     quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-    with dg.instance_for_test() as inst, dg.execute_job(dg.reconstructable(two_steps), instance=inst, raise_on_error=True, run_config=quiet) as res:
+    with pooled_instance() as inst, dg.execute_job(dg.reconstructable(two_steps), instance=inst, raise_on_error=True, run_config=quiet) as res:
         assert not res.success
         err = step_failure(res)
     assert isinstance(err, StepFailed) and err.step_key == "_broken" and err.error_class == "SourceError"
