@@ -194,23 +194,30 @@ def dup_items(df: pl.DataFrame, with_cluster: bool) -> list[DupItem]:
     return [DupItem(p, (t, p), txt, c) for p, t, txt, c in zip(df["passage_id"], ns, df["text"], cl)]
 
 
-def finish_evidence(
-    day_passages: pl.DataFrame,
-    index: ClusterIndex,
-    batch_size: int,
-    max_seq_length: int,
-) -> pl.DataFrame:
-    """Add dup_cluster (via the look-back index, which the day's passages then join) and embeddings."""
+def cluster_day(day_passages: pl.DataFrame, index: ClusterIndex) -> pl.DataFrame:
+    """A day's passages in (public_time, passage_id) order with their dup_cluster (via the look-back
+    index, which the day's passages then join)."""
     dupes = day_passages["passage_id"].is_duplicated()
     if dupes.any():
         raise ValueError(f"duplicate passage ids: {day_passages.filter(dupes)['passage_id'].unique().to_list()[:5]}")
     day_passages = day_passages.sort(["public_time", "passage_id"])
     clusters = index.assign(dup_items(day_passages, with_cluster=False))
-    vecs = embed(embedding_text(day_passages), batch_size=batch_size, max_seq_length=max_seq_length)
-    return day_passages.with_columns(
-        pl.Series("dup_cluster", [clusters[p] for p in day_passages["passage_id"]], dtype=pl.Utf8),
-        pl.Series("embedding", vecs, dtype=pl.Array(pl.Float32, 384)),
-    )
+    return day_passages.with_columns(pl.Series("dup_cluster", [clusters[p] for p in day_passages["passage_id"]], dtype=pl.Utf8))
+
+
+def with_embeddings(days: list[pl.DataFrame], batch_size: int, max_seq_length: int) -> list[pl.DataFrame]:
+    """Each day's clustered passages with their MiniLM embedding, the days' texts encoded in one call:
+    batches of equal-length texts are fuller than one day's, and a vector depends only on its own
+    text (core/embeddings.py), so the bytes are a day-by-day run's."""
+    vecs = embed([t for df in days for t in embedding_text(df)], batch_size=batch_size, max_seq_length=max_seq_length)
+    out, i = [], 0
+    for df in days:
+        out.append(df.with_columns(pl.Series("embedding", vecs[i : i + df.height], dtype=pl.Array(pl.Float32, 384))))
+        i += df.height
+    return out
+
+
+EMBED_BLOCK = 2000  # passages embedded per call in a range run (memory stays bounded; a crash loses at most a block's days)
 
 
 def embedding_matrix(df: pl.DataFrame) -> np.ndarray:
@@ -263,6 +270,17 @@ def write_evidence(s, lake, cal, days: list[str], splitter: Splitter, log: Calla
     news = lake.read("news_raw", dates=days)
     filings = lake.read("filings_raw", dates=days)
     run = EvidenceRun()
+    block: list[tuple[str, pl.DataFrame]] = []  # clustered days waiting for their embeddings
+
+    def write_block() -> None:
+        for (d, _), ev in zip(block, with_embeddings([df for _, df in block], es.embed_batch_size, es.embed_max_seq_length)):
+            _, run.counts[d] = lake.write("evidence", ev, date=d)
+            for fam, n in ev.group_by("source_family").len().rows():
+                run.by_family[fam] += n
+            if run.preview is None and ev.height:
+                run.preview = ev
+        block.clear()
+
     for d in track(days, len(days), "evidence (dedup + embedding)", log=log, every=20):
         i = cal.session_index(d)
         if i - es.dup_lookback_sessions - 1 >= 0:
@@ -273,10 +291,8 @@ def write_evidence(s, lake, cal, days: list[str], splitter: Splitter, log: Calla
                 filing_passages(rows_on(filings, d), sectors, splitter, es.passage_max_words),
             ]
         )
-        ev = finish_evidence(passages, index, es.embed_batch_size, es.embed_max_seq_length)
-        _, run.counts[d] = lake.write("evidence", ev, date=d)
-        for fam, n in ev.group_by("source_family").len().rows():
-            run.by_family[fam] += n
-        if run.preview is None and ev.height:
-            run.preview = ev
+        block.append((d, cluster_day(passages, index)))  # the dedup needs the days in order; the embedding does not
+        if sum(df.height for _, df in block) >= EMBED_BLOCK:
+            write_block()
+    write_block()
     return run
