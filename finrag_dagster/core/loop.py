@@ -165,6 +165,7 @@ class LoopEnv:
     params: MemoryParams = field(default_factory=MemoryParams)
     params_of: Callable[[str], MemoryParams] | None = None  # per decision day (e.g. Table 6's selection on the test split)
     toe: ToEEnv | None = None
+    shuffled: dict = field(default_factory=dict)  # (decision day, shuffle seed) -> permuted labels (see _labels)
 
 
 @dataclass
@@ -197,14 +198,23 @@ def _maturing_on(prev_day: str, v: Variant, env: LoopEnv, recent: dict[str, Past
         yield d0, h, past
 
 
+def _labels(env: LoopEnv, d0: str, shuffle_seed: int | None) -> pl.DataFrame:
+    """The labels of decision day ``d0`` as the variant sees them (permuted for a shuffled-labels
+    variant), computed once per day and seed: each day's labels are asked for once per horizon."""
+    if shuffle_seed is None:
+        return env.labels_of(d0)
+    key = (d0, shuffle_seed)
+    if key not in env.shuffled:
+        env.shuffled[key] = shuffle_labels(env.labels_of(d0), shuffle_seed)
+    return env.shuffled[key]
+
+
 def matured_on(prev_day: str, v: Variant, env: LoopEnv, recent: dict[str, Past], split_start: str) -> pl.DataFrame:
     """Feedback rows whose label matured exactly on ``prev_day`` (decision days prev_day − h)."""
     frames = []
     for d0, h, past in _maturing_on(prev_day, v, env, recent, split_start):
         hk = HORIZON_NAMES[h]
-        labels = env.labels_of(d0)
-        if v.shuffle_labels_seed is not None:
-            labels = shuffle_labels(labels, v.shuffle_labels_seed)
+        labels = _labels(env, d0, v.shuffle_labels_seed)
         fb = build_feedback(
             past.outputs.filter(pl.col("horizon") == hk),
             labels.filter(pl.col("horizon") == hk),

@@ -118,7 +118,7 @@ def labels_reader(lake: Lake, cal: TradingCalendar, s: Settings):
     the memory never misses feedback that has matured. Only horizons matured by the day before the
     decision are used, so prices after the decision time change nothing the loop reads."""
 
-    @lru_cache(maxsize=64)
+    @lru_cache(maxsize=None)  # a family's variants each step through every day: read (or recompute) a day once
     def labels_of(d: str) -> pl.DataFrame:
         lab = lake.read("labels", dates=[d]) if lake.exists("labels", date=d) else None
         if lab is None or (lab.height and (lab["status"] == "pending").any()):
@@ -170,6 +170,7 @@ def build_env(
         return weights_cache[start]
 
     toe = toe_env(s, lake, cal, anchors, backend) if toe_needed else None
+    cache_store: dict[str, dict] = {}  # the reader cache of each day, read once for the family's variants
     return LoopEnv(
         toe=toe,
         cal=cal,
@@ -181,7 +182,7 @@ def build_env(
         evidence=evidence,
         companies=companies,
         backend=backend,
-        cache_of=lambda d: PromptCache(lake, d),
+        cache_of=lambda d: PromptCache(lake, d, cache_store),
         decoding=decoding,
         m=s.retrieval.m,
         params=params,
@@ -382,14 +383,15 @@ def family_feedback(s: Settings, lake: Lake, cal: TradingCalendar, variants: lis
     outcomes: dict[str, int] = {}
     correct = []
     weights: dict[str, dict] = {}  # by split start: the labels behind them are read once, not once per day and variant
+    labels_of, anchors_of = _read_once(lake, "labels"), _read_once(lake, "anchors")  # a day's, shared by the variants
     for v in variants:
         for d in lora_days(s, cal, days) if v.lora_seed is not None else days:
             out = _drop_hive(lake.read("reader_outputs", dates=[d], variant=v.name))
             ctx = _drop_hive(lake.read("contexts", dates=[d], variant=v.name))
-            lab = lake.read("labels", dates=[d])
+            lab = labels_of(d)
             if v.shuffle_labels_seed is not None:
                 lab = shuffle_labels(lab, v.shuffle_labels_seed)
-            a = lake.read("anchors", dates=[d])
+            a = anchors_of(d)
             start = split_start_of(s, cal, d)
             if start not in weights:
                 weights[start] = weights_for(s, cal, lake, start)[0]
@@ -405,3 +407,13 @@ def family_feedback(s: Settings, lake: Lake, cal: TradingCalendar, variants: lis
                 outcomes[o] = outcomes.get(o, 0) + k
             correct += fb.filter(pl.col("correct").is_not_null())["correct"].to_list()
     return FamilyFeedback(n, as_of, outcomes, correct)
+
+
+def _read_once(lake: Lake, table: str) -> Callable[[str], pl.DataFrame]:
+    """Day -> ``table``'s partition of that day, read from the lake once."""
+
+    @lru_cache(maxsize=None)
+    def of(d: str) -> pl.DataFrame:
+        return lake.read(table, dates=[d])
+
+    return of

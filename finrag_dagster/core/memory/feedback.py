@@ -47,8 +47,11 @@ FEEDBACK = TableSpec(
 FEEDBACK_COLUMNS = [f.name for f in FEEDBACK.schema]
 
 
+_EMPTY_SCHEMA = pl.from_arrow(FEEDBACK.schema.empty_table()).schema
+
+
 def empty_feedback() -> pl.DataFrame:
-    return pl.from_arrow(FEEDBACK.schema.empty_table())
+    return pl.DataFrame(schema=_EMPTY_SCHEMA)
 
 
 def shuffle_labels(labels: pl.DataFrame, seed: int) -> pl.DataFrame:
@@ -91,7 +94,7 @@ def build_feedback(
     top5 = {}
     if credit == "top5" and contexts.height:
         top5 = {a: sorted(set(g["source_family"].to_list())) for (a,), g in contexts.group_by(["anchor_id"])}
-    rows = []
+    cols: dict[str, list] = {name: [] for name in FEEDBACK_COLUMNS}  # built by column: one DataFrame at the end
     for r in j.iter_rows(named=True):
         fams = sorted(set(r["cited_families"])) if credit == "cited" else top5.get(r["anchor_id"], [])
         ok = r["status"] == "ok"
@@ -104,26 +107,26 @@ def build_feedback(
             outcome = "no_valid_citation"
         else:
             outcome = "applied"
-        rows.append(
-            {
-                "anchor_id": r["anchor_id"],
-                "ticker": r["ticker"],
-                "event_type": r["event_type"],
-                "memory_event_type": memory_key.get(r["anchor_id"], r["event_type"]),
-                "horizon": r["horizon"],
-                "maturity_day": r["maturity_day"],
-                "prediction": r["signal"],
-                "label": y,
-                "z": r["z"] if ok else None,
-                "label_status": r["status"],
-                "correct": correct,
-                "families": fams,
-                "weight": float(w),
-                "applied": outcome == "applied",
-                "outcome": outcome,
-            }
-        )
-    return pl.DataFrame(rows, schema=empty_feedback().schema)
+        row = {
+            "anchor_id": r["anchor_id"],
+            "ticker": r["ticker"],
+            "event_type": r["event_type"],
+            "memory_event_type": memory_key.get(r["anchor_id"], r["event_type"]),
+            "horizon": r["horizon"],
+            "maturity_day": r["maturity_day"],
+            "prediction": r["signal"],
+            "label": y,
+            "z": r["z"] if ok else None,
+            "label_status": r["status"],
+            "correct": correct,
+            "families": fams,
+            "weight": float(w),
+            "applied": outcome == "applied",
+            "outcome": outcome,
+        }
+        for name, v in row.items():
+            cols[name].append(v)
+    return pl.DataFrame(cols, schema=_EMPTY_SCHEMA)
 
 
 def label_frequencies(labels: pl.DataFrame) -> dict[str, dict[int, float]]:

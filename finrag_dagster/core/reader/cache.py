@@ -42,10 +42,18 @@ READER_CACHE = TableSpec(
 class PromptCache:
     """Cache entries of one decision day, loaded once and merged back atomically."""
 
-    def __init__(self, lake: Lake, day: str):
-        self.lake, self.day = lake, day
-        df = lake.read("reader_cache", dates=[day]).drop("date") if lake.exists("reader_cache", date=day) else None
-        self._rows: dict[str, dict] = {r["key"]: r for r in df.iter_rows(named=True)} if df is not None else {}
+    def __init__(self, lake: Lake, day: str, store: dict[str, dict] | None = None):
+        """``store``: day -> entries, shared by the caches a loop opens for the same days (a family's
+        variants read the same days one after another): a day's partition is read once, and what a
+        flush merged is what the next cache of that day starts from."""
+        self.lake, self.day, self._store = lake, day, store
+        if store is not None and day in store:
+            self._rows: dict[str, dict] = store[day]
+        else:
+            df = lake.read("reader_cache", dates=[day]).drop("date") if lake.exists("reader_cache", date=day) else None
+            self._rows = {r["key"]: r for r in df.iter_rows(named=True)} if df is not None else {}
+            if store is not None:
+                store[day] = self._rows
         self._new: dict[str, dict] = {}
         self.hits = 0
         self.misses = 0
@@ -84,6 +92,8 @@ class PromptCache:
             self.lake.write("reader_cache", pl.DataFrame(list(rows.values())), date=self.day)
         n = len(self._new)
         self._rows, self._new = rows, {}
+        if self._store is not None:
+            self._store[self.day] = rows
         return n
 
 

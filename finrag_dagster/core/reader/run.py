@@ -143,7 +143,11 @@ def read_day(
     only the failed prompts.
     """
     st = DayStats(anchors=anchors.height)
-    ctx = {a: g.sort("position")["passage_id"].to_list() for (a,), g in contexts.group_by(["anchor_id"])} if contexts.height else {}
+    ctx: dict[str, list[str]] = {}
+    if contexts.height:
+        c = contexts.sort(["anchor_id", "position"])
+        for a, p in zip(c["anchor_id"].to_list(), c["passage_id"].to_list()):
+            ctx.setdefault(a, []).append(p)
     built = []
     for r in anchors.sort("anchor_id").iter_rows(named=True):
         items = [evidence[p] for p in ctx.get(r["anchor_id"], [])]
@@ -179,7 +183,8 @@ def read_day(
             raw[key] = {"raw": g.text, "prompt_tokens": g.prompt_tokens, "output_tokens": g.output_tokens, "latency_ms": g.latency_ms}
     st.cache_hits, st.cache_misses = cache.hits, cache.misses
     st.failures = len(failed)
-    rows = []
+    backend_name, model = backend.name, backend.model
+    cols: dict[str, list] = {name: [] for name in READER_OUTPUTS.schema.names}  # built by column: one DataFrame at the end
     for r, p, key, _ in built:
         if key in failed:
             st.failed_anchors[r["anchor_id"]] = failed[key]
@@ -199,27 +204,29 @@ def read_day(
             st.horizons_with_valid_citation += int(bool(ho.valid_ids))
             st.horizons_citing_anything += int(bool(ho.cited_ids))
             st.label_mix[h][ho.signal] += 1
-            rows.append(
-                {
-                    "anchor_id": r["anchor_id"],
-                    "ticker": r["ticker"],
-                    "event_type": r["event_type"],
-                    "horizon": h,
-                    "signal": ho.signal,
-                    "cited_ids": ho.cited_ids,
-                    "valid_ids": ho.valid_ids,
-                    "valid_passages": passages,
-                    "cited_families": fams,
-                    "reason": ho.reason,
-                    "valid_json": parsed.valid_json,
-                    "horizon_ok": ho.ok,
-                    "raw_json": g["raw"],
-                    "prompt_hash": key,
-                    "backend": backend.name,
-                    "model": backend.model,
-                    "prompt_tokens": g["prompt_tokens"],
-                    "output_tokens": g["output_tokens"],
-                }
-            )
-    schema = pl.from_arrow(READER_OUTPUTS.schema.empty_table()).schema
-    return pl.DataFrame(rows, schema=schema), st
+            row = {
+                "anchor_id": r["anchor_id"],
+                "ticker": r["ticker"],
+                "event_type": r["event_type"],
+                "horizon": h,
+                "signal": ho.signal,
+                "cited_ids": ho.cited_ids,
+                "valid_ids": ho.valid_ids,
+                "valid_passages": passages,
+                "cited_families": fams,
+                "reason": ho.reason,
+                "valid_json": parsed.valid_json,
+                "horizon_ok": ho.ok,
+                "raw_json": g["raw"],
+                "prompt_hash": key,
+                "backend": backend_name,
+                "model": model,
+                "prompt_tokens": g["prompt_tokens"],
+                "output_tokens": g["output_tokens"],
+            }
+            for name, v in row.items():
+                cols[name].append(v)
+    return pl.DataFrame(cols, schema=_OUTPUT_SCHEMA), st
+
+
+_OUTPUT_SCHEMA = pl.from_arrow(READER_OUTPUTS.schema.empty_table()).schema
