@@ -64,6 +64,7 @@ def build_definitions(settings: Settings | None = None, resource: FinragResource
     return dg.Definitions(
         assets=assets,
         jobs=[ingest, daily],
+        executor=dg.in_process_executor if s.execution.job_executor == "in_process" else None,  # None: Dagster's default (multiprocess)
         schedules=[build_daily_schedule(ingest)],
         sensors=[
             build_matured_feedback_sensor(tuple(s.variants.families), interval_s=s.sensors.matured_feedback_interval_s),

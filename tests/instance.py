@@ -21,3 +21,13 @@ def pooled_instance(**overrides):
         storage = {"module": "finrag_dagster.defs.event_log", "class": "PooledSqliteEventLogStorage", "config": {"base_dir": d}}
         with dg.instance_for_test(temp_dir=d, overrides={"event_log_storage": storage, **overrides}) as inst:
             yield inst
+
+
+def instance_yaml(home) -> str:
+    """A dagster.yaml for a test's DAGSTER_HOME (webserver, daemon, runs): the shipped instance's
+    event log storage, run monitoring on, telemetry off."""
+    return (
+        "event_log_storage:\n  module: finrag_dagster.defs.event_log\n  class: PooledSqliteEventLogStorage\n"
+        f"  config:\n    base_dir: {home}\n"
+        "run_monitoring:\n  enabled: true\ntelemetry:\n  enabled: false\nnux:\n  enabled: false\n"
+    )

@@ -248,6 +248,11 @@ class ExecutionSettings(_M):
     # persistent Dagster instance (finrag demo, benchmarks/scale.py); 0: one per CPU; 1: one after
     # another in the calling process. The lake is the same bytes (docs/scale.md, "Both cores").
     processes: int = Field(default=1, ge=0)
+    # The executor of the runs Dagster launches itself (the UI's materialisations and backfills, the
+    # schedule, the sensors): "multiprocess" (Dagster's default: each step in its own process, the
+    # independent ones at once) or "in_process" (one process per run: no step start-up, one step
+    # at a time; for small daily runs on a small machine).
+    job_executor: Literal["multiprocess", "in_process"] = "multiprocess"
 
 
 class Settings(_M):

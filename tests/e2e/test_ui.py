@@ -21,7 +21,7 @@ import pytest
 
 from finrag_dagster.core.calendar import nyse
 from finrag_dagster.pipeline import run_range
-from tests.instance import pooled_instance
+from tests.instance import instance_yaml, pooled_instance
 from tests.pipeline.world import DECISION_START, WORLD, build_world, files_settings
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -92,7 +92,7 @@ def ui(tmp_path_factory):
     settings = files_settings(raw, root / "lake", variants={"families": FAMILIES})
     home = root / "dagster_home"
     home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\nrun_monitoring:\n  enabled: true\n")
+    (home / "dagster.yaml").write_text(instance_yaml(home))
     cfg = root / "settings.json"
     cfg.write_text(settings.model_dump_json())
     env = {**os.environ, "DAGSTER_HOME": str(home), "FINRAG_CONFIG": str(cfg)}

@@ -220,8 +220,9 @@ LORA_SPLITS = {
 }
 
 
-def lora_settings(raw: Path, lake: Path):
-    return files_settings(raw, lake, variants={"families": ["lora_no_memory"]}, lora=LORA, reader={"max_tokens": 24}, splits=LORA_SPLITS)
+def lora_settings(raw: Path, lake: Path, base_model: Path):
+    lora = {**LORA, "base_model": str(base_model)}
+    return files_settings(raw, lake, variants={"families": ["lora_no_memory"]}, lora=lora, reader={"max_tokens": 24}, splits=LORA_SPLITS)
 
 
 def train_and_read(settings, end: dt.date) -> None:
@@ -256,16 +257,25 @@ _no_lora = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(scope="session")
+def tiny_llama(tmp_path_factory):
+    from .tiny_llama import build_tiny_llama
+
+    return build_tiny_llama(tmp_path_factory.mktemp("tiny_llama"))
+
+
 @pytest.mark.slow
 @pytest.mark.llm
-@pytest.mark.timeout(3600)
 @_no_lora
-def test_time_travel_of_the_lora_reader(world_raw, small_lake, tmp_path):
+def test_time_travel_of_the_lora_reader(world_raw, small_lake, tmp_path, tiny_llama):
     """The cut inside the test split, with the LoRA family on: every input stamped after close(LORA_D)
     edited or deleted changes neither the adapter (weights and metadata: trained on train-split
     anchors whose labels matured before the validation split) nor any decision-time partition
     <= LORA_D, the LoRA reader's contexts and outputs included; the evidence after LORA_D shows the
-    mutation reached the pipeline. A small real training run (SmolLM2-135M, one step) on CPU."""
+    mutation reached the pipeline. A real transformers + peft training run (one step) and the LoRA
+    reader's real generation, on a tiny random-weight Llama with SmolLM2's tokenizer: what is under
+    test is which examples and prompts reach the model, not what it answers (SmolLM2-135M's own
+    training is tests/unit/test_lora.py)."""
     rng = random.Random(7)
     close = cal.close_time(LORA_D)
     raw_b = copy_raw(world_raw, tmp_path / "raw_b")
@@ -275,7 +285,7 @@ def test_time_travel_of_the_lora_reader(world_raw, small_lake, tmp_path):
     lake_a = Lake(tmp_path / "lake_a")
     shutil.copytree(small_lake[0].root, lake_a.root)  # the original inputs through END, every family but LoRA
     lake_b = Lake(tmp_path / "lake_b")
-    s_a, s_b = lora_settings(world_raw, lake_a.root), lora_settings(raw_b, lake_b.root)
+    s_a, s_b = lora_settings(world_raw, lake_a.root, tiny_llama), lora_settings(raw_b, lake_b.root, tiny_llama)
     materialize(s_b, end=END, only=[a for st in stages(s_b) if st.name not in ("loop", "evaluation") for a in st.assets])
     materialize(s_a, end=END, only=[a for st in stages(s_a) if st.name == "selection" for a in st.assets])  # under these splits
     for s in (s_a, s_b):
