@@ -62,3 +62,16 @@ def fresh_ray():
 
 
 from .s3_server import s3_env, s3_server  # noqa: E402, F401  (a local S3 server for the object-store lake tests)
+
+# Under pytest-xdist (`make test` runs two workers), tests that share a built lake run on one
+# worker, so the lake is built once: every test using the session fixture `small_lake`, and the
+# planted-leak suite (its kill-ratio test reads the results of the leak tests in its own process).
+XDIST_GROUPS = (("small_lake", lambda item: "small_lake" in getattr(item, "fixturenames", ())), ("leaks", lambda item: "tests/leaks/" in item.nodeid))
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for group, belongs in XDIST_GROUPS:
+            if belongs(item):
+                item.add_marker(pytest.mark.xdist_group(group))
+                break

@@ -206,12 +206,20 @@ def toe_env(s: Settings, lake: Lake, cal: TradingCalendar, anchors_by_day: dict[
             raise MissingInput(f"experience_tree (tree_id {TREE_ID}) for {d} is not materialised; the toe variants start from it")
         return read_tree(lake, TREE_ID, d, params)
 
-    @lru_cache(maxsize=8)
+    done: dict[str, tuple] = {}
+
     def states(d: str):
-        a = anchors_by_day.get(d)
-        ids, f_texts, skels = anchor_states(a, names) if a is not None else ([], [], [])
-        vecs = embed(skels, ev.embed_batch_size, ev.embed_max_seq_length) if skels else np.zeros((0, 384), np.float32)
-        return ids, f_texts, skels, vecs
+        """The anchors' states of day ``d``; on the first call, every day of the range at once (one
+        embedding call: fuller batches, the same vectors as day by day)."""
+        if not done:
+            per = {day: anchor_states(a, names) for day, a in sorted(anchors_by_day.items())}
+            texts = [t for _, _, skels in per.values() for t in skels]
+            vecs = embed(texts, ev.embed_batch_size, ev.embed_max_seq_length) if texts else np.zeros((0, 384), np.float32)
+            i = 0
+            for day, (ids, f_texts, skels) in per.items():
+                done[day] = (ids, f_texts, skels, vecs[i : i + len(skels)])
+                i += len(skels)
+        return done.get(d) or ([], [], [], np.zeros((0, 384), np.float32))
 
     def past_selections(d: str, v: Variant) -> pl.DataFrame:
         if not lake.exists("principle_selections", variant=v.name, date=d):

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.leaks.conftest import kill_ratio
+from tests.leaks.conftest import PROPERTY, kill_ratio
 from tests.leaks.plant import ENV, LEAKS, NULL, REPORT_ENV, catcher_sets
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,7 +74,7 @@ def _params():
 
 
 @pytest.mark.parametrize("name", _params())
-def test_planted_leak_is_caught(name, tmp_path, leak_results):
+def test_planted_leak_is_caught(name, tmp_path, leak_results, record_property):
     leak = LEAKS[name]
     t0 = time.monotonic()
     rc, out, rep = run_pytest(leak.catchers, name, tmp_path, SLOW_TIMEOUT_S if leak.slow else TIMEOUT_S)
@@ -99,6 +99,7 @@ def test_planted_leak_is_caught(name, tmp_path, leak_results):
         )
     caught = not why
     leak_results[name] = {"caught": caught, "by": first["nodeid"] if caught else None, "seconds": secs, "why": why}
+    record_property(PROPERTY, {"name": name, **leak_results[name]})  # for the summary in the controlling process (xdist)
     assert caught, f"{name}: {why}\n{leak.description}\ncatchers: {leak.catchers}\n--- output tail ---\n{out[-4000:]}"
 
 
