@@ -69,7 +69,7 @@ def build_definitions(settings: Settings | None = None, resource: FinragResource
         sensors=[
             build_matured_feedback_sensor(tuple(s.variants.families), interval_s=s.sensors.matured_feedback_interval_s),
             build_new_market_data_sensor(ingest, interval_s=s.sensors.new_market_data_interval_s),
-            build_decisions_after_ingest_sensor(ingest, daily),
+            build_decisions_after_ingest_sensor(ingest, daily, interval_s=s.sensors.decisions_after_ingest_interval_s),
         ],
         resources={"finrag": resource or FinragResource()},
     )

@@ -112,7 +112,7 @@ def run_range(
         # decision-day assets are partitioned from calendar.decision_start: move it back so the
         # requested days are partitions (the settings handed to the assets say the same)
         settings = settings.with_overrides(calendar={"decision_start": decision_start})
-    check_dates(settings, decision_start, end)  # before any run is created (`finrag demo` checks the source paths too)
+    check_dates(settings, None, end)  # before any run is created (`finrag demo` checks its range and the source paths too)
     hist_days = cal.sessions_in_range(history_start or settings.calendar.start, end)
     dec_days = cal.sessions_in_range(decision_start, end)
     own_resource = resource is None

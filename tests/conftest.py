@@ -69,6 +69,7 @@ from .s3_server import s3_env, s3_server  # noqa: E402, F401  (a local S3 server
 XDIST_GROUPS = (("small_lake", lambda item: "small_lake" in getattr(item, "fixturenames", ())), ("leaks", lambda item: "tests/leaks/" in item.nodeid))
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
         for group, belongs in XDIST_GROUPS:

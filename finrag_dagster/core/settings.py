@@ -229,6 +229,7 @@ class SensorSettings(_M):
 
     new_market_data_interval_s: int = 600
     matured_feedback_interval_s: int = 300
+    decisions_after_ingest_interval_s: int = 30  # how soon after an ingest run succeeds its decisions run is requested
 
 
 class ExecutionSettings(_M):

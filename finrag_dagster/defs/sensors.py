@@ -179,14 +179,16 @@ def decision_range(tags: dict, partition_key: str | None, first_decision_day: st
     return (a, b) if a <= b else None
 
 
-def build_decisions_after_ingest_sensor(ingest: dg.UnresolvedAssetJobDefinition, daily: dg.UnresolvedAssetJobDefinition) -> dg.SensorDefinition:
+def build_decisions_after_ingest_sensor(
+    ingest: dg.UnresolvedAssetJobDefinition, daily: dg.UnresolvedAssetJobDefinition, interval_s: int = 30
+) -> dg.SensorDefinition:
     @dg.run_status_sensor(
         name="decisions_after_ingest",
         run_status=dg.DagsterRunStatus.SUCCESS,
         monitored_jobs=[ingest],
         request_job=daily,
         default_status=dg.DefaultSensorStatus.RUNNING,
-        minimum_interval_seconds=30,
+        minimum_interval_seconds=interval_s,
         description="After each successful ingest run, runs the decision chain over the same decision days (one range run).",
     )
     def decisions_after_ingest(context: dg.RunStatusSensorContext, finrag: FinragResource):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.pipeline.world import build_world, files_settings
+from tests.pipeline.world import build_world, files_settings, short_settings
 
 pytestmark = pytest.mark.slow
 FINRAG = [sys.executable, "-m", "finrag_dagster.cli"]
@@ -26,7 +26,7 @@ def raw(tmp_path_factory):
 
 
 def _config(tmp: Path, raw: Path, **sources) -> Path:
-    s = files_settings(raw, tmp / "lake")
+    s = short_settings(raw, tmp / "lake", variants={"families": ["no_memory"]})  # what these runs need of the pipeline
     s = s.with_overrides(sources={**s.sources.model_dump(), **sources})
     p = tmp / "settings.json"
     p.write_text(s.model_dump_json())

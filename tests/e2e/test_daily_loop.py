@@ -38,7 +38,7 @@ from finrag_dagster.pipeline import run_range
 from finrag_dagster.sources.fnspid import NewsClock
 from finrag_dagster.sources.replay import Replayer, start_of
 from tests.instance import instance_yaml, pooled_instance
-from tests.pipeline.world import DECISION_START, build_world, files_settings
+from tests.pipeline.world import DECISION_START, build_world, short_settings
 
 pytestmark = [pytest.mark.slow]
 CAL = nyse()
@@ -156,11 +156,11 @@ def loop(tmp_path_factory):
     # the runs the daemon launches execute their steps in their run's process: what is under test is
     # when the sensors and the schedule request which partitions (the UI test runs a backfill under
     # the multiprocess executor)
-    settings = files_settings(
+    settings = short_settings(
         landing,
         root / "lake",
         variants={"families": FAMILIES},
-        sensors={"new_market_data_interval_s": 10, "matured_feedback_interval_s": 10},
+        sensors={"new_market_data_interval_s": 5, "matured_feedback_interval_s": 5, "decisions_after_ingest_interval_s": 5},
         execution={"job_executor": "in_process"},
     )
     home = root / "home"

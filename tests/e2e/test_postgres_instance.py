@@ -24,13 +24,15 @@ lake_dir = "{lake}"
 seed = 11
 n_tickers = 6
 n_sectors = 3
-start = 2017-11-01
+start = 2018-07-02
 end = 2019-03-29
 news_start = 2018-11-01
 [calendar]
-start = 2017-11-01
+start = 2018-07-02
 end = 2019-03-29
 decision_start = 2019-02-04
+[variants]
+families = ["no_memory", "source_memory"]
 [splits]
 train = [2019-01-01, 2019-01-31]
 validation = [2019-02-04, 2019-02-08]

@@ -9,6 +9,7 @@ reader cache's wall-clock latency apart), and the families' steps must really ha
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 
 import dagster as dg
 import pytest
@@ -17,7 +18,7 @@ from finrag_dagster.pipeline import run_range, stages
 from tests.instance import pooled_instance
 
 from .test_ray_engine import lake_files
-from .world import DECISION_START, files_settings
+from .world import DECISION_START, short_settings
 
 pytestmark = pytest.mark.slow
 
@@ -25,10 +26,10 @@ END_P = dt.date(2019, 2, 12)
 FAMILIES = ("no_memory", "source_memory", "shuffled_labels")
 
 
-def _run(s) -> tuple[dict[str, int], dict[str, tuple[float, float]]]:
-    """Materialise sources..loop; returns, per step of the loop's run, its process id and its
+def _run(s, stage_names=("loop",)) -> tuple[dict[str, int], dict[str, tuple[float, float]]]:
+    """Materialise ``stage_names``; returns, per step of the last run, its process id and its
     (start, end) time."""
-    only = [a for st in stages(s) if st.name in ("sources", "history", "decisions", "loop") for a in st.assets]
+    only = [a for st in stages(s) if st.name in stage_names for a in st.assets]
     with pooled_instance() as inst:
         results = run_range(s, end=END_P, decision_start=DECISION_START, instance=inst, only=only)
         loop_run = results[-1].run_id
@@ -40,7 +41,9 @@ def _run(s) -> tuple[dict[str, int], dict[str, tuple[float, float]]]:
 
 
 def test_two_processes_write_the_one_process_lake(world_raw, tmp_path):
-    base = files_settings(world_raw, tmp_path / "one", variants={"families": FAMILIES})
+    base = short_settings(world_raw, tmp_path / "one", variants={"families": FAMILIES})
+    _run(base, ("sources", "history", "decisions"))  # the loop's inputs, once; then the loop both ways
+    shutil.copytree(tmp_path / "one", tmp_path / "two")
     _, spans_one = _run(base.with_overrides(execution={"processes": 1}))
     pids, spans_two = _run(base.with_overrides(lake_dir=tmp_path / "two", execution={"processes": 2}))
     one, two = lake_files(tmp_path / "one"), lake_files(tmp_path / "two")

@@ -25,7 +25,7 @@ import pytest
 
 from finrag_dagster.pipeline import stages
 
-from .world import DECISION_START, files_settings, materialize
+from .world import DECISION_START, materialize, short_settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed")]
 
@@ -94,7 +94,7 @@ def lake_files(root: Path) -> dict[str, str]:
 
 
 def _settings(world_raw, lake: Path, **execution):
-    return files_settings(world_raw, lake, variants={"families": FAMILIES}, execution={"engine": "local", **execution})
+    return short_settings(world_raw, lake, variants={"families": FAMILIES}, execution={"engine": "local", **execution})
 
 
 def _run(s):

@@ -55,6 +55,19 @@ def files_settings(raw: Path, lake: Path, **sections) -> Settings:
     return s.with_overrides(**sections) if sections else s
 
 
+# A shorter look-back for tests that compare two runs of the same settings (engines, processes,
+# object storage, the UI's and the daily loop's runs against in-process ones): 147 sessions before
+# DECISION_START instead of 314, still enough for the labels' market model (min_obs 120 after the
+# 20-session gap), so memories learn and every stage writes what it writes in the longer world.
+SHORT_HISTORY_START = dt.date(2018, 7, 2)
+
+
+def short_settings(raw: Path, lake: Path, **sections) -> Settings:
+    """:func:`files_settings` with the history from :data:`SHORT_HISTORY_START`."""
+    cal = {"start": SHORT_HISTORY_START, "end": WORLD.end, "decision_start": DECISION_START, **sections.pop("calendar", {})}
+    return files_settings(raw, lake, calendar=cal, **sections)
+
+
 def copy_raw(raw: Path, dest: Path) -> Path:
     shutil.copytree(raw, dest)
     return dest

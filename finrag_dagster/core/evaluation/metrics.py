@@ -12,17 +12,19 @@ import math
 
 import numpy as np
 import polars as pl
-from scipy.stats import spearmanr
-from sklearn.metrics import f1_score
 
 from ..settings import HORIZON_KEYS
 
 
 def non_neutral_f1(y_true, y_pred) -> float:
+    from sklearn.metrics import f1_score  # here, not at import: every Dagster step process loads this module
+
     return float(f1_score(y_true, y_pred, labels=[1, -1], average="macro", zero_division=0))
 
 
 def macro_f1(y_true, y_pred) -> float:
+    from sklearn.metrics import f1_score
+
     return float(f1_score(y_true, y_pred, labels=[1, 0, -1], average="macro", zero_division=0))
 
 
@@ -47,6 +49,8 @@ def event_metrics(pred: pl.DataFrame) -> dict:
 
 def rank_ic(stock_day: pl.DataFrame, min_names: int = 3) -> float:
     """``stock_day``: date, ticker, horizon, signal, z. Mean over horizons of the mean daily Spearman."""
+    from scipy.stats import spearmanr
+
     per_h = []
     for h in HORIZON_KEYS:
         g = stock_day.filter(pl.col("horizon") == h).sort("date", "ticker")
