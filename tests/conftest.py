@@ -61,6 +61,7 @@ def fresh_ray():
     _reread_ray_auth()
 
 
+from .leaks.summary import pytest_runtest_logreport, pytest_terminal_summary  # noqa: E402, F401  (the kill ratio, printed wherever the leak suite ran)
 from .s3_server import s3_env, s3_server  # noqa: E402, F401  (a local S3 server for the object-store lake tests)
 
 # Under pytest-xdist (`make test` runs two workers), tests that share a built lake run on one
