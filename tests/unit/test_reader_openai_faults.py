@@ -350,4 +350,20 @@ def test_redact_secrets():
     assert r.count("[REDACTED]") == 5 and "Bearer [REDACTED]" in r and "x=1" in r
     assert redact_secrets("x%2By and x+y", ["x+y"]) == "[REDACTED] and [REDACTED]"  # URL-escaped form too
     assert redact_secrets("HTTP 500: upstream error", ["k"]) == "HTTP 500: upstream error"
+
+
+def test_redact_secrets_in_every_encoding_a_server_may_echo():
+    key = 'sk/Ab+c d"é'
+    echoes = [
+        '{"error": "bad key sk\\/Ab+c d\\"\\u00e9"}',  # JSON with / as \/ (PHP, some proxies)
+        '{"error": "bad key sk/Ab+c d\\"\\u00e9"}',  # JSON, ASCII only
+        '{"error": "bad key sk/Ab+c d\\"é"}',  # JSON, UTF-8 kept
+        "key=sk%2FAb%2Bc%20d%22%C3%A9",  # URL-quoted
+        "key=sk/Ab%2Bc%20d%22%C3%A9",  # URL-quoted, / kept
+        "q=sk%2FAb%2Bc+d%22%C3%A9",  # form-encoded
+        "".join(f"\\u{ord(c):04x}" for c in key),  # every character \uXXXX
+    ]
+    for echo in echoes:
+        out = redact_secrets(echo, [key])
+        assert "[REDACTED]" in out and "Ab" not in out, (echo, out)
     assert redact_secrets("", ["k"]) == ""

@@ -34,7 +34,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, quote_plus
 
 from .embedded import EmbeddedRules, EvidenceRules, ReaderInput, evidence_model_id, model_id, read, read_evidence
 from .prompt import Prompt
@@ -50,10 +50,29 @@ _SK = re.compile(r"\bsk-[A-Za-z0-9_\-]{4,}")
 _KV = re.compile(r"(?i)\b(api[_-]?key|access[_-]?token|x-api-key|secret|password)(\"?\s*[=:]\s*\"?)(?!\[REDACTED\])([^\s\"'&,;}\]]+)")
 
 
+def secret_forms(secret: str) -> set[str]:
+    """Every way a server may echo ``secret`` back: as is, URL-quoted (``/`` kept or quoted, ``+``
+    for spaces), JSON-escaped (with ``/`` as ``\\/`` too, as PHP and some proxies write it, and with
+    every character as ``\\uXXXX``)."""
+    js = json.dumps(secret)[1:-1]
+    return {
+        secret,
+        quote(secret, safe=""),
+        quote(secret),
+        quote_plus(secret, safe=""),
+        js,
+        js.replace("/", "\\/"),
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1].replace("/", "\\/"),
+        "".join(f"\\u{ord(c):04x}" for c in secret),
+        "".join(f"\\u{ord(c):04X}" for c in secret),
+    }
+
+
 def redact_secrets(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with every secret replaced by ``[REDACTED]``.
 
-    Replaced: each value in ``secrets`` (also URL- and JSON-escaped), ``Bearer <token>`` /
+    Replaced: each value in ``secrets`` in each form of :func:`secret_forms`, ``Bearer <token>`` /
     ``Basic <token>``, ``sk-…`` keys and ``api_key=…`` / ``"api_key": "…"``-style values. Call it on
     the whole text *before* truncating, so a cut cannot leave a key's prefix behind.
     """
@@ -62,7 +81,7 @@ def redact_secrets(text: str, secrets: Iterable[str] = ()) -> str:
     forms = set()
     for sec in secrets:
         if sec:
-            forms |= {sec, quote(sec, safe=""), json.dumps(sec)[1:-1]}
+            forms |= secret_forms(sec)
     for f in sorted(forms, key=len, reverse=True):
         text = text.replace(f, REDACTED)
     text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
