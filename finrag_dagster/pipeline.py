@@ -77,12 +77,14 @@ def _alive(pid: int) -> bool:
 
 
 def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
-    """Mark FAILED the in-process runs left STARTED by a `finrag` process that no longer exists
-    on this host (killed mid-way). Runs launched from the UI are watched by Dagster's run
+    """Mark FAILED the in-process runs left NOT_STARTED, STARTING or STARTED by a `finrag` process
+    that no longer exists on this host (killed mid-way, or before its run began). Runs launched from
+    the UI (no finrag process tag: queued ones are NOT_STARTED too) are watched by Dagster's run
     monitoring instead (on in the shipped dagster.yaml). Returns the run ids marked."""
     host = socket.gethostname()
     marked = []
-    for run in instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING])):
+    statuses = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
+    for run in instance.get_runs(dg.RunsFilter(statuses=statuses)):
         pid, h = run.tags.get(PID_TAG), run.tags.get(HOST_TAG)
         if pid is None or h != host or _alive(int(pid)):
             continue

@@ -1,8 +1,9 @@
-"""A run whose process was killed mid-way does not stay STARTED forever: the next `finrag demo`
-marks it FAILED (runs launched from the UI are watched by Dagster's run monitoring)."""
+"""A run whose process was killed mid-way (or before its run started) does not stay STARTED (or
+NOT_STARTED) forever: the next `finrag demo` marks it FAILED (runs launched from the UI are watched by Dagster's run monitoring)."""
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -12,7 +13,7 @@ from pathlib import Path
 import dagster as dg
 import yaml
 
-from finrag_dagster.pipeline import fail_orphaned_runs
+from finrag_dagster.pipeline import HOST_TAG, PID_TAG, fail_orphaned_runs
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -59,6 +60,31 @@ def test_a_killed_run_is_marked_failed_and_a_live_one_is_not(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_run_whose_process_died_before_it_started_is_marked_failed():
+    """A `finrag demo` killed after creating its run but before RUN_START leaves it NOT_STARTED:
+    failed by the next demo when its process is gone; a live process's run and a run without a
+    finrag process tag (queued from the UI) are left alone."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait(timeout=60)
+    host = {HOST_TAG: socket.gethostname()}
+    with dg.DagsterInstance.ephemeral() as inst:
+        runs = {
+            "dead": dg.DagsterRun(job_name="__ASSET_JOB", tags={PID_TAG: str(dead.pid), **host}),
+            "alive": dg.DagsterRun(job_name="__ASSET_JOB", tags={PID_TAG: str(os.getpid()), **host}),
+            "queued from the UI": dg.DagsterRun(job_name="__ASSET_JOB"),
+        }
+        for run in runs.values():
+            inst.add_run(run)
+            assert inst.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.NOT_STARTED
+        assert fail_orphaned_runs(inst) == [runs["dead"].run_id]
+        status = {name: inst.get_run_by_id(run.run_id).status for name, run in runs.items()}
+        assert status == {
+            "dead": dg.DagsterRunStatus.FAILURE,
+            "alive": dg.DagsterRunStatus.NOT_STARTED,
+            "queued from the UI": dg.DagsterRunStatus.NOT_STARTED,
+        }
 
 
 def test_the_shipped_instance_turns_run_monitoring_on():
