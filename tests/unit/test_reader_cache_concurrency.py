@@ -50,3 +50,29 @@ def test_concurrent_processes_lose_no_entry(tmp_path):
         assert p.exitcode == 0
     keys = Lake(root).read("reader_cache", dates=[DAY])["key"].to_list()
     assert sorted(keys) == sorted(f"p{w}-{i}" for w in range(3) for i in range(25))
+
+
+def test_a_cache_reads_its_day_under_the_writers_lock(tmp_path):
+    """Another process's flush replaces the day's file while this one may be reading it (a read
+    that opens the file twice, footer then data, mixed two files: "Couldn't deserialize thrift" in
+    a two-process demo). So a cache loads its day only while no writer holds the lock."""
+    import threading
+
+    from finrag_dagster.core.reader.cache import _cache_lock
+
+    lake = Lake(tmp_path / "lake")
+    first = PromptCache(lake, DAY)
+    _put(first, "k")
+    first.flush()
+    loaded = threading.Event()
+
+    def load() -> None:
+        assert PromptCache(lake, DAY).get("k") is not None
+        loaded.set()
+
+    with _cache_lock(lake):  # a writer mid-flush
+        t = threading.Thread(target=load)
+        t.start()
+        assert not loaded.wait(0.5), "the cache read its day while a writer held the lock"
+    assert loaded.wait(30), "the cache never loaded once the writer was done"
+    t.join(30)

@@ -50,7 +50,10 @@ class PromptCache:
         if store is not None and day in store:
             self._rows: dict[str, dict] = store[day]
         else:
-            df = lake.read("reader_cache", dates=[day]).drop("date") if lake.exists("reader_cache", date=day) else None
+            # under the writers' lock: a flush of another process replaces the file (atomically), and a
+            # read that opens it twice (its footer, then its data) would otherwise mix the two files
+            with _cache_lock(lake):
+                df = lake.read("reader_cache", dates=[day]).drop("date") if lake.exists("reader_cache", date=day) else None
             self._rows = {r["key"]: r for r in df.iter_rows(named=True)} if df is not None else {}
             if store is not None:
                 store[day] = self._rows
