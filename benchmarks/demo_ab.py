@@ -5,7 +5,8 @@
 
 The baseline is any git revision of this repository: it is checked out into a temporary worktree
 and run with this checkout's virtualenv, each tree with its own shipped Dagster instance settings
-(``.dagster_home/dagster.yaml``, copied into a fresh DAGSTER_HOME) and into its own fresh lake. The
+(``.dagster_home/dagster.yaml``, copied into a fresh DAGSTER_HOME), with its own version of the
+settings file when it is one of the repository's (``configs/demo.toml``), into its own fresh lake. The
 two run one after the other (alternating when ``--repeat`` > 1), so a machine that is slower for a
 while slows both. Printed per stage: wall seconds (from the demo's own stage table), and for the whole
 run the CPU seconds of the demo and of every process it started; the ratio is baseline / current.
@@ -45,6 +46,8 @@ def run_demo(tree: Path, work: Path, config: Path, end: str | None) -> dict:
         "TRANSFORMERS_OFFLINE": "1",
         "TOKENIZERS_PARALLELISM": "false",
     }
+    if config.is_relative_to(ROOT):  # a settings file of the repository: each tree runs its own version of it
+        config = tree / config.relative_to(ROOT)
     cmd = [sys.executable, "-m", "finrag_dagster.cli", "demo", "--config", str(config), "--lake", str(work / "lake")]
     if end:
         cmd += ["--end", end]
