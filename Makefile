@@ -18,7 +18,7 @@ TEST_WORKERS ?= 2
 help:
 	@echo "make demo   - install (first time), build the synthetic world, run every asset, print a summary"
 	@echo "make test   - install the test extras (first time), lint (ruff check, ruff format --check) and run the whole suite"
-	@echo "make test-fast - the unit tier without its slow tests (about 2 minutes): what to run while working"
+	@echo "make test-fast - the unit tier without its slow tests (under 2 minutes): what to run while working"
 	@echo "make dev    - Dagster UI on http://127.0.0.1:3000 over the same lake and instance"
 	@echo "make check-wheel - build the wheel, install it in a fresh venv, validate and run a short demo outside the checkout"
 
@@ -58,7 +58,7 @@ test: $(TEST_STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
-# the unit tier without its slow tests: what a developer runs while working (about 2 minutes)
+# the unit tier without its slow tests: what a developer runs while working (under 2 minutes)
 test-fast: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) tests/unit -m "not slow"
 
