@@ -46,6 +46,11 @@ R_NO_TIME = "no acceptance time"
 R_OUT_OF_CALENDAR = "public time outside the trading calendar"
 R_UNEQUAL_ARRAYS = "submissions JSON arrays of unequal length"
 R_CORRUPT = "unreadable filing file"
+R_ACCEPTANCE_VS_FILED = "acceptance time inconsistent with the filing date"
+# EDGAR dates a filing accepted after 17:30 New York time (or on a holiday) on the next business
+# day, so the acceptance's New York date is the filing date or a few calendar days before it (a
+# Friday evening before a Monday holiday: 4); anything else is a source that contradicts itself.
+ACCEPTANCE_BEFORE_FILED_MAX_DAYS = 4
 DEFAULT_FYE = "1231"
 FYE_SLACK_DAYS = 14  # 52/53-week fiscal years end up to a week either side of the nominal day
 
@@ -843,12 +848,29 @@ def _merge_groups(groups: dict[str, list[FilingRecord]], by_cik, universe_set, c
         times = [(r.accepted_ns, r.source) for r in g if r.accepted_ns is not None]
         public = max(t for t, _ in times) if times else None
         ticker = _pick_ticker(cik, [r.ticker for r in g], by_cik, universe_set)
-        reason = _merge_reason(form, ticker, public, cal)
+        reason = _merge_reason(form, ticker, public, cal) or _acceptance_vs_filed(g)
         if reason:
             q_rows.append(_merge_quarantine_row(acc, g, form, cik, public, reason))
             continue
         merged.append(_merged_filing(acc, g, form, cik, ticker, times, public))
     return merged
+
+
+def _acceptance_vs_filed(g: list[FilingRecord]) -> str | None:
+    """The cross-check of each record's acceptance time against its own filing date: the acceptance's
+    New York date must lie in [filing date - ACCEPTANCE_BEFORE_FILED_MAX_DAYS, filing date]."""
+    for r in g:
+        if r.accepted_ns is None or r.filed_date is None:
+            continue
+        ny = pd.Timestamp(r.accepted_ns, tz="UTC").tz_convert("America/New_York").date()
+        lag = (r.filed_date - ny).days
+        if not 0 <= lag <= ACCEPTANCE_BEFORE_FILED_MAX_DAYS:
+            where = "after" if lag < 0 else "before"
+            return (
+                f"{R_ACCEPTANCE_VS_FILED}: accepted {ny} (New York), {abs(lag)} days {where} its filing date "
+                f"{r.filed_date} in {r.source_file} (allowed: the filing date or up to {ACCEPTANCE_BEFORE_FILED_MAX_DAYS} days before)"
+            )
+    return None
 
 
 def _merge_reason(form: str, ticker: str | None, public: int | None, cal) -> str | None:

@@ -339,6 +339,12 @@ def _edgar_filing_date(p: Patcher) -> None:
     p.replace(edgar, "_accepted_frame", _accepted_frame)
 
 
+def _edgar_acceptance_unchecked(p: Patcher) -> None:
+    from finrag_dagster.sources import edgar
+
+    p.replace(edgar, "_acceptance_vs_filed", lambda g: None)  # an acceptance a month before its filing date is believed
+
+
 def _after_close_same_day(p: Patcher) -> None:
     from finrag_dagster.core.calendar import TradingCalendar
 
@@ -571,6 +577,11 @@ LEAKS: dict[str, Leak] = {
         _edgar_filing_date,
         [U + "test_loaders_edgar.py::test_latest_acceptance_time_wins"],
         "sources/edgar.py: a filing's public_time is its filing date at 00:00 UTC instead of the acceptance datetime",
+    ),
+    "edgar_acceptance_contradicts_filing_date": Leak(
+        _edgar_acceptance_unchecked,
+        [U + "test_edgar_trust.py::test_an_acceptance_time_that_contradicts_its_filing_date_is_quarantined"],
+        "sources/edgar.py _merge_groups: an acceptance time weeks before (or after) the record's own filing date is taken as the public time",
     ),
     "after_close_news_decided_same_day": Leak(
         _after_close_same_day,

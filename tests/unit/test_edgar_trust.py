@@ -49,17 +49,45 @@ def test_company_name_as_it_was_at_filing_time(tmp_path):
     rec = doc["filings"]["recent"]
     # move one 10-Q back to 2018, when the registrant's conformed name was APPLE INC (formerNames)
     i = rec["accessionNumber"].index("0000320193-23-000077")
-    rec["acceptanceDateTime"][i] = "2018-08-01T20:30:00.000Z"
+    rec["acceptanceDateTime"][i], rec["filingDate"][i] = "2018-08-01T20:30:00.000Z", "2018-08-01"
     f = tmp_path / "CIK0000320193.json"
     f.write_text(json.dumps(doc))
     got = {r["accession"]: r["company"] for r in load_filings([f], [], UNIVERSE).accepted.iter_rows(named=True)}
     assert got["0000320193-23-000077"] == "APPLE INC"
     assert got["0000320193-23-000064"] == "Apple Inc."  # after the last former name ended: today's name
     # the SGML header's COMPANY CONFORMED NAME is the name at filing time and wins over the JSON's
-    rec["acceptanceDateTime"][rec["accessionNumber"].index("0000320193-23-000064")] = "2018-08-01T20:30:00.000Z"
+    j = rec["accessionNumber"].index("0000320193-23-000064")
+    rec["acceptanceDateTime"][j], rec["filingDate"][j] = "2018-08-01T20:30:00.000Z", "2018-08-01"
     f.write_text(json.dumps(doc))
     assert {r["accession"]: r["company"] for r in load_filings([f], [], UNIVERSE).accepted.iter_rows(named=True)}[
         "0000320193-23-000064"
     ] == "APPLE INC"
     hdr = load_filings([f, SGML], [], UNIVERSE).accepted
     assert dict(zip(hdr["accession"], hdr["company"]))["0000320193-23-000064"] == "Apple Inc."
+
+
+def test_an_acceptance_time_that_contradicts_its_filing_date_is_quarantined(tmp_path):
+    """EDGAR dates a filing accepted after 17:30 New York time on the next business day, so the
+    acceptance's New York date is the filing date or a few days before it. A month before (it would
+    decide the filing a month early) or a day after is a source contradicting itself."""
+    doc = json.loads(GOOD_JSON.read_text())
+    rec = doc["filings"]["recent"]
+    idx = {a: rec["accessionNumber"].index(a) for a in ("0000320193-24-000120", "0000320193-23-000064", "0000320193-23-000077")}
+    rec["acceptanceDateTime"][idx["0000320193-24-000120"]] = "2024-09-30T20:30:25.000Z"  # a month early
+    rec["filingDate"][idx["0000320193-24-000120"]] = "2024-10-31"
+    rec["acceptanceDateTime"][idx["0000320193-23-000064"]] = "2023-05-06T15:00:00.000Z"  # two days after
+    rec["filingDate"][idx["0000320193-23-000064"]] = "2023-05-04"
+    rec["acceptanceDateTime"][idx["0000320193-23-000077"]] = "2023-07-28T22:10:00.000Z"  # Friday 18:10 New York
+    rec["filingDate"][idx["0000320193-23-000077"]] = "2023-07-31"  # dated the next Monday: allowed
+    f = tmp_path / "CIK0000320193.json"
+    f.write_text(json.dumps(doc))
+    res = load_filings([f], [], UNIVERSE)
+    accepted = set(res.accepted["accession"])
+    assert "0000320193-24-000120" not in accepted, "a filing accepted a month before its own filing date was given that time"
+    assert "0000320193-23-000064" not in accepted, "a filing accepted after its own filing date was given that time"
+    reasons = {json.loads(raw)["accession"]: why for raw, why in res.quarantine.select("raw", "reason").iter_rows()}
+    assert reasons.get("0000320193-24-000120", "").startswith(edgar.R_ACCEPTANCE_VS_FILED)
+    assert "31 days before its filing date 2024-10-31" in reasons["0000320193-24-000120"]
+    assert "2 days after its filing date 2023-05-04" in reasons.get("0000320193-23-000064", "")
+    assert "0000320193-23-000077" in accepted
+    assert res.rows_in == res.accepted.height + res.quarantine.height

@@ -235,6 +235,7 @@ def test_filing_waits_for_the_later_acceptance_time(raw, tmp_path):
     header_t = _ts(block["acceptanceDateTime"][i])
     later = header_t + pd.Timedelta(hours=30)  # the JSON says a day later: a different decision day
     block["acceptanceDateTime"][i] = later.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    block["filingDate"][i] = later.tz_convert("America/New_York").strftime("%Y-%m-%d")  # consistent with its own date
     js.write_text(json.dumps(doc))
     full = _loaded(src)
     assert _upto(full[2].accepted, "public_time", later).filter(pl.col("accession") == acc)["public_time"][0] == later
