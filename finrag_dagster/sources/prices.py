@@ -21,10 +21,12 @@ Inputs that lie
 ---------------
 Nothing is repaired silently. A file that cannot be parsed (an unterminated quote, a ragged row, a
 corrupt parquet) is a :class:`SourceError` naming the file (and the line, for CSV). A row is
-quarantined when a price cell is not a number, when ``adj_close`` is missing or non-positive, when
-``close`` is non-positive, or NaN in a source that otherwise gives closes (a source with no closes at
+quarantined when a price cell is not a number (``1,234.5`` included: a comma is never guessed to be
+a thousands separator), when a price or the volume is infinite, when ``adj_close`` is missing or
+non-positive, when ``close`` is non-positive, or NaN in a source that otherwise gives closes (a source with no closes at
 all, such as an auto-adjusted yfinance download stored with ``close`` null, is read as "close not
-provided"), when ``high < low``, or when ``open``/``close`` lies outside ``[low, high]`` by more than
+provided"), when ``open``, ``high`` or ``low`` is non-positive, when the volume is negative, when
+``high < low``, or when ``open``/``close`` lies outside ``[low, high]`` by more than
 ``ohlc_tolerance``. Kept rows that look suspect are reported in ``LoadResult.flags``:
 ``large_move`` (a daily ``adj_close`` move beyond ``max_abs_move``; adjusted closes already net out
 splits and dividends, so neither explains it) and ``missing_session`` (an XNYS session with no bar
@@ -66,6 +68,9 @@ R_BAD_CLOSE = "non-positive or NaN close with a valid adj_close"
 R_HIGH_LOW = "high below low"
 R_OUTSIDE_RANGE = "open or close outside [low, high]"
 R_DUPLICATE = "duplicate (ticker, date)"
+R_NON_FINITE = "infinite price"
+R_NONPOSITIVE_OHL = "non-positive open, high or low"
+R_NEGATIVE_VOLUME = "negative volume"
 F_LARGE_MOVE = "large_move"
 F_MISSING_SESSION = "missing_session"
 # cells that mean "no value" rather than a number that failed to parse
@@ -83,7 +88,7 @@ def _num(values: list) -> tuple[list[float | None], list[str | None]]:
             continue
         text = str(v).strip()
         try:
-            out.append(float(text.replace(",", "")))
+            out.append(float(text))  # "1,234.5" is not read as 1234.5: a comma may be a decimal one
             bad.append(None)
         except ValueError:
             out.append(None)
@@ -376,10 +381,16 @@ def _reason(universe: list[str], ohlc_tolerance: float) -> pl.Expr:
         .then(pl.lit(R_NOT_SESSION))
         .when(pl.col("bad_number").is_not_null())
         .then(pl.lit(R_BAD_NUMBER + ": ") + pl.col("bad_number"))
+        .when(pl.any_horizontal(pl.col(c).is_infinite() for c in ("open", "high", "low", "close", "adj_close", "volume")).fill_null(False))
+        .then(pl.lit(R_NON_FINITE))
         .when(adj.is_null() | adj.is_nan() | (adj <= 0))
         .then(pl.lit(R_BAD_ADJ))
         .when(bad_close)
         .then(pl.lit(R_BAD_CLOSE))
+        .when(pl.any_horizontal(c <= 0 for c in (op, hi, lo)).fill_null(False))
+        .then(pl.lit(R_NONPOSITIVE_OHL))
+        .when((pl.col("volume") < 0).fill_null(False))
+        .then(pl.lit(R_NEGATIVE_VOLUME))
         .when(high_low)
         .then(pl.lit(R_HIGH_LOW))
         .when(outside)

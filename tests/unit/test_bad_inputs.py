@@ -144,6 +144,20 @@ CASES = [
         quarantined=(("aapl.csv", 1, prices.R_BAD_NUMBER + ": close='#N/A'"), ("aapl.csv", 3, prices.R_BAD_NUMBER + ": volume='1O9578200'")),
         flagged=(("AAPL", "2021-01-05", GAP), ("AAPL", "2021-01-07", GAP)),
     ),
+    # values no market prints: an infinite close, a negative low or volume, a thousands separator
+    Case(
+        "price_impossible_values",
+        "prices",
+        (P + "impossible_values/aapl.csv",),
+        quarantined=(
+            ("aapl.csv", 1, prices.R_NON_FINITE),
+            ("aapl.csv", 2, prices.R_NONPOSITIVE_OHL),
+            ("aapl.csv", 3, prices.R_NEGATIVE_VOLUME),
+            ("aapl.csv", 4, prices.R_BAD_NUMBER + ": volume='105,158,200'"),
+        ),
+        flagged=(("AAPL", "2021-01-05", GAP), ("AAPL", "2021-01-06", GAP), ("AAPL", "2021-01-07", GAP), ("AAPL", "2021-01-08", GAP)),
+        kept=(("AAPL", "2021-01-04"), ("AAPL", "2021-01-11")),
+    ),
     # a blank line is a record without a date: quarantined, so rows stay one-to-one with records
     Case(
         "price_blank_line", "prices", (P + "blank_line/aapl.csv",), quarantined=(("aapl.csv", 2, prices.R_BAD_DATE),), kept=(("AAPL", "2021-01-06"),)
