@@ -67,7 +67,14 @@ from .s3_server import s3_env, s3_server  # noqa: E402, F401  (a local S3 server
 # Under pytest-xdist (`make test` runs two workers), tests that share a built lake run on one
 # worker, so the lake is built once: every test using the session fixture `small_lake`, and the
 # planted-leak suite (its kill-ratio test reads the results of the leak tests in its own process).
-XDIST_GROUPS = (("small_lake", lambda item: "small_lake" in getattr(item, "fixturenames", ())), ("leaks", lambda item: "tests/leaks/" in item.nodeid))
+# The Ray tests too: each starts its own local Ray and checks that no raylet is left afterwards,
+# which only holds when no other Ray test runs beside it.
+RAY_TESTS = ("tests/pipeline/test_ray_engine.py", "tests/unit/test_engine.py")
+XDIST_GROUPS = (
+    ("small_lake", lambda item: "small_lake" in getattr(item, "fixturenames", ())),
+    ("leaks", lambda item: "tests/leaks/" in item.nodeid),
+    ("ray", lambda item: item.nodeid.startswith(RAY_TESTS)),
+)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
