@@ -70,6 +70,7 @@ class SourceSettings(_M):
     # Price checks: a daily adj_close move beyond this fraction is flagged (kept); open/close may
     # lie this relative fraction outside [low, high] before the bar is quarantined.
     price_max_abs_move: float = 0.5
+    price_max_basis_jump: float = 0.1  # |change of adj_close/close| from one bar to the next, flagged beyond
     price_ohlc_tolerance: float = 1e-3
 
 

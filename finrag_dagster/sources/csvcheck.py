@@ -11,6 +11,8 @@ import csv
 import io
 from pathlib import Path
 
+import numpy as np
+
 CHUNK_BYTES = 1 << 24  # 16 MiB
 NEWLINE = b"\n"
 
@@ -26,6 +28,17 @@ def _chunks(path: Path, limit_bytes: int | None = None):
             if left is not None:
                 left -= len(b)
             yield b
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def gzip_named_csv(path: Path) -> str | None:
+    """The error for a gzip-compressed file whose name ends in ``.csv`` (None when it is not one)."""
+    with open(path, "rb") as fh:
+        if fh.read(2) != GZIP_MAGIC:
+            return None
+    return f"{path.name}: gzip-compressed data in a file named .csv: rename it to {path.name}.gz (read as compressed CSV) or decompress it"
 
 
 def is_utf8(path: Path) -> bool:
@@ -97,3 +110,153 @@ def _first_bad_record(text) -> str | None:
                 msg = "a quoted field is never closed (unterminated quote)"
             return f"line {start}: {msg}"
         start = reader.line_num + 1
+
+
+# ---------------------------------------------------------------------------- records, by bytes
+# The largest record a loader reads (its bytes, quoted newlines included). A longer record is not
+# read: news quarantines it with its size, a price file is an error. FNSPID's longest article is a
+# few hundred KB; a daily bar is under 200 bytes.
+MAX_NEWS_RECORD_BYTES = 8 << 20  # 8 MiB
+MAX_PRICE_RECORD_BYTES = 64 << 10  # 64 KiB
+MAX_RAGGED = 100_000  # more records unlike the header than this: the file is not that CSV
+SCAN_CHUNK = 1 << 22  # 4 MiB
+
+csv.field_size_limit(max(csv.field_size_limit(), MAX_NEWS_RECORD_BYTES))  # a field may be as long as a record
+
+
+class Records:
+    """What :func:`scan_records` found: the header's field count, the number of records (header and
+    blank records included), and the records (by index, 0 = header) that are ragged (a field count
+    unlike the header's; blank records are not) or longer than the limit (their start byte and length)."""
+
+    def __init__(self, header_fields: int, count: int, ragged: dict[int, int], oversized: dict[int, tuple[int, int]]):
+        self.header_fields = header_fields
+        self.count = count
+        self.ragged = ragged
+        self.oversized = oversized
+
+
+def scan_records(path: Path, max_record_bytes: int) -> Records:
+    """Record boundaries and field counts of a CSV from its bytes (RFC 4180: a newline or comma
+    inside double quotes belongs to the field), in chunks of :data:`SCAN_CHUNK` bytes with numpy, so
+    memory stays bounded by the chunk whatever a record's size.
+
+    Raises
+    ------
+    SourceError
+        The header record is longer than ``max_record_bytes`` (a file without line breaks, or with
+        old Mac ``\\r`` line ends), or more than :data:`MAX_RAGGED` records are ragged.
+    """
+    from .base import SourceError
+
+    st = _ScanState()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(SCAN_CHUNK):
+            st.feed(np.frombuffer(chunk, dtype=np.uint8), max_record_bytes, path)
+    st.finish(path.stat().st_size, max_record_bytes, path)
+    if st.count == 0:
+        raise SourceError(f"{path.name}: empty file (no header line)")
+    return Records(st.header_fields or 0, st.count, st.ragged, st.oversized)
+
+
+class _ScanState:
+    """Carries the quote parity and the open record across chunks for :func:`scan_records`."""
+
+    def __init__(self) -> None:
+        self.parity = 0  # quotes seen so far, mod 2 (1: inside a quoted field)
+        self.start = 0  # byte where the open record starts
+        self.commas = 0  # commas outside quotes in the open record so far
+        self.base = 0  # byte offset of the current chunk
+        self.prev = 0  # the byte before the current chunk
+        self.count = 0  # records closed so far
+        self.header_fields: int | None = None
+        self.ragged: dict[int, int] = {}
+        self.oversized: dict[int, tuple[int, int]] = {}
+
+    def feed(self, b: np.ndarray, limit: int, path: Path) -> None:
+        quotes = np.cumsum(b == 34, dtype=np.int64)
+        outside = ((quotes + self.parity) & 1) == 0
+        nl = np.flatnonzero((b == 10) & outside)
+        cm = np.flatnonzero((b == 44) & outside)
+        if nl.size:
+            ends = nl + self.base
+            starts = np.concatenate(([self.start], ends[:-1] + 1))
+            k = np.searchsorted(cm, nl)
+            fields = np.diff(np.concatenate(([0], k))) + 1
+            fields[0] += self.commas
+            lengths = ends - starts + 1
+            before = np.where(nl > 0, b[np.maximum(nl - 1, 0)], self.prev)
+            content = lengths - 1 - ((before == 13) & (lengths >= 2))
+            self._close(fields, lengths, starts, content == 0, limit, path)
+            self.start = int(ends[-1]) + 1
+            self.commas = int(cm.size - k[-1])
+        else:
+            self.commas += int(cm.size)
+        self.parity = int((self.parity + int(quotes[-1])) & 1)
+        self.base += int(b.size)
+        self.prev = int(b[-1])
+        if self.count == 0 and self.base - self.start > limit:
+            self._header_too_long(limit, path)
+
+    def finish(self, size: int, limit: int, path: Path) -> None:
+        if self.start < size:  # a last record without a line break
+            length = size - self.start
+            blank = length == 1 and self.prev == 13
+            self._close(np.array([self.commas + 1]), np.array([length]), np.array([self.start]), np.array([blank]), limit, path)
+
+    def _close(self, fields, lengths, starts, blank, limit: int, path: Path) -> None:
+        from .base import SourceError
+
+        first = self.count
+        if first == 0:
+            if lengths[0] > limit:
+                self._header_too_long(limit, path)
+            self.header_fields = int(fields[0])
+        idx = np.arange(first, first + fields.size)
+        data = idx > 0
+        big = data & (lengths > limit)
+        odd = data & ~big & ~blank & (fields != self.header_fields)
+        for i in np.flatnonzero(big):
+            self.oversized[int(idx[i])] = (int(starts[i]), int(lengths[i]))
+        for i in np.flatnonzero(odd):
+            self.ragged[int(idx[i])] = int(fields[i])
+        if len(self.ragged) > MAX_RAGGED:
+            raise SourceError(
+                f"{path.name}: more than {MAX_RAGGED:,} records have a field count unlike the header's "
+                f"({self.header_fields}): not a comma-separated file with this header (another delimiter?)"
+            )
+        self.count += int(fields.size)
+
+    def _header_too_long(self, limit: int, path: Path):
+        from .base import SourceError
+
+        raise SourceError(
+            f"{path.name}: no line break within the first {limit:,} bytes, so no header line: "
+            "a file without line breaks (or with old Mac \\r line ends) cannot be read as CSV; "
+            "convert its line ends to \\n"
+        )
+
+
+def blank_records(path: Path, records: Records, out: Path) -> None:
+    """Copy ``path`` to ``out`` with each oversized record replaced by an empty record of the
+    header's width (so row numbers stay those of the source), streaming in :data:`SCAN_CHUNK` bytes."""
+    empty = b"," * (records.header_fields - 1) + b"\n"
+    with open(path, "rb") as src, open(out, "wb") as dst:
+        pos = 0
+        for _, (start, length) in sorted(records.oversized.items(), key=lambda kv: kv[1][0]):
+            _copy_span(src, dst, pos, start)
+            dst.write(empty)
+            pos = start + length
+        _copy_span(src, dst, pos, None)
+
+
+def _copy_span(src, dst, start: int, stop: int | None) -> None:
+    src.seek(start)
+    left = None if stop is None else stop - start
+    while left is None or left > 0:
+        b = src.read(SCAN_CHUNK if left is None else min(SCAN_CHUNK, left))
+        if not b:
+            return
+        dst.write(b)
+        if left is not None:
+            left -= len(b)

@@ -49,7 +49,7 @@ from .base import (
     empty_flags,
     stable_id,
 )
-from .csvcheck import csv_problem, is_utf8
+from .csvcheck import csv_problem, gzip_named_csv, is_utf8
 
 FNSPID_COLUMNS = (
     "Date",
@@ -77,8 +77,13 @@ R_OUT_OF_CALENDAR = "public time outside the trading calendar"
 R_AFTER_END = "decision day after the calendar's end (calendar.end)"
 F_REPAIRED = "non-UTF-8 bytes replaced by U+FFFD"
 R_DUPLICATE = "duplicate of an earlier row (same ticker, url, source_time)"
+R_BEFORE_START = "decision day before the calendar's start (calendar.start)"
+R_RAGGED = "ragged row"  # followed by ": 3 fields where the header has 11"
+R_OVERSIZED = "record over the size limit, not read"  # followed by ": 209,715,200 bytes (limit 8,388,608)"
+F_NAIVE_TIME = "naive_time"
 
 _TZ_SUFFIX = re.compile(r"\s*(?:UTC|GMT|Z)$", re.IGNORECASE)
+_NO_OFFSET = re.compile(r"^(?:\.\d+)?\s*$")  # what follows a wall time that gives no offset
 _WALL = re.compile(r"^\s*(\d{4}-\d{2}-\d{2})(?:[ T](\d{1,2}):(\d{2})(?::(\d{2}))?)?")
 _DAY_NS = 86_400 * 10**9
 _SEC_NS = 10**9
@@ -149,12 +154,16 @@ def news_source(path: Path) -> tuple[pl.LazyFrame, dict[str, str], bool]:
     repaired = False
     try:
         if name.endswith(".csv"):
+            problem = gzip_named_csv(path)
+            if problem:
+                raise SourceError(problem)
             problem = csv_problem(path)
             if problem:
                 raise SourceError(f"{path.name}: not a well-formed CSV: the record starting at {problem}")
             repaired = not is_utf8(path)
             head = pl.read_csv(path, infer_schema=False, encoding="utf8-lossy", n_rows=0)
-            lf = pl.scan_csv(path, infer_schema=False, encoding="utf8-lossy")
+            # a ragged record is read as far as the header goes: the loader quarantines it by its row
+            lf = pl.scan_csv(path, infer_schema=False, encoding="utf8-lossy", truncate_ragged_lines=True)
         elif name.endswith(".csv.gz"):  # compressed: read whole (decompress a big file to stream it)
             lf = pl.read_csv(path, infer_schema=False, encoding="utf8-lossy").lazy()
             head = lf.head(0).collect()
@@ -203,15 +212,17 @@ def normalize_news(df: pl.DataFrame, cols: dict[str, str], source_file: str, rep
         date_text = d.dt.to_string("%Y-%m-%d %H:%M:%S%z")
         wall_day = d.dt.date()
         wall_sec = d.dt.hour().cast(pl.Int32) * 3600 + d.dt.minute().cast(pl.Int32) * 60 + d.dt.second().cast(pl.Int32)
+        naive = pl.Series([tz is None] * n, dtype=pl.Boolean)
     elif date.dtype == pl.Date:
         ts_ns = date.cast(pl.Datetime("ns")).dt.epoch("ns")
         date_text = date.cast(pl.Utf8)
         wall_day, wall_sec = date, pl.Series([0] * n, dtype=pl.Int32)
+        naive = pl.Series([False] * n, dtype=pl.Boolean)
     else:
         date_text = date.cast(pl.Utf8)
         raw_ns = parse_news_times(date_text.to_list())
         ts_ns = pl.Series(np.where(raw_ns == np.iinfo(np.int64).min, None, raw_ns).tolist(), dtype=pl.Int64)
-        wall_day, wall_sec = _wall_clock(date_text.to_list())
+        wall_day, wall_sec, naive = _wall_clock(date_text.to_list())
 
     def text(c: str) -> pl.Series:
         if c not in cols:
@@ -228,6 +239,7 @@ def normalize_news(df: pl.DataFrame, cols: dict[str, str], source_file: str, rep
             ts_ns.alias("ts_ns").cast(pl.Int64),
             wall_day.alias("wall_day").cast(pl.Date),
             wall_sec.alias("wall_sec").cast(pl.Int32),
+            naive.alias("naive").cast(pl.Boolean),
             date_text.fill_null("").alias("Date"),
             flag("date_has_time").alias("has_time"),
             flag("title_from_url_slug").fill_null(False).alias("slug_title"),
@@ -245,24 +257,28 @@ def _repaired_expr(file_repaired: bool) -> pl.Expr:
     return pl.any_horizontal([pl.col(c).str.contains("\ufffd", literal=True) for c in FNSPID_COLUMNS])
 
 
-def _wall_clock(values: list[str | None]) -> tuple[pl.Series, pl.Series]:
-    """The date and seconds since midnight as written in each stamp (its own offset's wall clock)."""
-    days, secs = [], []
+def _wall_clock(values: list[str | None]) -> tuple[pl.Series, pl.Series, pl.Series]:
+    """The date and seconds since midnight as written in each stamp (its own offset's wall clock),
+    and whether a stamp with a time of day gives no UTC offset (naive)."""
+    days, secs, naive = [], [], []
     for v in values:
         m = _WALL.match(v or "")
         if not m:
             days.append(None)
             secs.append(None)
+            naive.append(False)
             continue
         try:
             days.append(dt.date.fromisoformat(m.group(1)))
         except ValueError:
             days.append(None)
             secs.append(None)
+            naive.append(False)
             continue
         h, mi, se = (int(g) if g else 0 for g in m.group(2, 3, 4))
         secs.append(h * 3600 + mi * 60 + se)
-    return pl.Series(days, dtype=pl.Date), pl.Series(secs, dtype=pl.Int32)
+        naive.append(m.group(2) is not None and _NO_OFFSET.match(v[m.end() :]) is not None)
+    return pl.Series(days, dtype=pl.Date), pl.Series(secs, dtype=pl.Int32), pl.Series(naive, dtype=pl.Boolean)
 
 
 def _clock_parts(frame: pl.DataFrame, clock: NewsClock) -> dict[str, np.ndarray]:
@@ -277,10 +293,13 @@ def _clock_parts(frame: pl.DataFrame, clock: NewsClock) -> dict[str, np.ndarray]
     has_time = frame["has_time"]
     no_time = has_time.is_not_null().to_numpy() & ~has_time.fill_null(True).to_numpy()
     trusted = clock.trusted(frame["Publisher"].to_list(), frame["source_file"].to_list())
-    is_date = ~trusted | no_time | (wall_sec == 0)
+    # a trusted time of day without a UTC offset is ambiguous (New York? UTC?): read as a date, flagged
+    stamp_naive = frame["naive"].fill_null(False).to_numpy() if "naive" in frame.columns else np.zeros(len(valid), dtype=bool)
+    naive = trusted & ~no_time & (wall_sec != 0) & stamp_naive
+    is_date = ~trusted | no_time | (wall_sec == 0) | naive
     timed = valid & ~is_date
     on_minute = (ts % (60 * _SEC_NS)) == 0
-    return {"valid": valid, "ts": ts, "wall_day": wall_day, "is_date": is_date, "timed": timed, "on_minute": on_minute}
+    return {"valid": valid, "ts": ts, "wall_day": wall_day, "is_date": is_date, "timed": timed, "on_minute": on_minute, "naive": valid & naive}
 
 
 def minute_stats(frame: pl.DataFrame, clock: NewsClock) -> pl.DataFrame:
@@ -361,15 +380,28 @@ def _empty_news() -> pl.DataFrame:
 
 
 def check_news_rows(
-    df: pl.DataFrame, universe: list[str], clock: NewsClock, cal, calendar_end: dt.date | None, minute: pl.DataFrame | None = None
+    df: pl.DataFrame,
+    universe: list[str],
+    clock: NewsClock,
+    cal,
+    calendar_end: dt.date | None,
+    minute: pl.DataFrame | None = None,
+    calendar_start: dt.date | None = None,
 ) -> pl.DataFrame:
-    """:func:`normalize_news` rows with ``ticker``, ``public_ns``, ``precision`` and ``reason``
-    (null: accepted so far; duplicates are found across all files later)."""
+    """:func:`normalize_news` rows with ``ticker``, ``public_ns``, ``precision``, ``naive_time``
+    (a trusted time of day without an offset, read as a date) and ``reason`` (null: accepted so
+    far; duplicates are found across all files later)."""
     rows_in = df.height
     df = df.with_columns(ticker=pl.col("Stock_symbol").str.to_uppercase())
     public, precision = news_public_ns(df, clock, minute)
+    trusting = not clock.dates_only or bool(clock.trusted_publishers or clock.trusted_files)
+    naive = _clock_parts(df, clock)["naive"] if trusting and rows_in else np.zeros(rows_in, dtype=bool)
     valid_ts = public != NEVER
     in_cal = valid_ts & (public >= cal.opens_ns[0]) & (public <= cal.closes_ns[-1])
+    before_start = np.zeros(rows_in, dtype=bool)
+    if calendar_start is not None and in_cal.any():
+        idx = np.flatnonzero(in_cal)
+        before_start[idx] = cal.decision_days(public[idx]).astype("datetime64[D]") < np.datetime64(calendar_start, "D")
     after_end = np.zeros(rows_in, dtype=bool)
     if calendar_end is not None and in_cal.any():
         end_close = int(
@@ -384,6 +416,8 @@ def check_news_rows(
         pl.Series("precision", precision.astype(str), dtype=pl.Utf8),
         pl.Series("in_cal", in_cal, dtype=pl.Boolean),
         pl.Series("after_end", after_end, dtype=pl.Boolean),
+        pl.Series("before_start", before_start, dtype=pl.Boolean),
+        pl.Series("naive_time", naive, dtype=pl.Boolean),
     )
     reason = (
         pl.when(pl.col("ts_ns").is_null() & (pl.col("Date") == ""))
@@ -398,6 +432,8 @@ def check_news_rows(
         .then(pl.lit(R_NO_TITLE_URL))
         .when(~pl.col("in_cal"))
         .then(pl.lit(R_OUT_OF_CALENDAR))
+        .when(pl.col("before_start"))
+        .then(pl.lit(R_BEFORE_START))
         .when(pl.col("after_end"))
         .then(pl.lit(R_AFTER_END))
         .otherwise(pl.lit(None, dtype=pl.Utf8))
@@ -426,6 +462,31 @@ def _repair_flags(good: pl.DataFrame, cal) -> pl.DataFrame:
         },
         schema=FLAG_COLUMNS,
     ).sort("source_file", "source_row")
+
+
+def _naive_flags(good: pl.DataFrame, cal) -> pl.DataFrame:
+    """``naive_time`` flags: a trusted source's stamp with a time of day but no UTC offset, read as
+    a date (public after that day's close) because its time zone is unknown."""
+    rows = good.filter(pl.col("naive_time"))
+    if rows.height == 0:
+        return empty_flags()
+    days = cal.decision_days(rows["public_ns"].to_numpy()).astype("datetime64[D]")
+    detail = [
+        f"Date {d!r} has a time of day but no UTC offset: read as a date (public after that day's close); "
+        "write the offset (e.g. 2021-03-01 14:05:00-05:00) to use its time of day"
+        for d in rows["Date"].to_list()
+    ]
+    return pl.DataFrame(
+        {
+            "source_file": rows["source_file"],
+            "source_row": rows["source_row"],
+            "ticker": rows["ticker"],
+            "date": pl.Series(days).cast(pl.Date),
+            "flag": [F_NAIVE_TIME] * rows.height,
+            "detail": detail,
+        },
+        schema=FLAG_COLUMNS,
+    )
 
 
 def _accepted_frame(good: pl.DataFrame, cal, keep_order: bool = False) -> pl.DataFrame:

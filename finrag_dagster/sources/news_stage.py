@@ -44,10 +44,10 @@ import pyarrow.parquet as pq
 
 from ..core.calendar import nyse
 from ..core.storage.atomic import atomic_file
-from . import fnspid
+from . import csvcheck, fnspid
 from .base import FLAG_COLUMNS, LoadResult, SourceError, empty_flags, empty_quarantine, expand_paths
 
-STAGE_VERSION = 1
+STAGE_VERSION = 2
 BATCH_BYTES = 48 << 20  # bytes of kept rows checked and shaped at once
 KEPT_ROW_GROUP = 2048  # rows per row group of the kept-rows parquet (bounds a batch's read)
 HEAD_BYTES = 1 << 20
@@ -85,10 +85,17 @@ def _header_len(path: Path) -> int:
     return len(line)
 
 
-def settings_key(universe: list[str], clock: fnspid.NewsClock, calendar_end: dt.date | None) -> str:
+def settings_key(universe: list[str], clock: fnspid.NewsClock, calendar_end: dt.date | None, calendar_start: dt.date | None = None) -> str:
     """What the staged rows depend on besides the file's bytes."""
     blob = json.dumps(
-        {"v": STAGE_VERSION, "universe": universe, "clock": clock.describe(), "calendar_end": str(calendar_end), "polars": pl.__version__},
+        {
+            "v": STAGE_VERSION,
+            "universe": universe,
+            "clock": clock.describe(),
+            "calendar_start": str(calendar_start),
+            "calendar_end": str(calendar_end),
+            "polars": pl.__version__,
+        },
         sort_keys=True,
     )
     return hashlib.sha1(blob.encode()).hexdigest()
@@ -236,6 +243,7 @@ def stage_news(
     root: Path,
     *,
     calendar_end: dt.date | None = None,
+    calendar_start: dt.date | None = None,
     batch_bytes: int = BATCH_BYTES,
 ) -> NewsStage:
     """Bring the staging folder ``root`` up to date with ``files`` (in that order) and return it.
@@ -244,11 +252,12 @@ def stage_news(
     many source rows were parsed.
     """
     universe = sorted({t.strip().upper() for t in universe_tickers})
-    key = settings_key(universe, clock, calendar_end)
+    key = settings_key(universe, clock, calendar_end, calendar_start)
+    span = (calendar_start, calendar_end)
     root.mkdir(parents=True, exist_ok=True)
     stages, rows_in, rows_read, actions = [], 0, 0, {}
     for path in files:
-        fs, read, action = _stage_file(Path(path), universe, clock, calendar_end, root, key, batch_bytes)
+        fs, read, action = _stage_file(Path(path), universe, clock, span, root, key, batch_bytes)
         stages.append(fs)
         rows_in += sum(int(s["rows"]) for s in fs.segments)
         rows_read += read
@@ -297,7 +306,7 @@ def _write_manifest(d: Path, manifest: dict) -> None:
             shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
 
 
-def _stage_file(path: Path, universe, clock, calendar_end, root: Path, key: str, batch_bytes: int):
+def _stage_file(path: Path, universe, clock, span, root: Path, key: str, batch_bytes: int):
     st = path.stat()
     d = _file_dir(root, path)
     d.mkdir(parents=True, exist_ok=True)
@@ -316,7 +325,7 @@ def _stage_file(path: Path, universe, clock, calendar_end, root: Path, key: str,
             and old["tail"] == _sha(path, end - TAIL_BYTES, end)
             and _byte_at(path, end - 1) == b"\n"
         ):
-            appended = _stage_append(path, d, old, universe, clock, calendar_end, batch_bytes)
+            appended = _stage_append(path, d, old, universe, clock, span, batch_bytes)
             if appended is not None:
                 manifest, read = appended
                 manifest.update(size=st.st_size, mtime_ns=st.st_mtime_ns, head=head, tail=_sha(path, st.st_size - TAIL_BYTES, st.st_size))
@@ -330,11 +339,11 @@ def _stage_file(path: Path, universe, clock, calendar_end, root: Path, key: str,
                     shutil.copyfileobj(src, out, 1 << 24)
             except (OSError, EOFError) as exc:
                 raise SourceError(f"{path.name}: not a readable gzip file ({exc})") from exc
-            seg, minute = _stage_segment(tmp, path, d, 0, universe, clock, calendar_end, batch_bytes, None)
+            seg, minute = _stage_segment(tmp, path, d, 0, universe, clock, span, batch_bytes, None)
         finally:
             tmp.unlink(missing_ok=True)
     else:
-        seg, minute = _stage_segment(path, path, d, 0, universe, clock, calendar_end, batch_bytes, None)
+        seg, minute = _stage_segment(path, path, d, 0, universe, clock, span, batch_bytes, None)
     manifest = {
         "version": STAGE_VERSION,
         "key": key,
@@ -364,7 +373,7 @@ def _merge_minute(a: list[list], b: list[list]) -> list[list]:
     return [[p, t, m] for p, (t, m) in sorted(acc.items())]
 
 
-def _stage_append(path: Path, d: Path, old: dict, universe, clock, calendar_end, batch_bytes):
+def _stage_append(path: Path, d: Path, old: dict, universe, clock, span, batch_bytes):
     """Stage the bytes appended after ``old["size"]`` as a new segment; None when the whole file
     must be read again (the new rows change how earlier rows were read)."""
     tmp = d / f".append-{uuid.uuid4().hex}.csv"
@@ -374,7 +383,7 @@ def _stage_append(path: Path, d: Path, old: dict, universe, clock, calendar_end,
             src.seek(old["size"])
             shutil.copyfileobj(src, out, 1 << 24)
         offset = sum(int(s["rows"]) for s in old["segments"])
-        seg, minute = _stage_segment(tmp, path, d, offset, universe, clock, calendar_end, batch_bytes, old["minute"])
+        seg, minute = _stage_segment(tmp, path, d, offset, universe, clock, span, batch_bytes, old["minute"])
     finally:
         tmp.unlink(missing_ok=True)
     if seg is None:
@@ -385,28 +394,69 @@ def _stage_append(path: Path, d: Path, old: dict, universe, clock, calendar_end,
     return manifest, int(seg["rows"])
 
 
-def _stage_segment(
-    read_path: Path, source: Path, d: Path, row_offset: int, universe, clock, calendar_end, batch_bytes: int, prior_minute: list[list] | None
-):
+def structural_reasons(records: csvcheck.Records, row_offset: int) -> dict[int, str]:
+    """Quarantine reasons of records that cannot be read as rows, by data row: ragged records and
+    records over :data:`csvcheck.MAX_NEWS_RECORD_BYTES` (record 0 is the header)."""
+    out = {row_offset + i - 1: f"{fnspid.R_RAGGED}: {n} fields where the header has {records.header_fields}" for i, n in records.ragged.items()}
+    for i, (_, length) in records.oversized.items():
+        out[row_offset + i - 1] = f"{fnspid.R_OVERSIZED}: {length:,} bytes (limit {csvcheck.MAX_NEWS_RECORD_BYTES:,})"
+    return out
+
+
+def _open_news(read_path: Path, source: Path, d: Path, row_offset: int):
+    """The lazy scan of a news file (:func:`fnspid.news_source`) and the reasons of its records
+    that cannot be read as rows; an oversized record is replaced by an empty one in a temporary
+    copy (returned, to be removed) so that no reader holds it. Errors name the real file."""
+    name = source.name
+    reasons: dict[int, str] = {}
+    blanked = None
+    try:
+        path = read_path
+        if read_path.name.lower().endswith(".csv"):
+            records = csvcheck.scan_records(read_path, csvcheck.MAX_NEWS_RECORD_BYTES)
+            reasons = structural_reasons(records, row_offset)
+            if records.oversized:
+                blanked = path = d / f".blanked-{uuid.uuid4().hex[:12]}.csv"
+                csvcheck.blank_records(read_path, records, blanked)
+        lf, cols, repaired = fnspid.news_source(path)
+    except SourceError as exc:
+        if blanked is not None:
+            blanked.unlink(missing_ok=True)
+        if read_path != source:  # name the real file (and where an appended part starts)
+            where = "" if name.lower().endswith(".gz") else f" (rows appended after data row {row_offset})"
+            raise SourceError(str(exc).replace(read_path.name, f"{name}{where}")) from exc
+        if blanked is not None:
+            raise SourceError(str(exc).replace(blanked.name, name)) from exc
+        raise
+    return lf, cols, repaired, reasons, blanked
+
+
+def _stage_segment(read_path: Path, source: Path, d: Path, row_offset: int, universe, clock, span, batch_bytes: int, prior_minute: list[list] | None):
     """Read one file (or its appended part, ``read_path``) into a new segment folder under ``d``.
 
     Returns (segment entry, minute stats of the whole file), or (None, None) when ``prior_minute``
     is given and the new rows change a publisher's minute precision.
     """
-    name = source.name
+    lf, cols, repaired, reasons, blanked = _open_news(read_path, source, d, row_offset)
     try:
-        lf, cols, repaired = fnspid.news_source(read_path)
-    except SourceError as exc:
-        if read_path != source:  # name the real file (and where an appended part starts)
-            where = "" if name.lower().endswith(".gz") else f" (rows appended after data row {row_offset})"
-            raise SourceError(str(exc).replace(read_path.name, f"{name}{where}")) from exc
-        raise
+        return _stage_rows(lf, cols, repaired, reasons, source, d, row_offset, universe, clock, span, batch_bytes, prior_minute)
+    finally:
+        if blanked is not None:
+            blanked.unlink(missing_ok=True)
+
+
+def _stage_rows(lf, cols, repaired, reasons, source: Path, d: Path, row_offset: int, universe, clock, span, batch_bytes: int, prior_minute):
+    """:func:`_stage_segment` once the file is open: stream, check and write the segment."""
+    name = source.name
+    calendar_start, calendar_end = span
+    odd = sorted(reasons)
     seg_name = f"seg-{uuid.uuid4().hex[:12]}"
     tmp_dir = d / f".{seg_name}"
     tmp_dir.mkdir(parents=True)
     try:
         tk = pl.col(cols["Stock_symbol"]).cast(pl.Utf8).str.strip_chars().str.to_uppercase()
-        keep = tk.is_in(universe) | tk.is_null() | (tk == "")
+        # rows that cannot be read are kept here so that they are quarantined with their own reason
+        keep = tk.is_in(universe) | tk.is_null() | (tk == "") | pl.col(fnspid.ROW_INDEX).cast(pl.Int64).is_in(odd)
         lf = lf.select([pl.col(c) for c in dict.fromkeys(cols.values())]).with_row_index(fnspid.ROW_INDEX, offset=row_offset)
         kept_path = tmp_dir / "kept.parquet"
         try:
@@ -427,9 +477,9 @@ def _stage_segment(
         minute = [] if prior_minute is None else prior_minute
         if not clock.dates_only or clock.trusted_publishers or clock.trusted_files:
             clock_cols = [c for c in dict.fromkeys([cols["Date"], cols.get("Publisher"), cols.get("date_has_time")]) if c]
-            part = fnspid.normalize_news(
-                pl.read_parquet(kept_path, columns=[*clock_cols, fnspid.ROW_INDEX]), {k: v for k, v in cols.items() if v in clock_cols}, name, False
-            )
+            clock_rows = pl.read_parquet(kept_path, columns=[*clock_cols, fnspid.ROW_INDEX])
+            clock_rows = clock_rows.filter(~pl.col(fnspid.ROW_INDEX).cast(pl.Int64).is_in(odd))
+            part = fnspid.normalize_news(clock_rows, {k: v for k, v in cols.items() if v in clock_cols}, name, False)
             stats = fnspid.minute_stats(part, clock)
             new = [[p, int(t), int(m)] for p, t, m in stats.select("p", "timed", "on_minute").iter_rows()]
             merged = _merge_minute(minute, new)
@@ -452,7 +502,10 @@ def _stage_segment(
         try:
             for batch in kept.iter_batches(batch_size=batch_rows):
                 df = fnspid.normalize_news(pl.from_arrow(batch), cols, name, repaired)
-                checked = fnspid.check_news_rows(df, universe, clock, cal, calendar_end, minute_frame)
+                checked = fnspid.check_news_rows(df, universe, clock, cal, calendar_end, minute_frame, calendar_start)
+                if reasons:
+                    own = pl.col("source_row").replace_strict(list(reasons), list(reasons.values()), default=None, return_dtype=pl.Utf8)
+                    checked = checked.with_columns(pl.coalesce(own, pl.col("reason")).alias("reason"))
                 bad = checked.filter(pl.col("reason").is_not_null())
                 if bad.height:
                     q_parts.append(bad.select("source_file", "source_row", "reason", fnspid.raw_json(bad), pl.lit(1, dtype=pl.Int64).alias("rows")))
@@ -460,6 +513,7 @@ def _stage_segment(
                 if not good.height:
                     continue
                 flag_parts.append(fnspid._repair_flags(good, cal))
+                flag_parts.append(fnspid._naive_flags(good, cal))
                 acc = fnspid._accepted_frame(good, cal, keep_order=True).with_columns(
                     good["ts_ns"].alias("_ts_ns"), fnspid.raw_json(good).alias("_raw")
                 )
@@ -508,7 +562,13 @@ def _summary_rows(others: pl.DataFrame, name: str) -> pl.DataFrame:
 
 
 def load_news(
-    paths, universe_tickers: set[str], dates_only: bool = True, *, clock: fnspid.NewsClock | None = None, calendar_end: dt.date | None = None
+    paths,
+    universe_tickers: set[str],
+    dates_only: bool = True,
+    *,
+    clock: fnspid.NewsClock | None = None,
+    calendar_end: dt.date | None = None,
+    calendar_start: dt.date | None = None,
 ) -> LoadResult:
     """Read FNSPID news files into ``news_raw`` rows plus quarantine, in memory.
 
@@ -529,6 +589,8 @@ def load_news(
     calendar_end : date, optional
         The last decision day of the run's calendar: rows decided after it are quarantined
         rather than accepted into partitions that will never exist.
+    calendar_start : date, optional
+        The calendar's first day: rows decided before it are quarantined the same way.
 
     Returns
     -------
@@ -548,7 +610,7 @@ def load_news(
     clock = clock or fnspid.NewsClock(dates_only=dates_only)
     files = expand_paths(paths, ("*.csv", "*.parquet", "*.csv.gz"))
     with tempfile.TemporaryDirectory(prefix="finrag-news-") as tmp:
-        return stage_news(files, universe_tickers, clock, Path(tmp), calendar_end=calendar_end).load_all()
+        return stage_news(files, universe_tickers, clock, Path(tmp), calendar_end=calendar_end, calendar_start=calendar_start).load_all()
 
 
 __all__ = ["NewsStage", "load_news", "settings_key", "stage_news"]

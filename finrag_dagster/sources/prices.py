@@ -55,6 +55,7 @@ from .base import (
     expand_paths,
     quarantine_rows,
 )
+from .csvcheck import MAX_PRICE_RECORD_BYTES, gzip_named_csv, scan_records
 
 FIELDS = ("open", "high", "low", "close", "adj_close", "volume")
 R_BAD_DATE = "unparseable or missing date"
@@ -72,6 +73,7 @@ R_NON_FINITE = "infinite price"
 R_NONPOSITIVE_OHL = "non-positive open, high or low"
 R_NEGATIVE_VOLUME = "negative volume"
 F_LARGE_MOVE = "large_move"
+F_BASIS_JUMP = "basis_jump"
 F_MISSING_SESSION = "missing_session"
 # cells that mean "no value" rather than a number that failed to parse
 _MISSING_TOKENS = {"", "null", "none", "na", "n/a", "nan"}
@@ -151,6 +153,13 @@ def read_price_csv(path: Path) -> pl.DataFrame:
     """An FNSPID or yfinance price CSV as normalised rows (see module docstring).
 
     Raises SourceError (file and line) for a record that cannot be parsed or a ragged row."""
+    problem = gzip_named_csv(path)
+    if problem:
+        raise SourceError(problem)
+    records = scan_records(path, MAX_PRICE_RECORD_BYTES)  # bounded memory: no record over the limit is read
+    if records.oversized:
+        i, (_, length) = min(records.oversized.items())
+        raise SourceError(f"{path.name}: record {i + 1} is {length:,} bytes, over the {MAX_PRICE_RECORD_BYTES:,}-byte limit for a price row")
     text = path.read_text(encoding="utf-8-sig", errors="replace")
     rows = _csv_records(path, text)
     if not rows:
@@ -172,6 +181,8 @@ def read_price_csv(path: Path) -> pl.DataFrame:
         raise SourceError(f"{path.name}: not a price CSV (needs Date and Close/Adj Close; has {head})")
     idx = {name: i for i, name in enumerate(lower)}
     data = rows[skip:]
+    if not data:
+        raise SourceError(f"{path.name}: a header and no bars: {ticker} would have no prices (remove the file or fill it)")
 
     def column(*names: str) -> list:
         for nm in names:
@@ -231,7 +242,9 @@ def _empty_prices() -> pl.DataFrame:
     return pl.from_arrow(PRICES.schema.empty_table()).with_columns(pl.lit(None, dtype=pl.Date).alias("date"))
 
 
-def load_prices(paths, universe_tickers: set[str], max_abs_move: float = 0.5, ohlc_tolerance: float = 1e-3) -> LoadResult:
+def load_prices(
+    paths, universe_tickers: set[str], max_abs_move: float = 0.5, ohlc_tolerance: float = 1e-3, *, max_basis_jump: float = 0.1
+) -> LoadResult:
     """Read price files into ``prices`` rows plus quarantine and quality flags.
 
     Parameters
@@ -247,6 +260,10 @@ def load_prices(paths, universe_tickers: set[str], max_abs_move: float = 0.5, oh
         Relative slack for the bar checks (``high >= low``, ``open``/``close`` inside
         ``[low, high]``): Yahoo bars are sometimes a cent outside their own range (QQQ 2019-07-19:
         open 193.84, high 193.83), which is kept; anything beyond this fraction is quarantined.
+    max_basis_jump : float
+        The ratio ``adj_close / close`` moves only by a dividend's share of the price on its
+        ex-date; a change beyond this fraction from one bar to the next is flagged ``basis_jump``
+        (a split basis that changes inside the file). Default 0.1 (10%).
 
     Returns
     -------
@@ -265,6 +282,8 @@ def load_prices(paths, universe_tickers: set[str], max_abs_move: float = 0.5, oh
         A path matches nothing, or a file cannot be parsed (the file, and for CSV the line).
     """
     _check_options(max_abs_move, ohlc_tolerance)
+    if not max_basis_jump > 0:
+        raise ValueError(f"max_basis_jump must be > 0, got {max_basis_jump}")
     files = expand_paths(paths, ("*.csv", "*.parquet"))
     if not files:
         return LoadResult("prices", _empty_prices(), empty_quarantine(), 0).check()
@@ -281,7 +300,7 @@ def load_prices(paths, universe_tickers: set[str], max_abs_move: float = 0.5, oh
     quarantine = _quarantine(bad)
     good = df.filter(pl.col("reason").is_null())
     accepted = _accepted(good)
-    flags = pl.concat([_large_moves(good, max_abs_move), _missing_sessions(good, bad, cal)], how="vertical").sort(
+    flags = pl.concat([_large_moves(good, max_abs_move), _basis_jumps(good, max_basis_jump), _missing_sessions(good, bad, cal)], how="vertical").sort(
         "ticker", "date", "flag", "source_file"
     )
     return LoadResult("prices", accepted, quarantine, rows_in, flags).check()
@@ -455,6 +474,28 @@ def _large_moves(good: pl.DataFrame, max_abs_move: float) -> pl.DataFrame:
             "dividends, so neither explains it: a real move, or a split/basis error in the source"
         )
         rows.append((r["source_file"], r["source_row"], r["ticker"], r["date"], F_LARGE_MOVE, detail))
+    return _flag_frame(rows)
+
+
+def _basis_jumps(good: pl.DataFrame, max_basis_jump: float) -> pl.DataFrame:
+    """``basis_jump`` flags: the adjustment ratio adj_close / close changes by more than
+    ``max_basis_jump`` from a ticker's previous accepted bar (rows with a close only)."""
+    g = (
+        good.filter(pl.col("close").fill_nan(None).is_not_null())
+        .select("ticker", "date", "close", "adj_close", "source_file", "source_row")
+        .sort("ticker", "date")
+        .with_columns((pl.col("adj_close") / pl.col("close")).alias("_r"))
+        .with_columns(pl.col("_r").shift(1).over("ticker").alias("_pr"), pl.col("date").shift(1).over("ticker").alias("_pd"))
+        .with_columns((pl.col("_r") / pl.col("_pr") - 1).alias("_jump"))
+    )
+    rows = []
+    for r in g.filter(pl.col("_jump").abs() > max_basis_jump).iter_rows(named=True):
+        detail = (
+            f"adj_close/close {r['_pr']:.6g} on {r['_pd']} -> {r['_r']:.6g}: {_pct(r['_jump'])}, beyond +/-{max_basis_jump:.0%}. "
+            "A dividend moves this ratio by its share of the price; a larger change means the file "
+            "mixes split bases (close and adj_close adjusted for different splits)"
+        )
+        rows.append((r["source_file"], r["source_row"], r["ticker"], r["date"], F_BASIS_JUMP, detail))
     return _flag_frame(rows)
 
 

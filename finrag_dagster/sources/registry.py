@@ -23,6 +23,7 @@ class SourcePaths:
     market_ticker: str
     news_clock: NewsClock
     calendar_end: object = None  # dt.date: rows decided after it are quarantined
+    calendar_start: object = None  # dt.date: rows decided before it are quarantined
 
 
 def news_clock(settings: Settings) -> NewsClock:
@@ -54,6 +55,7 @@ def source_paths(settings: Settings) -> SourcePaths:
             market_ticker=settings.market_ticker,
             news_clock=news_clock(settings),
             calendar_end=settings.calendar.end,
+            calendar_start=settings.calendar.start,
         )
     if not src.universe:
         raise SourceError("sources.kind = 'files' needs sources.universe (a tickers.csv)")
@@ -66,6 +68,7 @@ def source_paths(settings: Settings) -> SourcePaths:
         market_ticker=settings.market_ticker,
         news_clock=news_clock(settings),
         calendar_end=settings.calendar.end,
+        calendar_start=settings.calendar.start,
     )
 
 
@@ -94,14 +97,16 @@ def load_table(settings: Settings, table: str, universe: pl.DataFrame) -> LoadRe
 
         if not sp.news:
             return _empty(table)
-        return load_news(list(sp.news), tickers, clock=sp.news_clock, calendar_end=sp.calendar_end).check()
+        return load_news(list(sp.news), tickers, clock=sp.news_clock, calendar_end=sp.calendar_end, calendar_start=sp.calendar_start).check()
     if table == "prices":
         from .prices import load_prices
 
         if not sp.prices:
             raise SourceError("no price files configured (sources.prices)")
         src = settings.sources
-        return load_prices(list(sp.prices), tickers, src.price_max_abs_move, src.price_ohlc_tolerance).check()
+        return load_prices(
+            list(sp.prices), tickers, src.price_max_abs_move, src.price_ohlc_tolerance, max_basis_jump=src.price_max_basis_jump
+        ).check()
     if table == "filings_raw":
         from .edgar import load_filings
 
@@ -124,7 +129,7 @@ def stage_news_table(settings: Settings, universe: pl.DataFrame, root: Path):
     if not sp.news:
         return None
     files = expand_paths(list(sp.news), NEWS_PATTERNS)
-    return stage_news(files, set(universe["ticker"].to_list()), sp.news_clock, root, calendar_end=sp.calendar_end)
+    return stage_news(files, set(universe["ticker"].to_list()), sp.news_clock, root, calendar_end=sp.calendar_end, calendar_start=sp.calendar_start)
 
 
 def rows_in_files(settings: Settings, table: str, cache: Path | None = None) -> int:

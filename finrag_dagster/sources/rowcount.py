@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import gzip
 import hashlib
+import io
 import itertools
 import json
 import re
@@ -21,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .base import expand_paths
+from .csvcheck import MAX_NEWS_RECORD_BYTES, scan_records
 
 
 def _leading_header_rows(records: list[list[str]]) -> int:
@@ -44,13 +46,17 @@ def file_rows(path: Path) -> int:
     name = path.name.lower()
     if name.endswith(".parquet"):
         return pq.ParquetFile(path).metadata.num_rows
-    opener = gzip.open if name.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as fh:  # streamed, record by record
-        reader = csv.reader(fh)
-        head = list(itertools.islice(reader, 3))
-        if not head:
-            return 0
-        return len(head) + sum(1 for _ in reader) - _leading_header_rows(head)
+    if name.endswith(".gz"):
+        with gzip.open(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as fh:  # streamed, record by record
+            reader = csv.reader(fh)
+            head = list(itertools.islice(reader, 3))
+            return len(head) + sum(1 for _ in reader) - _leading_header_rows(head) if head else 0
+    with open(path, "rb") as fh:  # the header rows from the first bytes; a line may have no end
+        head = list(itertools.islice(csv.reader(io.StringIO(fh.read(1 << 16).decode("utf-8-sig", errors="replace"), newline="")), 3))
+    if not head:
+        return 0
+    # records counted from the bytes: an oversized record is counted, never read whole
+    return max(0, scan_records(path, MAX_NEWS_RECORD_BYTES).count - _leading_header_rows(head))
 
 
 def _fingerprint(path: Path) -> list:

@@ -38,6 +38,8 @@ LOADERS: dict[str, Callable[[list[Path]], LoadResult]] = {
     "prices": lambda paths: load_prices(paths, UNIVERSE),
     "news": lambda paths: load_news(paths, UNIVERSE, calendar_end=dt.date(2023, 12, 29)),
     "filings": lambda paths: load_filings(paths, paths, CIKS),
+    "news_trusted": lambda paths: load_news(paths, UNIVERSE, clock=fnspid.NewsClock(dates_only=False), calendar_end=dt.date(2023, 12, 29)),
+    "news_from_2022": lambda paths: load_news(paths, UNIVERSE, calendar_start=dt.date(2022, 1, 3), calendar_end=dt.date(2023, 12, 29)),
 }
 
 
@@ -178,6 +180,49 @@ CASES = [
     Case(
         "news_unterminated_quote", "news", ("news/unterminated_quote.csv",), error=("unterminated_quote.csv", "line 7")
     ),  # where the record with the open quote starts
+    # news: a record with fewer or more fields than the header is quarantined, never read shifted
+    Case(
+        "news_ragged_rows",
+        "news",
+        ("news/ragged.csv",),
+        quarantined=(
+            ("ragged.csv", 1, fnspid.R_RAGGED + ": 3 fields where the header has 11"),
+            ("ragged.csv", 2, fnspid.R_RAGGED + ": 12 fields where the header has 11"),
+        ),
+        kept=(("INTC", "2022-01-03"),),
+    ),
+    Case(
+        "news_date_with_junk", "news", ("news/junk_date.csv",), quarantined=(("junk_date.csv", 1, fnspid.R_BAD_DATE),), kept=(("INTC", "2022-01-03"),)
+    ),
+    # a trusted clock's stamp without an offset: 14:05 UTC would decide it on 2021-12-31; read as a date
+    Case(
+        "news_naive_time_in_trusted_file",
+        "news_trusted",
+        ("news/naive_trusted.csv",),
+        flagged=(("INTC", "2022-01-03", fnspid.F_NAIVE_TIME),),
+        kept=(("INTC", "2022-01-03"),),
+        detail=("'2021-12-31 14:05:00' has a time of day but no UTC offset",),
+    ),
+    Case(
+        "news_before_calendar_start",
+        "news_from_2022",
+        ("news/early.csv",),
+        quarantined=(("early.csv", 1, fnspid.R_BEFORE_START),),
+        kept=(("INTC", "2022-01-03"),),
+    ),
+    Case("news_gzip_named_csv", "news", ("news/gzip_named.csv",), error=("gzip_named.csv", "gzip-compressed", "rename it")),
+    # prices: a split basis that changes inside the file (adj_close/close +45%): flagged, kept
+    Case(
+        "price_basis_jump",
+        "prices",
+        (P + "basis_jump/aapl.csv",),
+        flagged=(("AAPL", "2021-01-11", prices.F_BASIS_JUMP),),
+        kept=(("AAPL", "2021-01-11"),),
+        detail=("+45.0%",),
+    ),
+    Case("price_header_only", "prices", (P + "header_only/aapl.csv",), error=("aapl.csv", "a header and no bars", "AAPL")),
+    Case("price_no_line_breaks", "prices", (P + "no_line_breaks/aapl.csv",), error=("aapl.csv", "a header and no bars")),
+    Case("price_gzip_named_csv", "prices", (P + "gzip_named_csv/aapl.csv",), error=("aapl.csv", "gzip-compressed", "rename it to aapl.csv.gz")),
     # filings: arrays that do not line up are never zipped; one corrupt filing does not stop the others
     Case(
         "filings_unequal_arrays",
@@ -244,3 +289,44 @@ def test_missing_session_makes_exactly_the_flagged_labels_missing_price():
     status = {(d.isoformat(), h): s for d, h, s in lab.select("date", "horizon", "status").iter_rows()}
     assert {k for k, s in status.items() if s == "missing_price"} == claimed
     assert {s for k, s in status.items() if k not in claimed} == {"ok"}
+
+
+def test_a_news_record_over_the_size_limit_is_quarantined_without_being_read(monkeypatch, tmp_path):
+    """Row 1's ~5 KB article is over a 4 KiB limit: quarantined with its size, the rows around it
+    read as usual; the reader never sees its text (the staged copy holds an empty record there)."""
+    from finrag_dagster.sources import csvcheck
+
+    monkeypatch.setattr(csvcheck, "MAX_NEWS_RECORD_BYTES", 4096)
+    seen: list[str] = []
+    source = fnspid.news_source
+    monkeypatch.setattr(fnspid, "news_source", lambda p: seen.append(p.read_text(encoding="utf-8")) or source(p))
+    path = BAD / "news" / "long_record.csv"
+    res = load_news([path], UNIVERSE, calendar_end=dt.date(2023, 12, 29))
+    assert_rows_balance(res, [path], 1)
+    ((row, reason),) = res.quarantine.select("source_row", "reason").iter_rows()
+    assert row == 1 and reason.startswith(fnspid.R_OVERSIZED + ": ") and reason.endswith("bytes (limit 4,096)")
+    assert 4096 < int(reason.split(": ")[1].split(" ")[0].replace(",", "")) < path.stat().st_size
+    assert sorted(res.accepted["source_row"].to_list()) == [0, 2]
+    assert seen and all("-long" not in text for text in seen)  # the long record's bytes never reached the reader
+
+
+def test_scan_records_counts_fields_and_sizes_across_chunks(monkeypatch, tmp_path):
+    """Quoted commas and newlines stay inside their field, also when a record spans chunks."""
+    from finrag_dagster.sources import csvcheck
+
+    monkeypatch.setattr(csvcheck, "SCAN_CHUNK", 7)
+    f = tmp_path / "x.csv"
+    f.write_bytes(b'a,b,c\r\n1,"x,\ny",3\r\n\r\n4,5\n' + b"6," + b"z" * 40 + b",8\n9,9,9")
+    rec = csvcheck.scan_records(f, 30)
+    assert (rec.header_fields, rec.count) == (3, 6)
+    assert rec.ragged == {3: 2}  # the blank record (2) is not ragged
+    assert rec.oversized == {4: (25, 45)}  # 7 + 12 + 2 + 4 bytes before it; "6," + 40 + ",8\n"
+    out = tmp_path / "y.csv"
+    csvcheck.blank_records(f, rec, out)
+    assert out.read_bytes() == b'a,b,c\r\n1,"x,\ny",3\r\n\r\n4,5\n,,\n9,9,9'
+
+
+def test_a_file_without_line_breaks_is_an_error_before_it_is_read(monkeypatch):
+    monkeypatch.setattr(prices, "MAX_PRICE_RECORD_BYTES", 1024)
+    with pytest.raises(SourceError, match="no line break within the first 1,024 bytes"):
+        load_prices([BAD / P / "no_line_breaks" / "aapl.csv"], UNIVERSE)

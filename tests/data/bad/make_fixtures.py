@@ -9,7 +9,9 @@ sample. Run from the repository root, e.g. with the sample beside the repository
 from __future__ import annotations
 
 import argparse
+import csv
 import datetime as dt
+import gzip
 from pathlib import Path
 
 import polars as pl
@@ -131,6 +133,41 @@ def main() -> None:
     rows[3] = set_field(rows[3], 6, rows[3].split(",")[6].replace("0", "O", 1))  # 2021-01-07: letter O
     write("prices/bad_number/aapl.csv", [HEADER, *rows])
 
+    # a split basis that changes inside the file: OHLC from 2021-01-11 divided by 1.45, Adj Close kept
+    rows = aapl_lines("2021-01-04", "2021-01-15")
+    for i in range(5, len(rows)):
+        f = rows[i].split(",")
+        rows[i] = ",".join([f[0], *(repr(round(float(v) / 1.45, 6)) for v in f[1:5]), *f[5:]])
+    write("prices/basis_jump/aapl.csv", [HEADER, *rows])
+
+    # files that hold no bars, or no lines, or are compressed under a .csv name
+    write("prices/header_only/aapl.csv", [HEADER])
+    rows = aapl_lines("2021-01-04", "2021-01-29")
+    (HERE / "prices" / "no_line_breaks").mkdir(parents=True, exist_ok=True)
+    (HERE / "prices" / "no_line_breaks" / "aapl.csv").write_text(" ".join([HEADER, *rows]))  # one line, no line break
+    (HERE / "prices" / "gzip_named_csv").mkdir(parents=True, exist_ok=True)
+    (HERE / "prices" / "gzip_named_csv" / "aapl.csv").write_bytes(gzip.compress(("\n".join([HEADER, *rows[:5]]) + "\n").encode(), mtime=0))
+
+
+def news_fixtures() -> None:
+    """News fixtures from the two real FNSPID rows of tests/data/news_clock/fnspid_nasdaq.csv."""
+    src = HERE.parents[0] / "news_clock" / "fnspid_nasdaq.csv"
+    with src.open(newline="", encoding="utf-8") as fh:
+        header, *recs = list(csv.reader(fh))
+
+    def out(name: str, records: list[list[str]]) -> None:
+        with (HERE / "news" / name).open("w", newline="", encoding="utf-8") as fh:
+            csv.writer(fh, lineterminator="\n").writerows([header, *records])
+
+    a, b = recs[0], recs[1]
+    out("ragged.csv", [a, b[:3], [*b[:3], b[3] + "-2", *b[4:], "extra"]])  # rows 1 and 2: 3 and 12 fields
+    out("junk_date.csv", [a, [b[0].replace(" 00:00:00+00:00", "xyz"), *b[1:]]])
+    out("naive_trusted.csv", [a, ["2021-12-31 14:05:00", *b[1:]]])  # a time of day with no offset
+    out("early.csv", [a, ["2021-12-01 00:00:00+00:00", *b[1:3], b[3] + "-early", *b[4:]]])
+    long = [b[0], b[1], b[2], b[3] + "-long", b[4], b[5], (b[6] + " ") * (5000 // len(b[6]) + 1), *b[7:]]
+    out("long_record.csv", [a, long, b])  # row 1: an article of about 5 KB
+    (HERE / "news" / "gzip_named.csv").write_bytes(gzip.compress(src.read_bytes(), mtime=0))
+
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -138,3 +175,4 @@ if __name__ == "__main__":
     use_sample(ap.parse_args().sample)
     (HERE / "prices" / "close_nan_parquet").mkdir(parents=True, exist_ok=True)
     main()
+    news_fixtures()
