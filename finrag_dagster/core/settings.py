@@ -311,8 +311,8 @@ def _resolve_paths(raw: dict, base: Path) -> dict:
     src = raw.get("sources")
     if isinstance(src, dict):
         for key in ("news", "prices", "filings_index", "filings_text"):
-            if key in src:
-                src[key] = [str((base / p)) if not Path(p).is_absolute() else p for p in src[key]]
+            if isinstance(src.get(key), list):  # anything else is left for validation to name
+                src[key] = [str((base / p)) if isinstance(p, str) and not Path(p).is_absolute() else p for p in src[key]]
         if src.get("universe") and not Path(src["universe"]).is_absolute():
             src["universe"] = str(base / src["universe"])
     if "lake_dir" in raw and not is_remote(raw["lake_dir"]) and not Path(raw["lake_dir"]).is_absolute():

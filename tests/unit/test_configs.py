@@ -38,3 +38,18 @@ def test_config_reads_and_writes_only_inside_the_repository(path, monkeypatch):
     paths += [p for v in src.values() if isinstance(v, list) for p in v if isinstance(p, str) and "/" in p]
     outside = [p for p in [str(s.lake_dir), *paths] if not Path(p).resolve().is_relative_to(root)]
     assert outside == []
+
+
+def test_a_string_where_a_list_of_paths_belongs_is_named_not_iterated(tmp_path, monkeypatch):
+    """`news = "x.csv"` once became the paths "x", ".", "c", ... (the last a folder: the whole disk
+    was searched); it is a settings error that names the key."""
+    from pydantic import ValidationError
+
+    monkeypatch.delenv("FINRAG_LAKE", raising=False)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[sources]\nkind = "files"\nnews = "news/x.csv"\nprices = ["p/*.csv"]\n')
+    with pytest.raises(ValidationError, match="sources.news") as err:
+        load_settings(cfg)
+    assert "news/x.csv" in str(err.value) and "prices" not in str(err.value)
+    cfg.write_text('[sources]\nkind = "files"\nnews = ["news/x.csv"]\n')
+    assert load_settings(cfg).sources.news == [str(tmp_path / "news" / "x.csv")]
