@@ -36,6 +36,10 @@ class WorldSettings(_M):
     start: dt.date = dt.date(2017, 10, 2)  # first price day (estimation history for labels)
     end: dt.date = dt.date(2023, 12, 29)
     news_start: dt.date = dt.date(2018, 11, 1)
+    # The last decision day whose news the raw files hold (unset: the world's end). A run whose
+    # calendar ends earlier sets it to calendar.end, so that no row is rejected for being decided
+    # after it; the world itself (prices, events, filings, truth) is the same either way.
+    news_end: dt.date | None = None
     events_per_ticker_year: float = 26.0
     # News items a ticker-year that belong to no event (routine coverage, mostly neutral in tone):
     # each is an anchor whose planted effect is zero. Raising it raises anchors a day without

@@ -89,6 +89,36 @@ def test_same_seed_same_bytes_other_seed_differs(world, tmp_path):
     assert h1["truth/events.parquet"] != h2["truth/events.parquet"]
 
 
+def test_news_end_leaves_out_exactly_the_news_decided_after_it(world, news, tmp_path):
+    """A shorter calendar's world: the same rows up to news_end (same bytes), none decided after it,
+    and every other raw file unchanged."""
+    end = dt.date(2019, 1, 31)
+    generate_world(SMALL.model_copy(update={"news_end": end}), tmp_path)
+    cut = pl.concat([pl.read_csv(f, infer_schema_length=0) for f in sorted(glob.glob(str(tmp_path / "raw" / "news" / "*.csv")))])
+    cal = nyse()
+
+    def decided(df: pl.DataFrame) -> np.ndarray:
+        ts = pd_ns(df["Date"].to_list())
+        return cal.decision_days(ts).astype("datetime64[D]")
+
+    keep = decided(news) <= np.datetime64(end)
+    assert 0 < keep.sum() < news.height  # the cut falls inside the news
+    assert cut.equals(news.filter(pl.Series(keep)))
+    full, short = _hashes(world / "raw"), _hashes(tmp_path / "raw")
+    assert {k: v for k, v in full.items() if "/news/" not in k and not k.startswith("news/")} == {
+        k: v for k, v in short.items() if "/news/" not in k and not k.startswith("news/")
+    }
+
+
+def pd_ns(stamps: list[str]) -> np.ndarray:
+    """Public times of the world's FNSPID stamps, as the loader reads them with the world's (true) clock."""
+    from finrag_dagster.sources.fnspid import NewsClock, news_public_ns, normalize_news
+
+    df = pl.DataFrame({"Date": stamps, "Publisher": [""] * len(stamps), "__source_row": list(range(len(stamps)))})
+    frame = normalize_news(df, {"Date": "Date", "Publisher": "Publisher"}, "x.csv", False)
+    return news_public_ns(frame, NewsClock(dates_only=False))[0]
+
+
 def test_regeneration_replaces_previous_files(tmp_path):
     s = SMALL.model_copy(update={"n_tickers": 2, "start": dt.date(2018, 9, 4), "news_start": dt.date(2019, 1, 2)})
     generate_world(s, tmp_path)

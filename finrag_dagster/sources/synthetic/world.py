@@ -333,15 +333,19 @@ def _ts(ns_list) -> pa.Array:
     return pa.array([None if v is None else int(v) // 1000 for v in ns_list], type=UTC_TS)
 
 
-def write_raw(w: _World, raw: Path) -> dict[str, int]:
-    """Write the raw (real-format) files; returns counts."""
+def write_raw(w: _World, raw: Path, news_end: dt.date | None = None) -> dict[str, int]:
+    """Write the raw (real-format) files (news decided after ``news_end`` left out); returns counts."""
     cal = w.companies
     uni_rows = [[c.ticker, str(c.cik), c.sec_title, c.company, c.sector, c.sub_industry] for c in cal]
     _write_text(
         raw / "universe" / "tickers.csv", _csv_text(["ticker", "cik", "sec_title", "Security", "gics_sector", "gics_sub_industry"], uni_rows, "\n")
     )
+    news = w.news
+    if news_end is not None and news:
+        decided = nyse().decision_days(np.array([r.public_ns for r in news], dtype=np.int64))
+        news = [r for r, d in zip(news, decided) if d <= np.datetime64(news_end, "D")]
     by_year: dict[str, list[list[str]]] = {}
-    for r in w.news:
+    for r in news:
         by_year.setdefault(r.date_str[:4], []).append(r.fnspid())
     for year in sorted(by_year):
         _write_text(raw / "news" / f"fnspid_news_{year}.csv", _csv_text(FNSPID_COLUMNS, by_year[year], "\n"))
@@ -363,7 +367,7 @@ def write_raw(w: _World, raw: Path) -> dict[str, int]:
     for t in sorted(by_t):
         c = cmap[t]
         _write_text(raw / "sec" / "submissions" / f"CIK{c.cik:010d}.json", submissions_json(c, by_t[t], sizes))
-    return {"news_rows": len(w.news), "price_rows": n_price, "filings": len(w.filings)}
+    return {"news_rows": len(news), "price_rows": n_price, "filings": len(w.filings)}
 
 
 def documents_table(w: _World) -> pa.Table:
@@ -602,7 +606,7 @@ def generate_world(settings: WorldSettings, out_dir: Path) -> WorldManifest:
     # a folder of this process's own, so two builds at once never write into each other's files
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{settings.seed}-", dir=out_dir))
     raw, truth = tmp / "raw", tmp / "truth"
-    counts = write_raw(w, raw)
+    counts = write_raw(w, raw, settings.news_end)
     docs = documents_table(w)
     _write_parquet(truth / "documents.parquet", docs)
     _write_parquet(truth / "events.parquet", events_table(w))
