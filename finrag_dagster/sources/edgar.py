@@ -17,8 +17,14 @@ acceptance time (conservative), ``acceptance_source`` lists the sources that gav
 is the longest any source has. The filing date is never used as the public time: a filing
 without an acceptance time is quarantined.
 
-``rows_in`` counts filings (distinct accessions) plus source records without an accession, so
-``rows_in == accepted + quarantined`` holds after merging.
+Sources that contradict themselves are never read silently (docs/bad_inputs.md, EDGAR): a
+submissions JSON whose ``cik`` is not its file name's CIK, a source whose own ticker is not the
+universe's for its CIK, a truncated ``full-submission.txt`` and one whose folder and header name two
+accessions are quarantined; two universe tickers on one CIK are flagged (share classes) or an
+error (unrelated names).
+
+``rows_in`` counts filings (distinct accessions) plus source records without an accession (or
+unusable on their own), so ``rows_in == accepted + quarantined`` holds after merging.
 """
 
 from __future__ import annotations
@@ -36,7 +42,8 @@ import polars as pl
 
 from ..core.calendar import eastern_to_utc, nyse
 from ..core.storage.schemas import FILINGS_RAW
-from .base import LoadResult, SourceError, empty_quarantine, expand_paths, quarantine_rows
+from .base import FLAG_COLUMNS, LoadResult, SourceError, empty_flags, empty_quarantine, expand_paths, quarantine_rows
+from .universe import company_aliases
 
 FORMS_USED = ("8-K", "8-K/A", "10-Q", "10-Q/A", "10-K", "10-K/A")
 R_NO_ACCESSION = "missing accession"
@@ -51,6 +58,12 @@ R_ACCEPTANCE_VS_FILED = "acceptance time inconsistent with the filing date"
 # day, so the acceptance's New York date is the filing date or a few calendar days before it (a
 # Friday evening before a Monday holiday: 4); anything else is a source that contradicts itself.
 ACCEPTANCE_BEFORE_FILED_MAX_DAYS = 4
+# Sources that contradict themselves about which filing or company they are (docs/bad_inputs.md):
+R_CIK_VS_FILE = "submissions JSON cik contradicts its file name"
+R_TICKER_VS_SOURCE = "universe ticker of the CIK contradicts the source's own ticker"
+R_TRUNCATED = "full-submission.txt truncated"
+R_TWO_ACCESSIONS = "full-submission.txt names two accessions"
+F_SHARED_CIK = "shared_cik"
 DEFAULT_FYE = "1231"
 FYE_SLACK_DAYS = 14  # 52/53-week fiscal years end up to a week either side of the nominal day
 
@@ -102,6 +115,11 @@ def _yyyymmdd(s: str | None) -> dt.date | None:
         return None
 
 
+def _whole_lines(text: str) -> str:
+    """The text up to its last line break: a header excerpt cut mid-line must not give a cut value."""
+    return text if text.endswith("\n") else text[: text.rfind("\n") + 1]
+
+
 def _item_number(desc: str) -> str:
     d = re.sub(r"\s+", " ", desc.strip().lower()).replace("\u2019", "'")
     if re.fullmatch(r"\d\.\d{2}", d):
@@ -126,7 +144,7 @@ def parse_submission_header(text: str) -> dict:
         ``fiscal_year_end`` ("MMDD"|None), ``items`` (8-K item numbers, comma-separated, "" if none).
     """
     end = text.find("</SEC-HEADER>")
-    head = text if end < 0 else text[:end]
+    head = text[:end] if end >= 0 else _whole_lines(text)
     fields: dict[str, list[str]] = {}
     for k, v in _HDR_FIELD.findall(head):
         fields.setdefault(k.strip(), []).append(v.strip())
@@ -466,6 +484,9 @@ class FilingRecord:
     fye: str | None = None
     text: str = ""
     problem: str | None = None  # the whole source record is unusable (quarantined with this reason)
+    conflict: str | None = None  # the record is readable but contradicts itself: its filing is quarantined
+    tickers: tuple[str, ...] = ()  # the tickers the source gives itself (JSON ``tickers``, downloader folder)
+    names: tuple[str, ...] = ()  # the company names the source gives itself (current and former)
 
 
 def _norm_accession(a: object) -> str | None:
@@ -524,10 +545,8 @@ def read_submissions_json(path: Path, file_index: int) -> list[FilingRecord]:
         block = doc
     if not isinstance(block, dict) or "accessionNumber" not in block:
         raise SourceError(f"{path.name}: not an SEC submissions JSON (no filings.recent.accessionNumber)")
-    m = re.search(r"CIK0*(\d+)", path.name, re.IGNORECASE)
-    cik = doc.get("cik") or (m.group(1) if m else None)
-    cik_i = int(cik) if cik is not None and str(cik).isdigit() else None
-    tickers = doc.get("tickers") or []
+    cik_i, cik_conflict = _json_cik(doc, path.name)
+    tickers = [str(t).strip().upper() for t in doc.get("tickers") or [] if t and str(t).strip()]
     fye = doc.get("fiscalYearEnd")
     n = len(block["accessionNumber"])
     lengths = {k: len(v) for k, v in block.items() if isinstance(v, list)}
@@ -535,19 +554,11 @@ def read_submissions_json(path: Path, file_index: int) -> list[FilingRecord]:
     if short:
         # parallel arrays that do not line up cannot be zipped: a time would go to another filing
         why = f"{R_UNEQUAL_ARRAYS} (accessionNumber {n}, " + ", ".join(f"{k} {m}" for k, m in sorted(short.items())) + ")"
-        return [
-            FilingRecord(
-                accession=_norm_accession(acc),
-                source="submissions_json",
-                source_file=path.name,
-                source_row=i,
-                file_index=file_index,
-                cik=cik_i,
-                problem=why,
-            )
-            for i, acc in enumerate(block["accessionNumber"])
-        ]
+        return _json_problem_records(block, path, file_index, cik_i, why)
+    if cik_conflict:  # whose filings these are is in doubt: none of them is used
+        return _json_problem_records(block, path, file_index, cik_i, cik_conflict)
     names = _former_names(doc)
+    own_names = tuple(n for n in [doc.get("name"), *(f[2] for f in names)] if isinstance(n, str) and n.strip())
 
     def arr(key: str) -> list:
         v = block.get(key)
@@ -569,6 +580,8 @@ def read_submissions_json(path: Path, file_index: int) -> list[FilingRecord]:
                 cik=cik_i,
                 company=_name_at(names, doc.get("name"), accepted),
                 ticker=(tickers[0] if tickers else None),
+                tickers=tuple(tickers),
+                names=own_names,
                 accepted_ns=accepted,
                 filed_date=_date(filed),
                 report_date=_date(rep),
@@ -577,6 +590,37 @@ def read_submissions_json(path: Path, file_index: int) -> list[FilingRecord]:
             )
         )
     return out
+
+
+def _json_cik(doc: dict, file_name: str) -> tuple[int | None, str | None]:
+    """A submissions JSON's CIK (its ``cik`` field, else its file name's) and why, if the two disagree."""
+    m = re.search(r"CIK0*(\d+)", file_name, re.IGNORECASE)
+    from_name = int(m.group(1)) if m else None
+    field = str(doc.get("cik") or "").strip()
+    from_field = int(field) if field.isdigit() else None
+    if from_name is not None and from_field is not None and from_name != from_field:
+        why = (
+            f"{R_CIK_VS_FILE}: cik {from_field} in the file, CIK {from_name} in its name {file_name} "
+            "(none of its filings is used: re-download it or fix the name)"
+        )
+        return from_field, why
+    return (from_field if from_field is not None else from_name), None
+
+
+def _json_problem_records(block: dict, path: Path, file_index: int, cik: int | None, why: str) -> list[FilingRecord]:
+    """One unusable record per accession of a submissions JSON, each quarantined with ``why``."""
+    return [
+        FilingRecord(
+            accession=_norm_accession(acc),
+            source="submissions_json",
+            source_file=path.name,
+            source_row=i,
+            file_index=file_index,
+            cik=cik,
+            problem=why,
+        )
+        for i, acc in enumerate(block["accessionNumber"])
+    ]
 
 
 def _former_names(doc: dict) -> list[tuple[int, int, str]]:
@@ -602,7 +646,11 @@ def _name_at(former: list[tuple[int, int, str]], current: str | None, t_ns: int 
 
 
 def read_full_submission(path: Path, file_index: int, with_text: bool) -> list[FilingRecord]:
-    """One record from a ``full-submission.txt`` (header always; body text when ``with_text``)."""
+    """One record from a ``full-submission.txt`` (header always; body text when ``with_text``).
+
+    A file naming two accessions (its folder's and its header's) is unusable; a truncated one
+    quarantines its filing (``conflict``).
+    """
     data = path.read_bytes()
     if b"\x00" in data[:65536]:
         raise SourceError(f"{path}: a binary or corrupt file (NUL bytes), not an EDGAR SGML submission")
@@ -613,25 +661,91 @@ def read_full_submission(path: Path, file_index: int, with_text: bool) -> list[F
     # sec-edgar-downloader layout: <TICKER>/<FORM>/<ACCESSION>/full-submission.txt
     ticker = path.parent.parent.parent.name.upper() if len(path.parts) >= 4 else None
     acc = _norm_accession(h["accession"]) or _norm_accession(path.parent.name)
+    two = _two_accessions(path, h, raw)
+    label = f"{path.parent.name if two else (acc or path.parent.name)}/{path.name}"
     return [
         FilingRecord(
             accession=acc,
             source="sgml_header",
-            source_file=f"{acc or path.parent.name}/{path.name}",
+            source_file=label,
             source_row=0,
             file_index=file_index,
             form_type=h["form_type"],
             cik=h["cik"],
             company=h["company"],
             ticker=ticker,
+            tickers=(ticker,) if ticker and _downloader_layout(path, h["form_type"]) else (),
+            names=(h["company"],) if h["company"] else (),
             accepted_ns=int(h["acceptance_utc"].value) if h["acceptance_utc"] is not None else None,
             filed_date=h["filed_date"],
             report_date=h["period_of_report"],
             items=h["items"],
             fye=h["fiscal_year_end"],
             text=submission_text(raw, h["form_type"] or "") if with_text else "",
+            problem=two,
+            conflict=_truncation(raw, label),
         )
     ]
+
+
+_SECDOC_TOKEN = re.compile(r"<SEC-DOCUMENT>[ \t]*(\S+)")
+_DOC_OPEN = re.compile(r"<DOCUMENT>", re.IGNORECASE)
+_DOC_CLOSE = re.compile(r"</DOCUMENT>", re.IGNORECASE)
+_DOC_COUNT = re.compile(r"^[ \t]*PUBLIC DOCUMENT COUNT:[ \t]*(\d+)", re.MULTILINE)
+
+
+def _two_accessions(path: Path, h: dict, raw: str) -> str | None:
+    """Why a ``full-submission.txt`` is unusable when its folder, ``ACCESSION NUMBER`` and ``<SEC-DOCUMENT>`` disagree."""
+    end = raw.find("</SEC-HEADER>")
+    m = _SECDOC_TOKEN.search(raw[:end] if end >= 0 else _whole_lines(raw))
+    named = {
+        "folder": _norm_accession(path.parent.name),
+        "ACCESSION NUMBER": _norm_accession(h["accession"]),
+        "<SEC-DOCUMENT>": _norm_accession(m.group(1)) if m else None,
+    }
+    named = {k: v for k, v in named.items() if v}
+    if len(set(named.values())) <= 1:
+        return None
+    said = ", ".join(f"{k} {v}" for k, v in named.items())
+    return f"{R_TWO_ACCESSIONS}: {said} in {path.parent.name}/{path.name}; the file belongs to one filing: re-download it"
+
+
+def _downloader_layout(path: Path, form_type: str | None) -> bool:
+    """Whether ``path`` sits in ``<TICKER>/<FORM>/<ACCESSION>/``, FORM being the header's form (amendments in their base form's folder)."""
+    if len(path.parts) < 4 or _norm_accession(path.parent.name) is None:
+        return False
+    form = (form_type or "").strip().upper()
+    return path.parent.parent.name.upper() in {form, form.removesuffix("/A")}
+
+
+def _truncation(raw: str, label: str) -> str | None:
+    """Why a ``full-submission.txt`` with a body is cut short, or None: every ``<DOCUMENT>`` closed, as
+    many as its header's PUBLIC DOCUMENT COUNT, then ``</SEC-DOCUMENT>``. A file without a
+    ``<DOCUMENT>`` is a header when it does not open with ``<SEC-DOCUMENT>`` (EDGAR's ``.hdr.sgml``)
+    or stops inside its header (the real sample's first 1,000 bytes): not checked."""
+    end = raw.find("</SEC-HEADER>")
+    body = raw[end:] if end >= 0 else raw
+    opened = len(_DOC_OPEN.findall(body))
+    if opened == 0 and (end < 0 or not raw[:200].lstrip().startswith("<SEC-DOCUMENT>")):
+        return None
+    closed = min(opened, len(_DOC_CLOSE.findall(body)))
+    m = _DOC_COUNT.search(raw[:end] if end >= 0 else raw)
+    declared = int(m.group(1)) if m else None
+    why = []
+    if declared is not None and closed < declared:
+        why.append(f"{closed} of {declared} declared documents")
+    if opened > closed:
+        why.append(f"<DOCUMENT> {closed + 1} not closed")
+    if body.rfind("</SEC-DOCUMENT>") < max(body.rfind("</DOCUMENT>"), 0):
+        why.append("no </SEC-DOCUMENT> after its last document")
+    if not why:
+        return None
+    return f"{R_TRUNCATED}: " + ", ".join(why) + f" in {label} (re-download it)"
+
+
+def _own(value: object) -> tuple[str, ...]:
+    """A parquet cell as a source's own ticker or name: () when empty."""
+    return (str(value).strip(),) if isinstance(value, str) and value.strip() else ()
 
 
 def _pcol(df: pl.DataFrame, name: str) -> list:
@@ -673,6 +787,8 @@ def read_filings_parquet(path: Path, file_index: int) -> list[FilingRecord]:
                 cik=int(cik) if cik is not None else None,
                 company=comp,
                 ticker=tick,
+                tickers=_own(tick),
+                names=_own(comp),
                 accepted_ns=_utc_ns(at),
                 filed_date=_date(filed),
                 report_date=_date(rep),
@@ -708,6 +824,8 @@ def _text_parquet_records(df: pl.DataFrame, path: Path, file_index: int) -> list
                 cik=r.get("cik"),
                 company=r.get("company"),
                 ticker=r.get("ticker"),
+                tickers=_own(r.get("ticker")),
+                names=_own(r.get("company")),
                 accepted_ns=_utc_ns(at),
                 filed_date=_date(r.get("filed_date")),
                 report_date=_date(r.get("report_date")),
@@ -755,12 +873,94 @@ def _first(values):
 
 
 def _cik_tickers(universe: pl.DataFrame) -> tuple[dict[int, list[str]], set[str]]:
-    """Universe tickers by CIK (sorted), and the set of all universe tickers."""
+    """Universe tickers by CIK (sorted), and the set of all universe tickers.
+
+    Raises
+    ------
+    SourceError
+        Two universe tickers share a CIK but name different companies (share classes may share one).
+    """
     by_cik: dict[int, list[str]] = {}
     for t, c in zip(universe["ticker"].to_list(), universe["cik"].to_list()):
         if c is not None:
             by_cik.setdefault(int(c), []).append(t)
-    return {k: sorted(v) for k, v in by_cik.items()}, set(universe["ticker"].to_list())
+    by_cik = {k: sorted(v) for k, v in by_cik.items()}
+    _check_shared_ciks(by_cik, _ticker_names(universe), universe)
+    return by_cik, set(universe["ticker"].to_list())
+
+
+def _ticker_names(universe: pl.DataFrame) -> dict[str, set[str]]:
+    """Each universe ticker's company names (its ``aliases``, the ticker itself left out); {} without them."""
+    if "aliases" not in universe.columns:
+        return {}
+    out = {}
+    for t, a in zip(universe["ticker"].to_list(), universe["aliases"].to_list()):
+        out[t] = set((a or "").split("|")) - {"", str(t).lower()}
+    return out
+
+
+def _check_shared_ciks(by_cik: dict[int, list[str]], names: dict[str, set[str]], universe: pl.DataFrame) -> None:
+    """Raise when a CIK is given to two universe tickers whose names share nothing (a wrong cik cell)."""
+    company = dict(zip(universe["ticker"].to_list(), universe["company"].to_list())) if "company" in universe.columns else {}
+    for cik, ts in by_cik.items():
+        first = names.get(ts[0], set())
+        for t in ts[1:]:
+            other = names.get(t, set())
+            if first and other and not first & other:
+                raise SourceError(
+                    f"universe: CIK {cik} is given to {ts[0]} ({company.get(ts[0])}) and {t} ({company.get(t)}), which name different "
+                    "companies, so their filings would go to either. Fix the cik column of the universe file (sources.universe); "
+                    "share classes of one company (GOOG, GOOGL) may share a CIK when their names agree."
+                )
+
+
+def _tkey(ticker: str) -> str:
+    """A ticker compared without case or punctuation (BRK.B = BRK-B)."""
+    return re.sub(r"[^A-Z0-9]", "", str(ticker).upper())
+
+
+def _ticker_vs_sources(cik, ticker: str, g: list[FilingRecord], by_cik, names: dict[str, set[str]]) -> str | None:
+    """Why the universe's ticker for the filing's CIK contradicts a source's own tickers, or None: a
+    source must name one of the CIK's universe tickers, or (a renamed ticker) the ticker's company."""
+    cands = by_cik.get(cik, []) if cik is not None else []
+    if not cands:
+        return None  # the ticker came from a source itself
+    keys = {_tkey(t) for t in cands}
+    for r in g:
+        if not r.tickers or keys & {_tkey(t) for t in r.tickers}:
+            continue
+        own = {a for n in r.names for a in company_aliases(n).split("|") if a}
+        if own & names.get(ticker, set()):
+            continue
+        said = ", ".join(r.tickers) + (f" ({r.names[0]})" if r.names else "")
+        return (
+            f"{R_TICKER_VS_SOURCE}: the universe gives CIK {cik} to {', '.join(cands)}, {r.source_file} names itself {said}; "
+            "fix the universe's cik column or the source"
+        )
+    return None
+
+
+def _record_conflict(g: list[FilingRecord]) -> str | None:
+    """The first contradiction a record of the filing has with itself (a truncated submission)."""
+    return _first(r.conflict for r in g)
+
+
+def _shared_cik_flags(accepted: pl.DataFrame, merged: list[dict]) -> pl.DataFrame:
+    """A ``shared_cik`` flag per accepted filing of a CIK that several universe tickers share: it went to one."""
+    day = dict(zip(accepted["accession"].to_list(), accepted["date"].to_list()))
+    rows = []
+    for m in merged:
+        shared = m["_shared"]
+        if len(shared) < 2:
+            continue
+        others = ", ".join(t for t in shared if t != m["ticker"])
+        detail = (
+            f"CIK {m['cik']} is shared by universe tickers {', '.join(shared)}: filing {m['accession']} goes to {m['ticker']} only "
+            f"(the source's own ticker when it names one of them, else the first in sort order); {others} gets no copy"
+        )
+        f, r = m["_head"]
+        rows.append({"source_file": f, "source_row": r, "ticker": m["ticker"], "date": day[m["accession"]], "flag": F_SHARED_CIK, "detail": detail})
+    return pl.DataFrame(rows, schema=FLAG_COLUMNS).sort("source_file", "source_row") if rows else empty_flags()
 
 
 def _pick_ticker(cik: int | None, src_tickers: list[str], by_cik, universe_set) -> str | None:
@@ -793,20 +993,28 @@ def load_filings(index_paths, text_paths, universe: pl.DataFrame) -> LoadResult:
     -------
     LoadResult
         ``accepted``: FILINGS_RAW columns plus ``date`` (decision day of public_time), sorted by
-        (public_time, accession). Quarantine reasons, first failing check: missing accession
-        (per source record), form not used, ticker not in universe, no acceptance time, public
-        time outside the calendar.
+        (public_time, accession). Quarantine reasons, first failing check: per source record,
+        unusable (unreadable file, JSON arrays of unequal length, JSON cik vs file name, two
+        accessions in one file) or missing accession; per filing, form not used, ticker not in
+        universe, no acceptance time, public time outside the calendar, truncated submission,
+        universe ticker vs the source's own, acceptance vs filing date. ``flags``: ``shared_cik``
+        per filing of a CIK that several universe tickers share.
+
+    Raises
+    ------
+    SourceError
+        Two universe tickers share a CIK but name different companies; an unreadable JSON.
     """
-    records = _read_records(index_paths, text_paths)
     by_cik, universe_set = _cik_tickers(universe)
+    records = _read_records(index_paths, text_paths)
     cal = nyse()
     q_rows, groups = _group_records(records)
     rows_in = len(q_rows) + len(groups)
-    merged = _merge_groups(groups, by_cik, universe_set, cal, q_rows)
+    merged = _merge_groups(groups, by_cik, universe_set, cal, q_rows, _ticker_names(universe))
     _add_fiscal_periods(merged, records)
     quarantine = _quarantine_frame(q_rows)
     out = _accepted_frame(merged, cal) if merged else _empty_filings()
-    return LoadResult("filings_raw", out, quarantine, rows_in).check()
+    return LoadResult("filings_raw", out, quarantine, rows_in, _shared_cik_flags(out, merged)).check()
 
 
 def _group_records(records: list[FilingRecord]) -> tuple[list[dict], dict[str, list[FilingRecord]]]:
@@ -837,9 +1045,9 @@ def _group_records(records: list[FilingRecord]) -> tuple[list[dict], dict[str, l
     return q_rows, groups
 
 
-def _merge_groups(groups: dict[str, list[FilingRecord]], by_cik, universe_set, cal, q_rows: list[dict]) -> list[dict]:
+def _merge_groups(groups: dict[str, list[FilingRecord]], by_cik, universe_set, cal, q_rows: list[dict], names=None) -> list[dict]:
     """One filing per accession (in accession order) from its records; a filing that fails a check
-    is appended to ``q_rows`` instead."""
+    is appended to ``q_rows`` instead. ``names``: each universe ticker's company names."""
     merged: list[dict] = []
     for acc in sorted(groups):
         g = sorted(groups[acc], key=lambda r: (r.file_index, r.source_row))
@@ -848,11 +1056,18 @@ def _merge_groups(groups: dict[str, list[FilingRecord]], by_cik, universe_set, c
         times = [(r.accepted_ns, r.source) for r in g if r.accepted_ns is not None]
         public = max(t for t, _ in times) if times else None
         ticker = _pick_ticker(cik, [r.ticker for r in g], by_cik, universe_set)
-        reason = _merge_reason(form, ticker, public, cal) or _acceptance_vs_filed(g)
+        reason = (
+            _merge_reason(form, ticker, public, cal)
+            or _record_conflict(g)
+            or _ticker_vs_sources(cik, ticker, g, by_cik, names or {})
+            or _acceptance_vs_filed(g)
+        )
         if reason:
             q_rows.append(_merge_quarantine_row(acc, g, form, cik, public, reason))
             continue
-        merged.append(_merged_filing(acc, g, form, cik, ticker, times, public))
+        m = _merged_filing(acc, g, form, cik, ticker, times, public)
+        m["_head"], m["_shared"] = (g[0].source_file, g[0].source_row), (by_cik.get(cik, []) if cik is not None else [])
+        merged.append(m)
     return merged
 
 

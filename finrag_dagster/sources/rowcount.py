@@ -105,7 +105,8 @@ def _filing_keys(path: Path) -> tuple[list[str], int]:
 
     A record stands alone, i.e. it is one row of its own whatever other files say, when it has no
     usable accession number, when its submissions JSON's arrays do not line up (nothing in it can be
-    zipped), or when its ``full-submission.txt`` is unreadable or not SGML."""
+    zipped) or its ``cik`` field contradicts its file name, or when its ``full-submission.txt`` is
+    unreadable, not SGML, or names two accessions (folder and header)."""
     name = path.name.lower()
     if name.endswith(".json"):
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -113,6 +114,8 @@ def _filing_keys(path: Path) -> tuple[list[str], int]:
         block = recent if isinstance(recent, dict) else doc
         accessions = block.get("accessionNumber") or []
         if any(isinstance(v, list) and len(v) != len(accessions) for v in block.values()):
+            return [], len(accessions)
+        if _json_cik_disagrees(doc, path.name):  # whose filings they are is in doubt: each one alone
             return [], len(accessions)
         keys = [_accession_key(a) for a in accessions]
         return [k for k in keys if k], sum(k is None for k in keys)
@@ -134,10 +137,19 @@ def _filing_keys(path: Path) -> tuple[list[str], int]:
     if b"\x00" in head or ("<SEC-HEADER>" not in text[:5000] and "ACCESSION NUMBER:" not in text[:5000]):
         return [], 1  # unreadable: one row of its own
     header = text.split("</SEC-HEADER>", 1)[0]
-    m = _HEADER_ACCESSION.search(header) or _SEC_DOCUMENT.search(header)
-    key = _accession_key(m.group(1)) if m else None
-    key = key or _accession_key(path.parent.name)  # sec-edgar-downloader: <TICKER>/<FORM>/<ACCESSION>/
-    return ([key], 0) if key else ([], 1)
+    named = {_accession_key(m.group(1)) for rx in (_HEADER_ACCESSION, _SEC_DOCUMENT) for m in [rx.search(header)] if m}
+    named.add(_accession_key(path.parent.name))  # sec-edgar-downloader: <TICKER>/<FORM>/<ACCESSION>/
+    named.discard(None)
+    if len(named) > 1:
+        return [], 1  # its folder and header name two filings: one row of its own
+    return (sorted(named), 0) if named else ([], 1)
+
+
+def _json_cik_disagrees(doc: dict, file_name: str) -> bool:
+    """Whether a submissions JSON's ``cik`` field and the CIK in its file name are two numbers."""
+    m = re.search(r"CIK(\d+)", file_name, re.IGNORECASE)
+    field = str(doc.get("cik") or "").strip()
+    return bool(m and field.isdigit() and int(m.group(1)) != int(field))
 
 
 def filing_records(index_paths, text_paths) -> int:
