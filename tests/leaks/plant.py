@@ -486,6 +486,125 @@ def _non_members_anchored(p: Patcher) -> None:
     rewrite(p, anchors, "build_anchors", [("if members is not None and tk not in members:", "if False:")])
 
 
+def _task_inputs_next_session(p: Patcher) -> None:
+    from finrag_dagster.core.evaluation import experience as task_io
+
+    # the window of task day T is T-3 .. T+1: news and anchors public after close(T) reach T's scores
+    rewrite(p, task_io, "task_inputs", [("range(max(0, i - WINDOW + 1), i + 1)", "range(max(0, i - WINDOW + 2), i + 2)")])
+
+
+def _member_before_start(p: Patcher) -> None:
+    from finrag_dagster.core import anchors
+
+    rewrite(p, anchors, "members_on", [('(pl.col("start") <= day)', '(pl.col("start") <= day + dt.timedelta(days=1))')])
+
+
+def _member_after_end(p: Patcher) -> None:
+    from finrag_dagster.core import anchors
+
+    rewrite(p, anchors, "members_on", [('(pl.col("end") >= day)', '(pl.col("end") >= day - dt.timedelta(days=1))')])
+
+
+def _selection_on_last_validation_day(p: Patcher) -> None:
+    from finrag_dagster.core import loop_io
+
+    rewrite(p, loop_io, "test_split_params", [("chosen if d >= test[0] else base", "chosen if d >= cal.offset(test[0], -1).isoformat() else base")])
+
+
+def _split_starts_early(p: Patcher) -> None:
+    from finrag_dagster.core import splits
+
+    rewrite(p, splits, "split_bounds", [("out.append((days[0].isoformat(),", "out.append((cal.offset(days[0], -1).isoformat(),")])
+
+
+def _split_ends_late(p: Patcher) -> None:
+    from finrag_dagster.core import splits
+
+    rewrite(p, splits, "split_bounds", [("days[-1].isoformat()))", "cal.offset(days[-1], 1).isoformat()))")])
+
+
+def _memory_reset_late(p: Patcher) -> None:
+    from finrag_dagster.core import splits
+
+    rewrite(p, splits, "split_start_of", [("if a <= day <= b:", "if a < day <= b:")])
+
+
+def _lora_last_validation_day(p: Patcher) -> None:
+    from finrag_dagster.core import splits
+
+    rewrite(p, splits, "lora_first_day", [('return b["test"][0]', 'return cal.offset(b["test"][0], -1).isoformat()')])
+
+
+def _lora_label_on_cutoff(p: Patcher) -> None:
+    from finrag_dagster.core.reader import lora
+
+    rewrite(p, lora, "select_training_labels", [('(pl.col("maturity_day") < cutoff)', '(pl.col("maturity_day") <= cutoff)')])
+
+
+def _class_weights_label_on_start(p: Patcher) -> None:
+    from finrag_dagster.core import loop_io
+
+    rewrite(
+        p,
+        loop_io,
+        "weights_for",
+        [('pl.col("maturity_day") < dt.date.fromisoformat(start)', 'pl.col("maturity_day") <= dt.date.fromisoformat(start)')],
+    )
+
+
+def _table6_label_on_test_start(p: Patcher) -> None:
+    from finrag_dagster.core.evaluation import sensitivity
+
+    rewrite(p, sensitivity, "table6", [('pl.col("maturity_day") < test_start', 'pl.col("maturity_day") <= test_start')])
+
+
+def _tree_induced_with_its_own_day(p: Patcher) -> None:
+    from finrag_dagster.core import splits
+
+    rewrite(p, splits, "train_days_before", [("if d.isoformat() < day]", "if d.isoformat() <= day]")])
+
+
+def _tree_induced_after_calendar_end(p: Patcher) -> None:
+    from finrag_dagster.core import splits
+
+    rewrite(p, splits, "induction_day", [("min(b, s.calendar.end)", "min(b, cal.offset(s.calendar.end, 1))")])
+
+
+def _label_before_its_close(p: Patcher) -> None:
+    from finrag_dagster.core import labels
+
+    rewrite(p, labels, "compute_labels", [("if i + h > last_market:", "if i + h > last_market + 1:")])
+
+
+def _ingest_before_close(p: Patcher) -> None:
+    from finrag_dagster.defs import sensors
+
+    rewrite(
+        p,
+        sensors,
+        "build_new_market_data_sensor",
+        [("cal.close_time(cal.decision_day(today)) <= today", "cal.close_time(cal.decision_day(today)) <= today + dt.timedelta(hours=1)")],
+    )
+
+
+def _matured_request_early(p: Patcher) -> None:
+    from finrag_dagster.defs import sensors
+
+    rewrite(p, sensors, "matured_decision_days", [("d = cal.sessions[i - h].item().isoformat()", "d = cal.sessions[i - h + 1].item().isoformat()")])
+
+
+def _decisions_before_first_day(p: Patcher) -> None:
+    from finrag_dagster.defs import sensors
+
+    rewrite(p, sensors, "decision_range", [("a = max(a, first_decision_day)", "a = max(a, nyse().offset(first_decision_day, -1).isoformat())")])
+
+
+def _decisions_after_calendar_end(p: Patcher) -> None:
+    from finrag_dagster.defs import sensors
+
+    rewrite(p, sensors, "decision_range", [("b = min(b, last_day)", "b = min(b, nyse().offset(last_day, 1).isoformat())")])
+
+
 U = "tests/unit/"
 LEAKS: dict[str, Leak] = {
     "feedback_matured_on_decision_day": Leak(
@@ -655,6 +774,96 @@ LEAKS: dict[str, Leak] = {
         _tree_content_after_d,
         [U + "test_pit_experience.py::test_the_tree_of_d_never_reads_content_that_appeared_after_d"],
         "core/experience/store.py content_versions, tree.py latest_content: the tree of D joins content versions dated after D",
+    ),
+    "experience_task_reads_the_next_session": Leak(
+        _task_inputs_next_session,
+        [U + "test_pit_experience_task.py::test_a_task_day_reads_the_news_and_anchors_of_t_minus_4_through_t_only"],
+        "core/evaluation/experience.py task_inputs: the news window of task day T is T-3..T+1, so news public after close(T) scores T",
+    ),
+    "member_a_day_before_its_start": Leak(
+        _member_before_start,
+        [U + "test_membership.py::test_membership_intervals_are_inclusive_at_both_ends"],
+        "core/anchors.py members_on: a ticker is a universe member the day before its membership start",
+    ),
+    "member_a_day_after_its_end": Leak(
+        _member_after_end,
+        [U + "test_membership.py::test_membership_intervals_are_inclusive_at_both_ends"],
+        "core/anchors.py members_on: a ticker is still a universe member the day after its membership end",
+    ),
+    "table6_selection_used_on_the_last_validation_day": Leak(
+        _selection_on_last_validation_day,
+        [U + "test_splits_boundaries.py::test_the_table6_selection_is_used_from_the_first_test_session_and_never_on_a_validation_day"],
+        "core/loop_io.py test_split_params: the lambda/delta chosen on validation labels is used from the last validation day, not the first test session",
+    ),
+    "split_starts_a_session_early": Leak(
+        _split_starts_early,
+        [U + "test_splits_boundaries.py::test_split_bounds_are_the_first_and_last_session_inside_each_split"],
+        "core/splits.py split_bounds: each split starts one session before its first session (the test split on the last validation day)",
+    ),
+    "split_ends_a_session_late": Leak(
+        _split_ends_late,
+        [U + "test_splits_boundaries.py::test_split_bounds_are_the_first_and_last_session_inside_each_split"],
+        "core/splits.py split_bounds: each split ends one session after its last session (the validation split takes the first test day)",
+    ),
+    "memory_reset_a_session_late": Leak(
+        _memory_reset_late,
+        [U + "test_splits_boundaries.py::test_the_memory_resets_on_the_first_session_of_each_split"],
+        "core/splits.py split_start_of: a split's first session is not in its split, so its memory does not reset there",
+    ),
+    "lora_reads_the_last_validation_day": Leak(
+        _lora_last_validation_day,
+        [U + "test_splits_boundaries.py::test_lora_variants_read_from_the_first_test_session_exactly"],
+        "core/splits.py lora_first_day: a LoRA variant (chosen on validation labels) reads from the last validation day",
+    ),
+    "lora_train_label_maturing_on_the_cutoff": Leak(
+        _lora_label_on_cutoff,
+        [U + "test_lora.py::test_training_labels_matured_before_validation_start_only"],
+        "core/reader/lora.py select_training_labels: a label maturing on the next split's first day is trained on (<= instead of <)",
+    ),
+    "class_weights_count_a_label_maturing_on_the_split_start": Leak(
+        _class_weights_label_on_start,
+        [U + "test_pit_weights.py::test_class_weights_come_from_the_previous_split_matured_before_the_start"],
+        "core/loop_io.py weights_for: a previous-split label maturing on the split start counts towards pi_y (<= instead of <)",
+    ),
+    "table6_counts_a_label_maturing_on_the_test_start": Leak(
+        _table6_label_on_test_start,
+        [U + "test_pit_sensitivity.py::test_table6_scores_validation_days_with_labels_matured_before_the_test_split"],
+        "core/evaluation/sensitivity.py table6: a validation label maturing on the test split's first session scores Table 6 (<= instead of <)",
+    ),
+    "experience_tree_induced_with_its_own_day": Leak(
+        _tree_induced_with_its_own_day,
+        [U + "test_pit_experience.py::test_tree_is_induced_on_the_last_train_session_from_train_days_only"],
+        "core/splits.py train_days_before: the tree asked for on day D is induced from D's own anchors too (<= instead of <)",
+    ),
+    "experience_tree_induced_after_calendar_end": Leak(
+        _tree_induced_after_calendar_end,
+        [U + "test_pit_experience.py::test_tree_is_induced_on_the_last_train_session_from_train_days_only"],
+        "core/splits.py induction_day: with calendar.end inside the train split the tree is induced on the session after calendar.end",
+    ),
+    "label_computed_a_session_before_its_close": Leak(
+        _label_before_its_close,
+        [U + "test_pit_labels.py::test_a_label_matures_on_the_session_of_close_d_plus_h"],
+        "core/labels.py compute_labels: a label whose close(D+h) is the next session is computed now (missing_price), not pending",
+    ),
+    "ingest_a_session_before_its_close": Leak(
+        _ingest_before_close,
+        [U + "test_sensors.py::test_new_market_data_follows_the_replay_clock_of_a_landing_folder"],
+        "defs/sensors.py new_market_data: a session counts as complete an hour before its close, so its partitions are ingested early",
+    ),
+    "matured_feedback_requested_a_session_early": Leak(
+        _matured_request_early,
+        [U + "test_sensors.py::test_matured_days_respect_the_first_decision_day"],
+        "defs/sensors.py matured_decision_days: the close of day m is taken to mature the labels of m-h+1 (a session early)",
+    ),
+    "decisions_start_a_session_before_decision_start": Leak(
+        _decisions_before_first_day,
+        [U + "test_pit_calendar_bounds.py::test_the_decision_range_is_clipped_to_the_first_and_last_decision_session"],
+        "defs/sensors.py decision_range: the decision job also runs the history session before the first decision day",
+    ),
+    "decisions_run_a_session_after_calendar_end": Leak(
+        _decisions_after_calendar_end,
+        [U + "test_pit_calendar_bounds.py::test_the_decision_range_is_clipped_to_the_first_and_last_decision_session"],
+        "defs/sensors.py decision_range: the decision job also runs the session after calendar.end",
     ),
 }
 

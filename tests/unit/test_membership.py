@@ -5,7 +5,7 @@ import datetime as dt
 import polars as pl
 import pytest
 
-from finrag_dagster.core.anchors import build_anchors, members_on
+from finrag_dagster.core.anchors import anchors_for_days, build_anchors, members_on
 from finrag_dagster.core.calendar import nyse
 from finrag_dagster.core.evaluation.report import universe_note
 from finrag_dagster.sources.base import SourceError
@@ -68,3 +68,26 @@ def test_anchors_only_for_members_on_the_decision_day():
 def test_the_report_says_whether_the_universe_is_point_in_time():
     assert "survivorship" in universe_note("")
     assert "membership.csv" in universe_note("membership.csv") and "survivorship" not in universe_note("membership.csv")
+
+
+def test_membership_intervals_are_inclusive_at_both_ends():
+    """docs: ``start`` and ``end`` are membership dates, inclusive (schemas.MEMBERSHIP, settings.sources.membership).
+    A ticker is a member on start and on end, and on neither the session before start nor the session
+    after end; the anchors of those four decision days follow exactly."""
+    start, end = dt.date(2019, 3, 5), dt.date(2019, 6, 26)  # a Tuesday and a Wednesday
+    m = pl.DataFrame({"ticker": ["BBB", "AAA"], "start": [start, dt.date(2019, 1, 2)], "end": [end, None]})
+    before, after = cal.previous_session(start), cal.next_session(end)
+    assert (before, after) == (dt.date(2019, 3, 4), dt.date(2019, 6, 27))
+    expect = {before: {"AAA"}, start: {"AAA", "BBB"}, end: {"AAA", "BBB"}, after: {"AAA"}}
+    assert {d: members_on(m, d) for d in expect} == expect
+    news = pl.concat([_news(d, ["AAA", "BBB"]).with_columns(pl.lit(d).alias("date")) for d in expect])
+    clusters = pl.DataFrame(schema={"passage_id": pl.Utf8, "ticker": pl.Utf8, "dup_cluster": pl.Utf8, "date": pl.Date})
+    days = [d.isoformat() for d in expect]
+    out = anchors_for_days(news, clusters, days, cal, {"QQQ"}, {t: "IT" for t in TICKERS}, 5, dt.date(2019, 1, 2), m)
+    assert {d: sorted(out[d][0]["ticker"]) for d in days} == {d.isoformat(): sorted(v) for d, v in expect.items()}
+    assert {d: out[d][1].filter(pl.col("ticker") == "BBB").height for d in days} == {
+        before.isoformat(): 1,
+        start.isoformat(): 0,
+        end.isoformat(): 0,
+        after.isoformat(): 1,
+    }
