@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -138,7 +138,7 @@ def train_adapters(s: Settings, lake: Lake, cal: TradingCalendar, seeds: list[in
             "base_model": base,
             "seed": seed,
             "window": win,
-            "hyper": asdict(h),
+            "hyper": h.model_dump(),
             "prompt_version": PROMPT_VERSION,
             "n_train": len(train),
             "n_validation": len(val),
@@ -164,7 +164,7 @@ def find_adapter(s: Settings, lake_dir, cal: TradingCalendar, seed: int) -> dict
     from .errors import MissingInput
     from .reader.lora import list_adapters
 
-    base, win, h = base_model_of(s), lora_window(s, cal), asdict(LoraHyper.from_settings(s))
+    base, win, h = base_model_of(s), lora_window(s, cal), LoraHyper.from_settings(s).model_dump()
     hyper_keys = [k for k in h if k not in ("max_steps",)]  # a capped smoke run is still the same recipe
     found = [
         m

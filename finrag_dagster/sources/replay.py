@@ -54,6 +54,7 @@ from typing import Callable, Iterator
 import numpy as np
 import pandas as pd
 import polars as pl
+import tomli_w
 
 from ..core.calendar import NY, date_only_public_ns, nyse
 from ..core.storage.atomic import PLAIN, atomic_file
@@ -840,16 +841,22 @@ def release_until(source_raw, landing, until: dt.datetime | pd.Timestamp | str, 
 
 
 # ============================================================================ settings snippet
-def _toml_value(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, (dt.date, dt.datetime)):
-        return v.isoformat()
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    return json.dumps(str(v))
+SNIPPET_HEADER = (
+    "# finrag settings over a replay landing folder (written by `finrag replay`).\n"
+    "# Use it with FINRAG_CONFIG=<this file>; lake_dir is where the pipeline writes.\n"
+)
+
+
+def _changed_sections(cur: dict, default: dict) -> dict:
+    """The sections of ``cur`` (less lake, world, sources, calendar) with their non-default, set values."""
+    out = {}
+    for section, values in cur.items():
+        if section in ("lake_dir", "world", "sources", "calendar") or not isinstance(values, dict):
+            continue
+        changed = {k: v for k, v in values.items() if v != default[section].get(k) and v is not None}
+        if changed:
+            out[section] = changed
+    return out
 
 
 def files_settings_toml(
@@ -895,24 +902,8 @@ def files_settings_toml(
         "news_trusted_publishers": list(news_clock.trusted_publishers),
         "news_trusted_files": list(news_clock.trusted_files),
     }
-    lines = [
-        "# finrag settings over a replay landing folder (written by `finrag replay`).",
-        "# Use it with FINRAG_CONFIG=<this file>; lake_dir is where the pipeline writes.",
-        f"lake_dir = {_toml_value(str(Path(lake_dir).resolve()))}",
-        "",
-        "[sources]",
-        *[f"{k} = {_toml_value(v)}" for k, v in sources.items()],
-        "",
-        "[calendar]",
-        *[f"{k} = {_toml_value(v)}" for k, v in cal.items()],
-    ]
-    for section, values in cur.items():
-        if section in ("lake_dir", "world", "sources", "calendar") or not isinstance(values, dict):
-            continue
-        changed = {k: v for k, v in values.items() if v != default[section].get(k) and v is not None}
-        if changed:
-            lines += ["", f"[{section}]", *[f"{k} = {_toml_value(v)}" for k, v in changed.items()]]
-    return "\n".join(lines) + "\n"
+    doc = {"lake_dir": str(Path(lake_dir).resolve()), "sources": sources, "calendar": cal, **_changed_sections(cur, default)}
+    return SNIPPET_HEADER + tomli_w.dumps(doc)
 
 
 def write_settings_snippet(landing, lake_dir, base=None, **kw) -> Path:

@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from finrag_dagster.core.http_retry import parse_retry_after
 from finrag_dagster.sources import edgar_fetch as ef
 from finrag_dagster.sources.edgar_fetch import (
     EdgarFetcher,
@@ -29,7 +30,6 @@ from finrag_dagster.sources.edgar_fetch import (
     MissingUserAgentError,
     RateLimiter,
     expand_forms,
-    parse_retry_after,
     resolve_user_agent,
     select_filings,
 )

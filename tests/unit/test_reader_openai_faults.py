@@ -18,16 +18,15 @@ import polars as pl
 import pytest
 
 from finrag_dagster.core.calendar import nyse
+from finrag_dagster.core.http_retry import backoff_delay, parse_retry_after
 from finrag_dagster.core.loop import DayData, LoopEnv, Variant, run_days
 from finrag_dagster.core.reader.backends import (
     BackendConfig,
     BackendUnavailable,
     OpenAIBackend,
     Request,
-    backoff_delay,
     make_backend,
     redact_secrets,
-    retry_after_s,
 )
 from finrag_dagster.core.reader.cache import PromptCache
 from finrag_dagster.core.reader.prompt import AnchorInfo, EvidenceItem, build_prompt
@@ -212,11 +211,12 @@ def test_retry_after_is_honoured(monkeypatch):
 
 
 def test_retry_after_forms_and_cap():
-    assert retry_after_s("0.3") == 0.3 and retry_after_s(" 2 ") == 2.0 and retry_after_s("-1") == 0.0
-    assert retry_after_s(None) is None and retry_after_s("soon") is None
+    assert parse_retry_after("0.3") == 0.3 and parse_retry_after(" 2 ") == 2.0 and parse_retry_after("-1") is None
+    assert parse_retry_after(None) is None and parse_retry_after("soon") is None
+    assert parse_retry_after("inf") is None and parse_retry_after("1e3") is None  # malformed: the backoff decides
     when = email.utils.formatdate(time.time() + 5, usegmt=True)
-    assert 3.0 <= retry_after_s(when) <= 5.0
-    assert retry_after_s(email.utils.formatdate(time.time() - 60, usegmt=True)) == 0.0
+    assert 3.0 <= parse_retry_after(when) <= 5.0
+    assert parse_retry_after(email.utils.formatdate(time.time() - 60, usegmt=True)) == 0.0
     be = OpenAIBackend(BackendConfig(backend="openai", model="m", backoff_base_s=0.01, backoff_max_s=2.0))
     assert be.delay(0, retry_after=0.3) >= 0.3
     assert be.delay(0, retry_after=3600) == 2.0  # a server's Retry-After is capped by backoff_max_s

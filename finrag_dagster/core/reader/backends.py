@@ -22,8 +22,6 @@ Decoding is greedy everywhere (temperature 0), so a prompt's answer is reproduci
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
-import email.utils
 import hashlib
 import importlib.util
 import json
@@ -36,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, quote_plus
 
+from ..http_retry import backoff_delay, parse_retry_after
 from .embedded import EmbeddedRules, EvidenceRules, ReaderInput, evidence_model_id, model_id, read, read_evidence
 from .prompt import Prompt
 
@@ -87,31 +86,6 @@ def redact_secrets(text: str, secrets: Iterable[str] = ()) -> str:
     text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
     text = _SK.sub(REDACTED, text)
     return _KV.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
-
-
-def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:
-    """Full-jitter exponential backoff: uniform in [0, min(cap, base * 2**attempt)] seconds."""
-    return rng.uniform(0.0, min(cap, base * (2.0**attempt)))
-
-
-def retry_after_s(value: str | None, now: dt.datetime | None = None) -> float | None:
-    """Seconds asked by a ``Retry-After`` header (delta-seconds or an HTTP-date); None if absent/unreadable."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when is None:
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return max(0.0, (when - (now or dt.datetime.now(dt.UTC))).total_seconds())
 
 
 @dataclass
@@ -372,7 +346,7 @@ class OpenAIBackend(Backend):
                         if resp.status_code not in RETRY_STATUS and resp.status_code < 500:
                             break  # a client error will not improve by retrying
                         if resp.status_code in RETRY_AFTER_STATUS:
-                            retry_after = retry_after_s(resp.headers.get("retry-after"))
+                            retry_after = parse_retry_after(resp.headers.get("retry-after"))
                 except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as e:
                     last = f"{type(e).__name__}: {e}"
                 except httpx.HTTPError as e:  # bad URL, unsupported protocol…: retrying will not help

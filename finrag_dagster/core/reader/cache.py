@@ -8,12 +8,12 @@ prompt, reuses the stored answer without calling the backend. Timing lives here,
 
 from __future__ import annotations
 
-import fcntl
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import polars as pl
 import pyarrow as pa
+from filelock import FileLock
 
 from ..storage.schemas import TableSpec
 
@@ -105,9 +105,5 @@ def _cache_lock(lake: Lake):
     """An exclusive lock on the reader cache, in the lake's local working folder (one machine)."""
     path = lake.work / "_staging" / "reader_cache.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    with FileLock(str(path)):
+        yield

@@ -23,16 +23,15 @@ import random
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
-from ..settings import HORIZON_KEYS
+from ..settings import HORIZON_KEYS, LoraHyper
 from ..storage.atomic import atomic_file
 from .prompt import PROMPT_VERSION, Prompt
 
-TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj")
 ADAPTERS_DIR = "lora_adapters"  # <lake>/lora_adapters/<adapter_id>/
 METADATA = "finrag_lora.json"
 SIGNALS = (-1, 0, 1)
@@ -40,40 +39,6 @@ SIGNALS = (-1, 0, 1)
 
 class LoraUnavailable(RuntimeError):
     """torch/transformers/peft (the ``lora`` extra) or the base weights are missing."""
-
-
-@dataclass(frozen=True)
-class LoraHyper:
-    """The paper's settings plus the CPU-test knobs (max_steps, max_length, micro_batch)."""
-
-    rank: int = 16
-    alpha: int = 32
-    dropout: float = 0.05
-    learning_rate: float = 2e-4
-    effective_batch: int = 64
-    micro_batch: int = 4
-    epochs: int = 3
-    max_steps: int = 0  # optimiser steps in all; 0 = no cap (epochs decide)
-    patience: int = 1  # epochs without a better validation macro-F1 before stopping
-    max_length: int = 2048  # tokens per example (the prompt is cut from the left beyond it)
-    target_modules: tuple[str, ...] = TARGET_MODULES
-
-    @classmethod
-    def from_settings(cls, s) -> "LoraHyper":
-        lo = s.lora
-        return cls(
-            lo.rank,
-            lo.alpha,
-            lo.dropout,
-            lo.learning_rate,
-            lo.effective_batch,
-            lo.micro_batch,
-            lo.epochs,
-            lo.max_steps,
-            lo.patience,
-            lo.max_length,
-            tuple(lo.target_modules),
-        )
 
 
 # ------------------------------------------------------------------ point-in-time data selection (pure)
@@ -190,7 +155,7 @@ def effective_schedule(n_examples: int, h: LoraHyper) -> tuple[int, int, int]:
 def adapter_id(base_model: str, seed: int, window: dict, h: LoraHyper, n_train: int) -> str:
     """A stable name for an adapter: hash of base model, seed, data window and hyper-parameters."""
     blob = json.dumps(
-        {"base": base_model, "seed": seed, "window": window, "hyper": asdict(h), "n_train": n_train, "prompt": PROMPT_VERSION},
+        {"base": base_model, "seed": seed, "window": window, "hyper": h.model_dump(), "n_train": n_train, "prompt": PROMPT_VERSION},
         sort_keys=True,
         default=str,
     )

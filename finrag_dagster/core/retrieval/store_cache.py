@@ -28,7 +28,6 @@ changed, the store is rebuilt from the evidence table. Deleting the folder is al
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -41,6 +40,7 @@ import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 import scipy.sparse as sp
+from filelock import FileLock
 
 from ..storage.atomic import atomic_file
 from .lexical import TermMatrix, Vocabulary
@@ -220,8 +220,7 @@ def load_store(lake, history: list[str], key: dict, log=None) -> tuple[Store, St
     root.mkdir(parents=True, exist_ok=True)
     rep = StoreReport()
     key = {"version": VERSION, **key}
-    with open(root / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with FileLock(str(root / "lock")):
         manifest = _read_manifest(root)
         segments: list[Segment] = []
         parts: list[list] = []  # [date, fingerprint] in order

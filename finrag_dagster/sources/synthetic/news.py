@@ -18,6 +18,7 @@ import numpy as np
 from ...core.calendar import date_only_public_time
 from ...core.events import EARNINGS, OTHER, classify
 from ...core.text import stable_hash
+from ..fnspid import FNSPID_COLUMNS as FNSPID_COLUMNS  # the reader's columns, re-exported for world.py
 from . import params as P
 from . import text as T
 from .clock import MIN, NS, WorldDays, et_date, et_ns, fnspid_date, fnspid_time
@@ -25,19 +26,6 @@ from .events import Event, draw_tone
 from .filings import QuarterFin, fq_short, money_short
 from .universe import Company
 
-FNSPID_COLUMNS = (
-    "Date",
-    "Article_title",
-    "Stock_symbol",
-    "Url",
-    "Publisher",
-    "Author",
-    "Article",
-    "Lsa_summary",
-    "Luhn_summary",
-    "Textrank_summary",
-    "Lexrank_summary",
-)
 PRODUCTS_T = ("New Platform", "Flagship Device", "Updated Device Line", "New Service Tier")
 PARTNERS_T = ("European Carrier", "Major Cloud Provider", "National Retailer", "Global Automaker", "Hospital Network", "Federal Agency")
 DAY_NS = 86400 * NS
