@@ -8,12 +8,19 @@
   files; when it changes, it requests the ingest job for the sessions after the last materialised
   ``evidence`` partition (from the first price day on an empty lake), up to the last completed
   session (by the wall clock, or by the replay clock of a landing folder that `finrag replay`
-  fills), as one single-run range.
-* ``finrag_daily_schedule`` — weekdays 18:30 New York: the day's ingest, if it is a session.
+  fills), as one single-run range. Days that an ingest run not yet finished already covers are left
+  out (a gap splits the range in two runs); while it leaves days to another run it keeps the old
+  cursor, so it looks again next tick and requests them if that run failed.
+* ``finrag_daily_schedule`` — weekdays 18:30 New York: the day's ingest, if it is a session, unless
+  its ``evidence`` partition is in the lake or an ingest run not yet finished covers it.
 * ``decisions_after_ingest`` — when an ingest run succeeds, runs the decision job over the same
   days (those on or after the first decision day), so the schedule and ``new_market_data`` give
   the whole chain. Two runs, because one run covers one partitions definition and the decision-day
   assets are partitioned from the first decision day, the history assets from the first price day.
+
+The schedule and ``new_market_data`` can both be on: whichever comes second sees the first (its run
+in flight, or its ``evidence`` partitions in the lake) and leaves the day alone, so a day is ingested,
+and then decided, once.
 """
 
 from __future__ import annotations
@@ -33,6 +40,48 @@ from ..sources.registry import source_paths
 from ..sources.replay import replay_now
 from .partitions import RANGE_END, RANGE_START
 from .resources import FinragResource
+
+# An ingest run in one of these has not finished: the days it covers are taken (CANCELING is not:
+# it will not materialise them)
+IN_FLIGHT_STATUSES = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
+PARTITION_TAG = "dagster/partition"
+INGEST_LAST_ASSET = dg.AssetKey("evidence")  # the ingest job's last stage: materialised = ingested
+
+
+def run_days(tags: dict) -> list[str]:
+    """The trading days a run covers, from its tags: its partition, or its partition range."""
+    if tags.get(PARTITION_TAG):
+        return [tags[PARTITION_TAG]]
+    if tags.get(RANGE_START) and tags.get(RANGE_END):
+        return [d.isoformat() for d in nyse().sessions_in_range(tags[RANGE_START], tags[RANGE_END])]
+    return []
+
+
+def in_flight_ingest_days(instance: dg.DagsterInstance, ingest_job: str) -> dict[str, str]:
+    """{day: run id} for the days covered by a run that has not finished (queued, not started,
+    starting, started) and will materialise ``evidence``: a run of the ingest job, or a run whose
+    asset selection holds ``evidence`` (a backfill launched from the UI)."""
+    out: dict[str, str] = {}
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=IN_FLIGHT_STATUSES)):
+        sel = run.asset_selection
+        if (run.job_name == ingest_job and sel is None) or (sel is not None and INGEST_LAST_ASSET in sel):
+            for d in run_days(dict(run.tags)):
+                out.setdefault(d, run.run_id)
+    return out
+
+
+def _segments(days: list[str], keep: set[str]) -> list[tuple[str, str]]:
+    """The maximal runs of consecutive ``days`` (in order) that are in ``keep``, as (first, last)."""
+    out: list[tuple[str, str]] = []
+    prev_kept = False
+    for d in days:
+        if d in keep:
+            if prev_kept:
+                out[-1] = (out[-1][0], d)
+            else:
+                out.append((d, d))
+        prev_kept = d in keep
+    return out
 
 
 def latest_market_day(lake: Lake, market: str) -> str | None:
@@ -140,9 +189,19 @@ def build_new_market_data_sensor(job: dg.UnresolvedAssetJobDefinition, interval_
         if start > last:
             context.update_cursor(fp)
             return dg.SkipReason("every completed session is materialised")
-        days = cal.sessions_in_range(start, last)
-        context.update_cursor(fp)
-        return dg.RunRequest(run_key=f"new-data:{fp[:16]}", tags={RANGE_START: days[0].isoformat(), RANGE_END: days[-1].isoformat()})
+        days = [d.isoformat() for d in cal.sessions_in_range(start, last)]
+        busy = in_flight_ingest_days(context.instance, job.name)  # e.g. the schedule's run of the day
+        todo = [d for d in days if d not in busy]
+        if not todo:
+            # the cursor stays: next tick looks again, and requests these days if that run failed
+            runs = sorted({busy[d][:8] for d in days})
+            return dg.SkipReason(f"{days[0]}..{days[-1]} are being ingested by run(s) {', '.join(runs)}")
+        if len(todo) == len(days):
+            context.update_cursor(fp)
+        # else the cursor stays, for the same reason; a request repeated next tick has the same run
+        # key, and Dagster does not launch a run key twice
+        requests = [dg.RunRequest(run_key=f"new-data:{fp[:16]}:{a}:{b}", tags={RANGE_START: a, RANGE_END: b}) for a, b in _segments(days, set(todo))]
+        return requests[0] if len(requests) == 1 else requests
 
     return new_market_data
 
@@ -156,12 +215,19 @@ def build_daily_schedule(job: dg.UnresolvedAssetJobDefinition) -> dg.ScheduleDef
         default_status=dg.DefaultScheduleStatus.STOPPED,
         description="After the US close: the day's whole chain (ingest, evidence, anchors, pools, reader, labels, feedback).",
     )
-    def finrag_daily_schedule(context: dg.ScheduleEvaluationContext):
+    def finrag_daily_schedule(context: dg.ScheduleEvaluationContext, finrag: FinragResource):
         day = context.scheduled_execution_time.date()  # already in America/New_York
         cal = nyse()
         if not cal.is_session(day):
             return dg.SkipReason(f"{day} is not a trading day")
-        return dg.RunRequest(run_key=f"daily:{day}", partition_key=day.isoformat())
+        key = day.isoformat()
+        # `new_market_data` may have come first: its run done, or still going
+        if key in finrag.lake().materialized_dates("evidence"):
+            return dg.SkipReason(f"{key} is already ingested (evidence materialised)")
+        run_id = in_flight_ingest_days(context.instance, job.name).get(key)
+        if run_id:
+            return dg.SkipReason(f"{key} is being ingested by run {run_id[:8]}")
+        return dg.RunRequest(run_key=f"daily:{day}", partition_key=key)
 
     return finrag_daily_schedule
 

@@ -1,4 +1,5 @@
-"""matured_feedback never asks for a horizon before close(D+h) is in prices; schedule skips holidays."""
+"""matured_feedback never asks for a horizon before close(D+h) is in prices; schedule skips holidays;
+the schedule and new_market_data never ingest a day the other one has ingested or is ingesting."""
 
 import datetime as dt
 
@@ -68,15 +69,19 @@ def test_matured_days_respect_the_first_decision_day():
     assert matured_decision_days(["2021-03-03"], "2021-03-01") == {"2021-03-02": ["1D"]}
 
 
-def test_schedule_skips_holidays_and_runs_sessions():
+def test_schedule_skips_holidays_and_runs_sessions(tmp_path):
     job = dg.define_asset_job("j", selection=dg.AssetSelection.all())
     sched = build_daily_schedule(job)
     import zoneinfo
 
     ny = zoneinfo.ZoneInfo("America/New_York")
-    holiday = sched(dg.build_schedule_context(scheduled_execution_time=dt.datetime(2021, 7, 5, 18, 30, tzinfo=ny)))
-    assert isinstance(holiday, dg.SkipReason)
-    run = sched(dg.build_schedule_context(scheduled_execution_time=dt.datetime(2021, 7, 6, 18, 30, tzinfo=ny)))
+    res = {"finrag": FinragResource.from_settings(Settings(lake_dir=tmp_path))}
+    with dg.instance_for_test() as instance:
+        holiday = sched(
+            dg.build_schedule_context(instance=instance, resources=res, scheduled_execution_time=dt.datetime(2021, 7, 5, 18, 30, tzinfo=ny))
+        )
+        assert isinstance(holiday, dg.SkipReason)
+        run = sched(dg.build_schedule_context(instance=instance, resources=res, scheduled_execution_time=dt.datetime(2021, 7, 6, 18, 30, tzinfo=ny)))
     assert run.partition_key == "2021-07-06"
 
 
@@ -121,7 +126,8 @@ def test_new_market_data_follows_the_replay_clock_of_a_landing_folder(tmp_path):
 
     def tick(now: str, cursor=None):
         (landing / "_replay" / "clock.json").write_text(json.dumps({"now": now, "last_closed_session": None}))
-        return sensor(dg.build_sensor_context(cursor=cursor, resources={"finrag": FinragResource.from_settings(s)}))
+        with dg.instance_for_test() as instance:
+            return sensor(dg.build_sensor_context(instance=instance, cursor=cursor, resources={"finrag": FinragResource.from_settings(s)}))
 
     # replay clock before the close of Feb 5 (a Tuesday): Feb 1 and Feb 4 are complete, not Feb 5
     req = tick("2019-02-05T20:00:00+00:00")
@@ -129,3 +135,138 @@ def test_new_market_data_follows_the_replay_clock_of_a_landing_folder(tmp_path):
     assert (req.tags["dagster/asset_partition_range_start"], req.tags["dagster/asset_partition_range_end"]) == ("2019-02-01", "2019-02-04")
     # before the first close after the lake's last day: nothing to do
     assert isinstance(tick("2019-02-01T20:59:00+00:00", cursor="other"), dg.SkipReason)
+
+
+# --- the schedule and new_market_data both on: whichever comes second leaves the day alone ---------
+
+INGEST = "finrag_ingest"
+
+
+def _chain(tmp_path, evidence_days=("2019-01-30", "2019-01-31")):
+    """A files-source settings whose landing folder replays, a lake with ``evidence`` for
+    ``evidence_days``, and the schedule and new_market_data sensor over an ingest job."""
+    from finrag_dagster.defs.sensors import build_new_market_data_sensor
+
+    landing = tmp_path / "landing"
+    (landing / "universe").mkdir(parents=True)
+    (landing / "universe" / "tickers.csv").write_text("ticker\nAAA\n")
+    (landing / "_replay").mkdir()
+    lake = tmp_path / "lake"
+    for d in evidence_days:
+        _materialise_evidence(lake, d)
+    s = Settings(
+        lake_dir=lake,
+        sources={
+            "kind": "files",
+            "universe": str(landing / "universe" / "tickers.csv"),
+            "news": [],
+            "prices": [],
+            "filings_index": [],
+            "filings_text": [],
+        },
+        calendar={"start": dt.date(2018, 1, 2), "end": dt.date(2019, 6, 28), "decision_start": dt.date(2019, 2, 1)},
+    )
+    job = dg.define_asset_job(INGEST, selection=dg.AssetSelection.all())
+    return s, landing, build_daily_schedule(job), build_new_market_data_sensor(job, interval_s=10)
+
+
+def _materialise_evidence(lake, day):
+    (lake / "evidence" / f"date={day}").mkdir(parents=True, exist_ok=True)
+    (lake / "evidence" / f"date={day}" / "part-0.parquet").write_bytes(b"")
+
+
+def _at_1830(sched, instance, s, day: str):
+    import zoneinfo
+
+    when = dt.datetime.fromisoformat(f"{day}T18:30").replace(tzinfo=zoneinfo.ZoneInfo("America/New_York"))
+    ctx = dg.build_schedule_context(instance=instance, resources={"finrag": FinragResource.from_settings(s)}, scheduled_execution_time=when)
+    return sched(ctx)
+
+
+def _sensor_tick(sensor, instance, s, landing, now: str, cursor=None):
+    import json
+
+    (landing / "_replay" / "clock.json").write_text(json.dumps({"now": now, "last_closed_session": None}))
+    ctx = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"finrag": FinragResource.from_settings(s)})
+    return sensor(ctx), ctx
+
+
+def _ingest_run(instance, status=dg.DagsterRunStatus.STARTED, **tags):
+    from dagster._core.remote_origin import GrpcServerCodeLocationOrigin, RemoteRepositoryOrigin
+    from dagster._core.test_utils import create_run_for_test
+
+    # a queued run must say where its code is (the queue launches it from there)
+    origin = RemoteRepositoryOrigin(
+        GrpcServerCodeLocationOrigin(host="localhost", port=4266, location_name="finrag"), "__repository__"
+    ).get_job_origin(INGEST)
+    return create_run_for_test(instance, job_name=INGEST, status=status, tags=tags, remote_job_origin=origin)
+
+
+def _range(a, b):
+    from finrag_dagster.defs.partitions import RANGE_END, RANGE_START
+
+    return {RANGE_START: a, RANGE_END: b}
+
+
+def test_schedule_skips_a_day_an_in_flight_sensor_run_covers(tmp_path):
+    s, _, sched, _ = _chain(tmp_path)
+    with dg.instance_for_test() as instance:
+        run = _ingest_run(instance, **_range("2019-02-01", "2019-02-04"))  # new_market_data's range run, going
+        _ingest_run(instance, status=dg.DagsterRunStatus.FAILURE, **_range("2019-02-05", "2019-02-05"))  # finished: covers nothing
+        skip = _at_1830(sched, instance, s, "2019-02-04")
+        assert isinstance(skip, dg.SkipReason) and skip.skip_message == f"2019-02-04 is being ingested by run {run.run_id[:8]}"
+        # a day no run covers and not in the lake still runs
+        req = _at_1830(sched, instance, s, "2019-02-05")
+        assert isinstance(req, dg.RunRequest) and req.partition_key == "2019-02-05"
+        # a queued run of the day counts too, in a partition run as in a range run
+        _ingest_run(instance, status=dg.DagsterRunStatus.QUEUED, **{"dagster/partition": "2019-02-05"})
+        assert isinstance(_at_1830(sched, instance, s, "2019-02-05"), dg.SkipReason)
+
+
+def test_schedule_skips_a_day_already_ingested(tmp_path):
+    s, _, sched, _ = _chain(tmp_path, evidence_days=("2019-01-31", "2019-02-01", "2019-02-04"))  # the sensor's run finished
+    with dg.instance_for_test() as instance:
+        skip = _at_1830(sched, instance, s, "2019-02-04")
+        assert isinstance(skip, dg.SkipReason) and skip.skip_message == "2019-02-04 is already ingested (evidence materialised)"
+        req = _at_1830(sched, instance, s, "2019-02-05")
+        assert isinstance(req, dg.RunRequest) and req.partition_key == "2019-02-05"
+
+
+def test_new_market_data_leaves_out_the_days_an_in_flight_run_covers(tmp_path):
+    s, landing, _, sensor = _chain(tmp_path)  # ingested up to Jan 31
+    after_feb5_close = "2019-02-05T22:00:00+00:00"  # Feb 1, 4 and 5 are complete
+
+    def span(r):
+        return r.tags["dagster/asset_partition_range_start"], r.tags["dagster/asset_partition_range_end"]
+
+    with dg.instance_for_test() as instance:
+        req, ctx = _sensor_tick(sensor, instance, s, landing, after_feb5_close, cursor="old")
+        assert span(req) == ("2019-02-01", "2019-02-05")
+        assert ctx.cursor != "old"  # nothing left to another run: the new fingerprint is the cursor
+        _ingest_run(instance, **{"dagster/partition": "2019-02-05"})  # the schedule's run of Feb 5, going
+        req, ctx = _sensor_tick(sensor, instance, s, landing, after_feb5_close, cursor="old")
+        assert span(req) == ("2019-02-01", "2019-02-04")
+        assert ctx.cursor == "old"  # Feb 5 was left to that run: look again next tick
+        _ingest_run(instance, status=dg.DagsterRunStatus.NOT_STARTED, **_range("2019-02-01", "2019-02-04"))  # that request, launched
+        skip, ctx = _sensor_tick(sensor, instance, s, landing, after_feb5_close, cursor="old")
+        assert isinstance(skip, dg.SkipReason) and "are being ingested by run(s)" in skip.skip_message and ctx.cursor == "old"
+    with dg.instance_for_test() as instance:  # a run in the middle of the range splits it in two
+        _ingest_run(instance, status=dg.DagsterRunStatus.STARTING, **{"dagster/partition": "2019-02-04"})
+        reqs, _ = _sensor_tick(sensor, instance, s, landing, after_feb5_close)
+        assert [span(r) for r in reqs] == [("2019-02-01", "2019-02-01"), ("2019-02-05", "2019-02-05")]
+        assert len({r.run_key for r in reqs}) == 2
+
+
+def test_new_market_data_skips_when_the_schedule_run_covers_its_only_day_and_retries_if_it_fails(tmp_path):
+    s, landing, _, sensor = _chain(tmp_path, evidence_days=("2019-01-31", "2019-02-01", "2019-02-04"))
+    after_feb5_close = "2019-02-05T22:00:00+00:00"
+    with dg.instance_for_test() as instance:
+        scheduled = _ingest_run(instance, **{"dagster/partition": "2019-02-05"})
+        skip, ctx = _sensor_tick(sensor, instance, s, landing, after_feb5_close, cursor="old")
+        assert isinstance(skip, dg.SkipReason) and skip.skip_message == f"2019-02-05..2019-02-05 are being ingested by run(s) {scheduled.run_id[:8]}"
+        assert ctx.cursor == "old"  # the fingerprint is not taken: Feb 5 is not ingested yet
+        instance.report_run_failed(scheduled)
+        req, ctx = _sensor_tick(sensor, instance, s, landing, after_feb5_close, cursor="old")  # same files, next tick
+        assert isinstance(req, dg.RunRequest)
+        assert (req.tags["dagster/asset_partition_range_start"], req.tags["dagster/asset_partition_range_end"]) == ("2019-02-05", "2019-02-05")
+        assert ctx.cursor != "old"
