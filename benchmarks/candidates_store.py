@@ -23,7 +23,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from finrag_dagster.core.storage.lake import Lake  # noqa: E402
+from finrag_dagster.core.tables import Lake  # noqa: E402
 from finrag_dagster.core.retrieval.pool import Store  # noqa: E402
 from finrag_dagster.core.retrieval.store_cache import load_store  # noqa: E402
 

@@ -66,7 +66,7 @@ def run_demo(tree: Path, work: Path, config: Path, end: str | None) -> dict:
 def loop_units(lake: str) -> int:
     """Anchors decided x variants read (the loop's unit of work) in a lake."""
     sys.path.insert(0, str(ROOT))
-    from finrag_dagster.core.storage.lake import Lake
+    from finrag_dagster.core.tables import Lake
 
     con = Lake(lake).duckdb()
     return int(con.execute("SELECT count(*) FROM (SELECT DISTINCT variant, anchor_id FROM reader_outputs)").fetchone()[0])

@@ -26,7 +26,8 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from finrag_dagster.core.storage.lake import _WRITE_OPTS, Lake  # noqa: E402
+from finrag_dagster.core.storage.lake import _WRITE_OPTS  # noqa: E402
+from finrag_dagster.core.tables import Lake  # noqa: E402
 from finrag_dagster.core.experience.store import CONTENT, STATE, read_rows  # noqa: E402
 
 ONLY = [

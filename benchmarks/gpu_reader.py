@@ -64,7 +64,7 @@ def pipeline_prompts(lake_dir: str, n: int):
     """Up to n prompts from the lake's latest decision days (repeated cyclically if fewer)."""
     import polars as pl
 
-    from finrag_dagster.core.storage.lake import Lake
+    from finrag_dagster.core.tables import Lake
     from finrag_dagster.core.reader.prompt import AnchorInfo, build_prompt
     from finrag_dagster.core.loop_io import evidence_items
 

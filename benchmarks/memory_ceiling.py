@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.reader_oracle import NoCache, metrics  # noqa: E402
 from finrag_dagster.core.calendar import TradingCalendar  # noqa: E402
 from finrag_dagster.core.evaluation.oracle import changed_contexts, changed_order, planted_memory, planted_table, useful_share_gain  # noqa: E402
-from finrag_dagster.core.storage.lake import Lake  # noqa: E402
+from finrag_dagster.core.tables import Lake  # noqa: E402
 from finrag_dagster.core.loop_io import build_env  # noqa: E402
 from finrag_dagster.core.memory.source_memory import MemoryParams, rerank  # noqa: E402
 from finrag_dagster.core.reader.backends import EMBEDDED_READERS, BackendConfig, EmbeddedBackend  # noqa: E402

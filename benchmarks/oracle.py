@@ -33,7 +33,7 @@ from finrag_dagster.core.evaluation.oracle import (  # noqa: E402
     useful_share_by_period,
     useful_share_gain,
 )
-from finrag_dagster.core.storage.lake import Lake  # noqa: E402
+from finrag_dagster.core.tables import Lake  # noqa: E402
 from finrag_dagster.core.settings import load_settings  # noqa: E402
 
 

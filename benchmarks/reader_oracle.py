@@ -36,7 +36,7 @@ from finrag_dagster.core.evaluation.oracle import (  # noqa: E402
     useful_share_gain,
 )
 from finrag_dagster.core.evaluation.sensitivity import stock_day_from  # noqa: E402
-from finrag_dagster.core.storage.lake import Lake  # noqa: E402
+from finrag_dagster.core.tables import Lake  # noqa: E402
 from finrag_dagster.core.loop import run_days, variants_of  # noqa: E402
 from finrag_dagster.core.loop_io import build_env  # noqa: E402
 from finrag_dagster.core.memory.source_memory import MemoryParams  # noqa: E402

@@ -50,7 +50,7 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from finrag_dagster.core.storage.lake import Lake  # noqa: E402
+from finrag_dagster.core.tables import Lake  # noqa: E402
 from finrag_dagster.core.retrieval.engine import SearchEngine  # noqa: E402
 from finrag_dagster.core.retrieval.search import SearchConfig  # noqa: E402
 

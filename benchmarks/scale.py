@@ -323,7 +323,7 @@ def measure(settings: Settings, twin: bool = True) -> dict:
             tw = run_twin(settings, inst)
     import pyarrow.parquet as pq
 
-    from finrag_dagster.core.storage.lake import Lake
+    from finrag_dagster.core.tables import Lake
 
     lake = Lake(settings.lake_dir)
     rows = {
@@ -499,7 +499,7 @@ def summarise(settings: Settings, done: dict[tuple[str, str], dict]) -> dict:
     decision day by quarter; rows and lake bytes of the finished lake."""
     import pyarrow.parquet as pq
 
-    from finrag_dagster.core.storage.lake import Lake
+    from finrag_dagster.core.tables import Lake
 
     wall: dict[str, float] = {}
     cpu: dict[str, float] = {}

@@ -35,7 +35,7 @@ import polars as pl
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.retrieval_quality import MODE_NAMES, MODES, REAL_QUERIES, PlainBaseline, build_queries  # noqa: E402
-from finrag_dagster.core.storage.lake import Lake  # noqa: E402
+from finrag_dagster.core.tables import Lake  # noqa: E402
 from finrag_dagster.core.retrieval.engine import SearchEngine  # noqa: E402
 from finrag_dagster.core.retrieval.search import SearchConfig  # noqa: E402
 

@@ -189,7 +189,7 @@ def print_evaluation(s) -> None:
 
     from .core.evaluation.report import report_path
     from .core.evaluation.tables import METRICS, PCT, PORTFOLIO, metrics_md
-    from .core.storage.lake import open_lake
+    from .core.tables import open_lake
 
     lake = open_lake(s)
     if not lake.partition_files("evaluation"):
@@ -214,7 +214,7 @@ def print_evaluation(s) -> None:
 
 def print_summary(s, start: dt.date, end: dt.date) -> None:
     """One line per lake table: rows and partitions in the decision window, plus a fact or two."""
-    from .core.storage.lake import open_lake
+    from .core.tables import open_lake
 
     lake = open_lake(s)
     con = lake.duckdb()
@@ -252,7 +252,7 @@ def report(
     from .core.calendar import nyse
     from .core.evaluation.report import write_report
     from .core.evaluation.tables import run_evaluation
-    from .core.storage.lake import open_lake
+    from .core.tables import open_lake
 
     s = _settings(config, lake)
     lk = open_lake(s)
@@ -292,7 +292,7 @@ def search(
     import json
 
     from .core.retrieval.engine import SearchEngine
-    from .core.storage.lake import open_lake
+    from .core.tables import open_lake
 
     s = _settings(config, lake)
     engine = SearchEngine(open_lake(s), as_of)
@@ -330,7 +330,7 @@ def status(
     import json
 
     from .core.status import lake_status
-    from .core.storage.lake import open_lake
+    from .core.tables import open_lake
 
     s = _settings(config, lake)
     st = lake_status(open_lake(s), s.market_ticker, s.variants.families).to_dict()
@@ -454,7 +454,7 @@ def lora_train(
     """Train LoRA adapters on the train split's matured labels; write them to <lake>/lora_adapters/."""
     from .core.calendar import nyse
     from .core.lora_train import train_adapters
-    from .core.storage.lake import open_lake
+    from .core.tables import open_lake
 
     s = _settings(config, lake)
     if max_steps is not None:

@@ -9,7 +9,8 @@ import dagster as dg
 
 from ..core.calendar import TradingCalendar, nyse
 from ..core.settings import Settings, load_settings, with_lake
-from ..core.storage.lake import Lake, open_lake
+from ..core.storage.lake import Lake
+from ..core.tables import open_lake
 
 
 class FinragResource(dg.ConfigurableResource):

@@ -33,7 +33,7 @@ import pandas as pd
 import pytest
 
 from finrag_dagster.core.calendar import nyse
-from finrag_dagster.core.storage.lake import Lake
+from finrag_dagster.core.tables import Lake
 from finrag_dagster.pipeline import run_range
 from finrag_dagster.sources.fnspid import NewsClock
 from finrag_dagster.sources.replay import Replayer, start_of

@@ -1,6 +1,6 @@
 import pytest
 
-from finrag_dagster.core.storage.lake import Lake
+from finrag_dagster.core.tables import Lake
 from finrag_dagster.pipeline import run_range
 from tests.instance import pooled_instance
 

@@ -14,7 +14,8 @@ import shutil
 
 import pytest
 
-from finrag_dagster.core.storage.lake import Lake, file_digest
+from finrag_dagster.core.storage.lake import file_digest
+from finrag_dagster.core.tables import Lake
 from finrag_dagster.defs.assets.variants import family_assets
 from finrag_dagster.pipeline import run_range
 from tests.instance import pooled_instance

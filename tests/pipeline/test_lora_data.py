@@ -55,7 +55,7 @@ def test_tables_2_and_4_carry_the_lora_rows_as_mean_and_std_over_the_seeds_read(
 
     from finrag_dagster.core.evaluation.tables import evaluate, variant_metrics
     from finrag_dagster.core.splits import split_days
-    from finrag_dagster.core.storage.lake import Lake
+    from finrag_dagster.core.tables import Lake
 
     src, s, _ = small_lake
     shutil.copytree(src.root, tmp_path / "lake")

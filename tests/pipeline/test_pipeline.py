@@ -284,7 +284,7 @@ def test_loop_refuses_the_test_split_without_a_selection(small_lake, tmp_path):
     from finrag_dagster.core.errors import MissingInput
     from finrag_dagster.core.loop_io import test_split_params
     from finrag_dagster.core.memory.source_memory import MemoryParams
-    from finrag_dagster.core.storage.lake import Lake
+    from finrag_dagster.core.tables import Lake
 
     lake, settings, _ = small_lake
     empty = Lake(tmp_path / "lake")
@@ -303,7 +303,7 @@ def test_the_evidence_reader_is_chosen_by_settings_through_the_assets(small_lake
     differ from the default reader's on the same contexts."""
     import shutil
 
-    from finrag_dagster.core.storage.lake import Lake
+    from finrag_dagster.core.tables import Lake
 
     lake, settings, _ = small_lake
     copy = Lake(tmp_path / "lake")

@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from finrag_dagster.core.storage.lake import Lake
+from finrag_dagster.core.tables import Lake
 from finrag_dagster.pipeline import stages
 
 from .world import DECISION_START, materialize, short_settings

@@ -26,8 +26,8 @@ import polars as pl
 import pytest
 
 from finrag_dagster.core.calendar import nyse
-from finrag_dagster.core.storage.catalog import default_catalog
-from finrag_dagster.core.storage.lake import Lake, file_digest
+from finrag_dagster.core.storage.lake import file_digest
+from finrag_dagster.core.tables import Lake, package_catalog
 from finrag_dagster.pipeline import stages
 from tests.instance import pooled_instance
 
@@ -113,7 +113,7 @@ def mutate_filings(sec: Path, rng: random.Random, close: pd.Timestamp = CLOSE_D)
 def decision_files(lake: Lake, day: dt.date = D) -> dict[str, str]:
     """Digest of every decision-time partition file dated <= ``day``."""
     out = {}
-    for name, spec in default_catalog().items():
+    for name, spec in package_catalog().items():
         if not spec.decision_time or "date" not in spec.hive:
             continue
         for f in lake.partition_files(name):
@@ -138,7 +138,7 @@ def test_time_travel(world_raw, small_lake, tmp_path):
 
     a, b = decision_files(lake_a), decision_files(lake_b)
     tables = {k.split("/")[0] for k in a}
-    expected = {n for n, s in default_catalog().items() if s.decision_time and "date" in s.hive and (lake_a.root / n).exists()}
+    expected = {n for n, s in package_catalog().items() if s.decision_time and "date" in s.hive and (lake_a.root / n).exists()}
     assert tables == expected and {"evidence", "anchors", "context_cards", "experience_tree", "experience_leaves"} <= tables
     assert a.keys() == b.keys()
     differing = sorted(k for k in a if a[k] != b[k])

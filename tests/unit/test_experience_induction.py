@@ -34,8 +34,9 @@ from finrag_dagster.core.experience.store import known_before, read_rows, write_
 from finrag_dagster.core.experience.tree import ExperienceTree, Factor, Leaf, from_table, render_markdown, rows_schema, to_table
 from finrag_dagster.core.reader.backends import Backend, BackendConfig, EmbeddedBackend, Generation
 from finrag_dagster.core.settings import Settings
-from finrag_dagster.core.storage.lake import Lake, file_digest
+from finrag_dagster.core.storage.lake import file_digest
 from finrag_dagster.core.storage.schemas import EXPERIENCE_LEAVES
+from finrag_dagster.core.tables import Lake
 
 
 def unit(v):

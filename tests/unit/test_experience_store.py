@@ -20,8 +20,8 @@ from finrag_dagster.core.experience.tree import (
     split_table,
     to_table,
 )
-from finrag_dagster.core.storage.catalog import default_catalog
-from finrag_dagster.core.storage.lake import _WRITE_OPTS, Lake, file_digest
+from finrag_dagster.core.storage.lake import _WRITE_OPTS, file_digest
+from finrag_dagster.core.tables import Lake, package_catalog
 
 cal = nyse()
 DAYS = [d.isoformat() for d in cal.sessions_in_range("2019-02-01", "2019-03-14")]  # 29 sessions
@@ -66,7 +66,7 @@ def _old_bytes(rows: pa.Table) -> int:
 def test_split_and_join_give_back_the_rows_and_the_schemas_are_the_lake_tables():
     rows = to_table(prior())
     state, content = split_table(rows)
-    assert state.schema.equals(default_catalog()[STATE].schema) and content.schema.equals(default_catalog()[CONTENT].schema)
+    assert state.schema.equals(package_catalog()[STATE].schema) and content.schema.equals(package_catalog()[CONTENT].schema)
     assert rows.schema.equals(rows_schema()) and rows_schema().names[: len(content.schema)] == content.schema.names
     assert {"principle", "embedding", "keywords", "factor"}.isdisjoint(state.schema.names)
     versions = content.append_column("date", pa.array([DAYS[0]] * content.num_rows))

@@ -7,7 +7,7 @@ import json
 import polars as pl
 
 from finrag_dagster.core.settings import Settings
-from finrag_dagster.core.storage.lake import Lake
+from finrag_dagster.core.tables import Lake
 from finrag_dagster.pipeline import run_range
 from tests.instance import pooled_instance
 

@@ -7,7 +7,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from finrag_dagster.core.storage import lake as lake_mod
-from finrag_dagster.core.storage.lake import Lake, SchemaError, file_digest
+from finrag_dagster.core.storage.lake import SchemaError, file_digest
+from finrag_dagster.core.tables import Lake
 
 
 def prices(rows):

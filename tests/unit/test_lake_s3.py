@@ -14,8 +14,9 @@ import pyarrow as pa
 import pytest
 
 from finrag_dagster.core.settings import Settings, load_settings, with_lake
-from finrag_dagster.core.storage.lake import Lake, SchemaError, open_lake, table_digests
+from finrag_dagster.core.storage.lake import SchemaError, table_digests
 from finrag_dagster.core.storage.schemas import TableSpec
+from finrag_dagster.core.tables import Lake, open_lake
 
 pytest.importorskip("moto")
 
@@ -111,7 +112,7 @@ def test_a_process_killed_mid_upload_leaves_the_previous_object(s3_env):
         f"""
         import datetime as dt, os
         import numpy as np, polars as pl, pyarrow as pa
-        from finrag_dagster.core.storage.lake import Lake
+        from finrag_dagster.core.tables import Lake
         from finrag_dagster.core.storage.schemas import TableSpec
 
         spec = TableSpec("ticks", pa.schema([pa.field("id", pa.int64(), False), pa.field("ticker", pa.string(), False),

@@ -26,7 +26,7 @@ from finrag_dagster.core.memory.source_memory import MemoryParams
 from finrag_dagster.core.reader.backends import Backend, BackendConfig, Generation
 from finrag_dagster.core.reader.cache import PromptCache
 from finrag_dagster.core.reader.prompt import EvidenceItem
-from finrag_dagster.core.storage.lake import Lake
+from finrag_dagster.core.tables import Lake
 
 cal = nyse()
 DAYS = [d.isoformat() for d in cal.sessions_in_range("2021-01-04", "2021-12-31")]

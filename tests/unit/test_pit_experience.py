@@ -21,7 +21,7 @@ from finrag_dagster.core.experience.store import content_versions, known_before,
 from finrag_dagster.core.experience.tree import ExperienceTree, Factor, ToEParams, join_table, to_table
 from finrag_dagster.core.settings import Settings
 from finrag_dagster.core.splits import induction_day, train_days_before
-from finrag_dagster.core.storage.lake import Lake
+from finrag_dagster.core.tables import Lake
 
 cal = nyse()
 SPLITS = {

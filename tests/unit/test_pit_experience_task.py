@@ -17,7 +17,7 @@ import pytest
 from finrag_dagster.core.calendar import nyse
 from finrag_dagster.core.evaluation import experience as task_io
 from finrag_dagster.core.settings import Settings
-from finrag_dagster.core.storage.lake import Lake
+from finrag_dagster.core.tables import Lake
 
 cal = nyse()
 SESSIONS = cal.sessions_in_range(dt.date(2021, 3, 1), dt.date(2021, 3, 12))  # ten sessions, Mon 1 .. Fri 12 March

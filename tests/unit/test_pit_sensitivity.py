@@ -15,7 +15,7 @@ import polars as pl
 
 from finrag_dagster.core.calendar import nyse
 from finrag_dagster.core.settings import Settings
-from finrag_dagster.core.storage.lake import Lake
+from finrag_dagster.core.tables import Lake
 from finrag_dagster.defs.resources import FinragResource
 
 cal = nyse()

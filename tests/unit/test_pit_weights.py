@@ -15,7 +15,7 @@ import pytest
 from finrag_dagster.core.calendar import nyse
 from finrag_dagster.core.loop_io import weights_for
 from finrag_dagster.core.settings import Settings
-from finrag_dagster.core.storage.lake import Lake
+from finrag_dagster.core.tables import Lake
 
 cal = nyse()
 H = {"1D": 1, "3D": 3, "5D": 5}

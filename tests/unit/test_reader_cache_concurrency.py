@@ -4,7 +4,7 @@ concurrent steps: a flush merges into what is stored, it never writes back a sta
 import multiprocessing as mp
 
 from finrag_dagster.core.reader.cache import PromptCache
-from finrag_dagster.core.storage.lake import Lake
+from finrag_dagster.core.tables import Lake
 
 DAY = "2019-01-02"
 

@@ -31,7 +31,7 @@ from finrag_dagster.core.reader.backends import (
 from finrag_dagster.core.reader.cache import PromptCache
 from finrag_dagster.core.reader.prompt import AnchorInfo, EvidenceItem, build_prompt
 from finrag_dagster.core.reader.run import ReaderIncomplete, read_day
-from finrag_dagster.core.storage.lake import Lake
+from finrag_dagster.core.tables import Lake
 
 KEY_ENV = "FINRAG_FAULT_TEST_KEY"
 KEY = "loc4l-Secret-Value-9f3c"  # not sk- shaped: only the literal-value redaction can catch it when echoed bare

@@ -16,7 +16,7 @@ from finrag_dagster.core.retrieval.search import (
     run_search,
     structured_sql,
 )
-from finrag_dagster.core.storage.lake import Lake
+from finrag_dagster.core.tables import Lake
 
 ALIASES = {
     "NVDA": ["nvidia corporation", "nvidia"],

@@ -21,7 +21,7 @@ from finrag_dagster.core.evaluation.tables import LONG_SCHEMA
 from finrag_dagster.core.memory.source_memory import MemoryParams
 from finrag_dagster.core.settings import Settings
 from finrag_dagster.core.splits import bounds_of_test_split, lora_days, lora_first_day, split_bounds, split_start_of
-from finrag_dagster.core.storage.lake import Lake
+from finrag_dagster.core.tables import Lake
 
 cal = nyse()
 S = Settings()  # train 2019, validation 2020, test 2021-2023

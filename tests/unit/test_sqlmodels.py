@@ -7,8 +7,8 @@ import polars as pl
 import pytest
 
 from finrag_dagster.core.calendar import nyse
-from finrag_dagster.core.storage.lake import Lake
 from finrag_dagster.core.storage.sqlmodels import SQL_DIR, SqlModelError, load_model, run_model, upstream_tables
+from finrag_dagster.core.tables import Lake
 
 
 def test_upstream_tables_come_from_the_parse_tree():

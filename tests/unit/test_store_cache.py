@@ -14,7 +14,7 @@ from finrag_dagster.core.retrieval import store_cache
 from finrag_dagster.core.retrieval.candidates import candidates_for_days
 from finrag_dagster.core.retrieval.pool import Store
 from finrag_dagster.core.retrieval.store_cache import load_store
-from finrag_dagster.core.storage.lake import Lake
+from finrag_dagster.core.tables import Lake
 
 WORDS = "revenue guidance margin lawsuit merger dividend ceo recall antitrust buyback outlook record chip cloud 3.5% 1,000".split()
 FLOATS = ("bm25", "dense", "relevance")

@@ -1,7 +1,7 @@
 """The parquet lake: hive layout, schema checked on write, atomic and byte-reproducible.
 
 Layout: ``<root>/<table>/<k1>=<v1>/.../part-0.parquet`` with the table's hive keys from its
-spec in the lake's catalog (:mod:`finrag_dagster.core.storage.catalog`). A write goes to a temporary file in the same folder, is
+spec in the lake's catalog (finrag's: :mod:`finrag_dagster.core.tables`). A write goes to a temporary file in the same folder, is
 fsynced and then ``os.replace``d over the old file, so a crash leaves the previous version of
 a partition, never a torn one. Rows are sorted by the table's sort keys and written with fixed
 writer options and no pandas metadata, so the same rows always give the same bytes.
@@ -32,7 +32,6 @@ import pyarrow.parquet as pq
 
 from ..errors import MissingInput
 from .atomic import atomic_file
-from .catalog import default_catalog
 from .lake_location import default_work_dir, is_remote
 from .schemas import TableSpec
 
@@ -103,9 +102,9 @@ _FILE_COL = "__finrag_source_file"
 
 class Lake:
     """A folder of parquet tables. All paths are derived from the table's declared spec, looked
-    up in ``catalog`` (default: every table of the package, :func:`~.catalog.default_catalog`)."""
+    up in the ``catalog`` it is given (finrag's tables: :class:`finrag_dagster.core.tables.Lake`)."""
 
-    def __init__(self, root: str | os.PathLike, catalog: Mapping[str, TableSpec] | None = None, *, work: str | os.PathLike | None = None):
+    def __init__(self, root: str | os.PathLike, catalog: Mapping[str, TableSpec], *, work: str | os.PathLike | None = None):
         self.remote = is_remote(root)
         if self.remote:
             self.uri = str(root).rstrip("/")
@@ -125,8 +124,6 @@ class Lake:
 
     @property
     def catalog(self) -> Mapping[str, TableSpec]:
-        if self._catalog is None:
-            self._catalog = default_catalog()
         return self._catalog
 
     # ------------------------------------------------------------------ paths
@@ -445,8 +442,3 @@ def file_digest(path: str | os.PathLike, lake: Lake | None = None) -> str:
 def table_digests(lake: Lake, table: str) -> Mapping[str, str]:
     """sha256 of every partition file of a table, keyed by its relative path."""
     return {str(f.relative_to(lake.root)): file_digest(f, lake) for f in lake.partition_files(table)}
-
-
-def open_lake(s) -> Lake:
-    """The lake of a settings object: its tables at ``lake_uri`` (or ``lake_dir``), working files in ``lake_dir``."""
-    return Lake(s.lake_uri or s.lake_dir, work=s.lake_dir)
