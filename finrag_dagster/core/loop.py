@@ -25,6 +25,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from . import families
 from .calendar import TradingCalendar
 from .experience.loop import choose_principles, empty_updates, toe_updates
 from .experience.tree import ExperienceTree, to_table
@@ -57,18 +58,8 @@ CONTEXTS = TableSpec(
 )
 
 
-VARIANT_FAMILIES = (
-    "no_memory",
-    "source_memory",
-    "top5_all_source",
-    "shuffled_labels",
-    "shuffled_event_types",
-    "toe",
-    "source_memory_toe",
-    "lora_no_memory",
-    "lora_source_memory",
-)
-LORA_FAMILIES = ("lora_no_memory", "lora_source_memory")  # read by base model + the seed's LoRA adapter
+VARIANT_FAMILIES = families.NAMES
+LORA_FAMILIES = families.LORA_FAMILIES  # read by base model + the seed's LoRA adapter
 
 
 @dataclass(frozen=True)
@@ -85,31 +76,21 @@ class Variant:
     @property
     def uses_memory(self) -> bool:
         """Whether the source memory reranks contexts (and is updated) in this variant."""
-        return self.family not in ("no_memory", "toe", "lora_no_memory")
+        return families.family(self.family).memory
 
 
 def variants_of(family: str, lam: float, n_seeds: int, lora_seeds: tuple[int, ...] = (0, 1, 2, 3, 4)) -> list[Variant]:
-    """The variants a family stands for (seed 000 §4.2-4.3); shuffles come in ``n_seeds`` repeats,
-    LoRA families in one variant per training seed (``lora_seeds``, settings.lora.seeds)."""
-    if family == "lora_no_memory":
-        return [Variant(f"lora_no_memory_s{k}", family, 0.0, lora_seed=k) for k in lora_seeds]
-    if family == "lora_source_memory":
-        return [Variant(f"lora_source_memory_s{k}", family, lam, lora_seed=k) for k in lora_seeds]
-    if family == "no_memory":
-        return [Variant("no_memory", family, 0.0)]
-    if family == "source_memory":
-        return [Variant("source_memory", family, lam)]
-    if family == "top5_all_source":
-        return [Variant("top5_all_source", family, lam, credit="top5")]
-    if family == "shuffled_labels":
-        return [Variant(f"shuffled_labels_s{s}", family, lam, shuffle_labels_seed=s) for s in range(n_seeds)]
-    if family == "shuffled_event_types":
-        return [Variant(f"shuffled_event_types_s{s}", family, lam, shuffle_types_seed=s) for s in range(n_seeds)]
-    if family == "toe":  # ToE alone: static contexts (lambda = 0), principle in the prompt
-        return [Variant("toe", family, 0.0, toe=True)]
-    if family == "source_memory_toe":  # the issue's "source_memory+toe" (asset keys allow no "+")
-        return [Variant("source_memory_toe", family, lam, toe=True)]
-    raise ValueError(f"unknown variant family {family!r}; choose from {VARIANT_FAMILIES}")
+    """The variants a family stands for (seed 000 §4.2-4.3, :mod:`.families`); shuffles come in
+    ``n_seeds`` repeats, LoRA families in one variant per training seed (``lora_seeds``, settings.lora.seeds)."""
+    f = families.family(family)
+    lam = lam if f.memory else 0.0
+    if f.lora:
+        return [Variant(f"{family}_s{k}", family, lam, lora_seed=k) for k in lora_seeds]
+    if f.shuffle == "labels":
+        return [Variant(f"{family}_s{s}", family, lam, shuffle_labels_seed=s) for s in range(n_seeds)]
+    if f.shuffle == "event_types":
+        return [Variant(f"{family}_s{s}", family, lam, shuffle_types_seed=s) for s in range(n_seeds)]
+    return [Variant(family, family, lam, credit=f.credit, toe=f.toe)]
 
 
 def memory_keys(anchors: pl.DataFrame, v: Variant) -> dict[str, str]:

@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .families import DEFAULT_FAMILIES
 from .storage.lake_location import default_work_dir, is_remote
 
 HORIZONS = (1, 3, 5)  # seed 000: the label and reader horizons in trading days
@@ -161,15 +162,7 @@ class ReaderSettings(_M):
 class VariantSettings(_M):
     """Memory variants run by the pipeline (seed 000 §4.2-4.3); shuffles repeat ``shuffle_seeds`` times."""
 
-    families: tuple[str, ...] = (
-        "no_memory",
-        "source_memory",
-        "top5_all_source",
-        "shuffled_labels",
-        "shuffled_event_types",
-        "toe",
-        "source_memory_toe",
-    )
+    families: tuple[str, ...] = DEFAULT_FAMILIES  # core/families.py: every family and what it runs
     shuffle_seeds: int = 5
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 from jinja2 import Environment, select_autoescape
 
+from .. import families
 from ..formatting import fmt
 from ..settings import HORIZON_KEYS
 from ..storage.lake import Lake
@@ -238,7 +239,7 @@ def write_report(s: Settings, lake: Lake) -> Path:
     tables.append(
         _table(test.filter(pl.col("table") == "Table 2"), "Table 2. Event-level prediction quality (test split)", table2_rows(test), METRICS)
     )
-    t3rows = [VARIANT_LABEL[f] for f in ("no_memory", "source_memory", "top5_all_source", "shuffled_labels", "shuffled_event_types")]
+    t3rows = [VARIANT_LABEL[f] for f in families.rows_of("validity")]
     tables.append(
         _table(
             test.filter(pl.col("table") == "Table 3"),

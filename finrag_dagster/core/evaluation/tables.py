@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from .. import families
 from ..formatting import fmt, md_table
 from ..loop import variants_of
 from ..settings import SPLIT_NAMES
@@ -71,19 +72,9 @@ PORTFOLIO_DAILY = TableSpec(
     "Daily gross/net return and turnover of the 3D portfolio per variant and the benchmarks.",
 )
 
-VARIANT_LABEL = {
-    "no_memory": "Frozen + No Memory",
-    "source_memory": "Frozen + Source Memory",
-    "top5_all_source": "+ Top-5 all-source update",
-    "shuffled_labels": "+ Shuffled feedback labels",
-    "shuffled_event_types": "+ Shuffled event types",
-    "toe": "Frozen + ToE",
-    "source_memory_toe": "Frozen + Source Memory + ToE",
-    "lora_no_memory": "LoRA + No Memory",
-    "lora_source_memory": "LoRA + Source Memory",
-}
-MAIN_VARIANTS = ("no_memory", "source_memory", "toe", "source_memory_toe")  # Table 2 and Table 4 rows
-LORA_ROWS = ("lora_no_memory", "lora_source_memory")  # Table 2 and Table 4 rows, mean ± std over the trained seeds
+VARIANT_LABEL = families.LABELS  # each family's row label (core/families.py)
+MAIN_VARIANTS = families.rows_of("main")  # Table 2 and Table 4 rows
+LORA_ROWS = families.rows_of("lora")  # Table 2 and Table 4 rows, mean ± std over the trained seeds
 METRICS = ["Non-neutral F1", "Macro-F1", "1D Macro-F1", "3D Macro-F1", "5D Macro-F1", "Rank IC"]  # Table 2's columns
 PORTFOLIO = ["Ann. Ret.", "Ann. Vol.", "Sharpe", "Max DD", "Turnover"]  # Table 4's columns
 PCT = frozenset({"Ann. Ret.", "Ann. Vol.", "Max DD"})  # shown as percentages

@@ -19,6 +19,7 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
+from ...core import families
 from ...core.engine import EngineSpec, use_engine
 from ...core.experience.tree import ToEParams, from_table, render_markdown
 from ...core.loop import LORA_FAMILIES, Variant, variants_of
@@ -59,8 +60,7 @@ class ReaderConfig(dg.Config):
 
 def family_assets(family: str) -> tuple[str, ...]:
     """The asset names under ``<family>/`` (the loop multi-asset's outputs, then feedback)."""
-    v = variants_of(family, 0.3, 1)[0]
-    return (("memory_snapshot",) if v.uses_memory else ()) + (("experience_tree",) if v.toe else ()) + ("contexts", "reader_outputs", "feedback")
+    return families.assets_of(family)
 
 
 def reader_metadata(st: DayStats) -> dict:
