@@ -17,21 +17,18 @@ from dataclasses import dataclass
 import dagster as dg
 
 from .core.calendar import nyse
-from .core.loop import LORA_FAMILIES
 from .core.settings import Settings
 from .definitions import build_definitions
-from .defs.assets.variants import family_assets
 from .defs.partitions import RANGE_END, RANGE_START
 from .defs.resources import FinragResource
+from .defs.stages import HISTORY, asset_names, staged_assets
 from .sources.preflight import check_dates
-
-# Stages in dependency order: (name, assets, which range they cover)
-HISTORY = "history"  # from the first price day: look-back for returns, dedup, candidate pools
-DECISIONS = "decisions"  # from the first decision day
 
 
 @dataclass(frozen=True)
 class Stage:
+    """A stage of :data:`finrag_dagster.defs.stages.STAGES` as the runner sees it: its assets by name."""
+
     name: str
     assets: tuple[str, ...]
     span: str | None  # None = unpartitioned
@@ -41,20 +38,8 @@ class Stage:
 
 
 def stages(settings: Settings) -> list[Stage]:
-    first = ("synthetic_world", "universe") if settings.sources.kind == "synthetic" else ("universe",)
-    # the LoRA families read with adapters trained on the train split: only when a setting turns them on
-    lora = [Stage("lora", ("lora_adapters",), None)] if set(settings.variants.families) & set(LORA_FAMILIES) else []
-    return [
-        Stage("sources", first, None),
-        Stage("history", ("prices", "news_raw", "filings_raw", "returns", "evidence"), HISTORY),
-        Stage("decisions", ("anchors", "context_cards", "candidates", "labels", "experience_tree"), DECISIONS),
-        Stage("selection", ("sensitivity",), None),  # Table 6 on validation: the test split runs with its choice
-        *lora,
-        Stage(
-            "loop", tuple(f"{f}/{t}" for f in settings.variants.families for t in family_assets(f)) + ("stock_day_signals",), DECISIONS, parallel=True
-        ),
-        Stage("evaluation", ("table1_audit", "evaluation", "experience_task", "report"), None),
-    ]
+    """The stages ``finrag demo`` runs for these settings, in order, with their assets' names."""
+    return [Stage(st.name, asset_names(built), st.span, st.parallel) for st, built in staged_assets(settings) if st.runs(settings)]
 
 
 PID_TAG = "finrag/pid"

@@ -1,4 +1,5 @@
 -- name: returns
+-- stage: history
 -- partitioned: daily
 -- sort_by: ticker
 -- description: Backward-looking daily and h-day returns (adjusted close) and realised volatility for every ticker and the market proxy, by trading day. Only bars up to and including the row's date are used.

@@ -1,4 +1,5 @@
 -- name: stock_day_signals
+-- stage: loop
 -- partitioned: daily
 -- decision_time: true
 -- sort_by: variant, ticker, horizon

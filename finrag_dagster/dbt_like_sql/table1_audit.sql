@@ -1,4 +1,5 @@
 -- name: table1_audit
+-- stage: evaluation
 -- partitioned: none
 -- sort_by: split_order
 -- description: seed 000 Table 1 audit per split: anchors, anchors per day, active ticker-days, SEC coverage of the candidate pools (share of anchors whose pool holds at least one SEC passage) and the +1/0/-1 label proportions per horizon.

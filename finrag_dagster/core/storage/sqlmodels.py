@@ -6,6 +6,7 @@ installed ``finrag`` builds the same assets as a checkout.
 A model is one ``.sql`` file whose header comments declare it::
 
     -- name: returns
+    -- stage: history                (the pipeline stage that runs it: finrag_dagster/defs/stages.py)
     -- partitioned: daily            (or: none)
     -- sort_by: ticker
     -- description: ...
@@ -68,6 +69,7 @@ class SqlModel:
     upstream: tuple[str, ...]
     spec: TableSpec
     description: str
+    stage: str = ""  # the pipeline stage that runs it (its `-- stage:` header)
 
 
 def _parse_columns(text: str, model: str) -> pa.Schema:
@@ -115,7 +117,9 @@ def load_model(path: Path) -> SqlModel:
         header.get("description", ""),
         decision_time=header.get("decision_time", "false").lower() == "true",
     )
-    return SqlModel(name, path, text, partitioned, upstream_tables(text), spec, spec.description)
+    if not header.get("stage"):
+        raise SqlModelError(f"{path}: missing '-- stage:' header (the pipeline stage that runs it)")
+    return SqlModel(name, path, text, partitioned, upstream_tables(text), spec, spec.description, header["stage"])
 
 
 def load_models(folder: str | Path = SQL_DIR) -> list[SqlModel]:
