@@ -524,7 +524,7 @@ def _env_without_ua() -> dict:
 def test_cli_without_user_agent_exits_with_a_clear_message(tmp_path):
     out = tmp_path / "edgar"
     r = subprocess.run(
-        [sys.executable, "-m", "finrag_dagster.cli_fetch", "edgar", "--tickers", "AAPL", "--since", "2023-01-01", "--out", str(out), "--no-progress"],
+        [sys.executable, "-m", "finrag_dagster.cli.fetch", "edgar", "--tickers", "AAPL", "--since", "2023-01-01", "--out", str(out), "--no-progress"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -539,7 +539,7 @@ def test_cli_without_user_agent_exits_with_a_clear_message(tmp_path):
 def test_cli_downloads_then_skips(server, tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    from finrag_dagster.cli_fetch import fetch_app
+    from finrag_dagster.cli.fetch import fetch_app
 
     for k in (ef.USER_AGENT_ENV, ef.BASE_URL_ENV, ef.DATA_BASE_URL_ENV):
         monkeypatch.delenv(k, raising=False)

@@ -58,7 +58,7 @@ def test_sources_do_not_import_the_dagster_layer():
 
 
 def test_the_command_line_uses_core_not_the_assets():
-    cli = [p for p in PKG.glob("cli*.py")]
+    cli = list((PKG / "cli").rglob("*.py"))
     assert cli and [f"{p.name} imports {m}" for p in cli for m in imports_of(p) if m.startswith("finrag_dagster.defs")] == []
 
 

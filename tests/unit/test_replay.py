@@ -338,7 +338,7 @@ WIRING = {  # the two ways cli.py can register the command
 def _cli(args: list[str], timeout: float = 90, wiring: str = "add_typer") -> subprocess.CompletedProcess:
     """`finrag replay ...` as cli.py registers it."""
     code = (
-        "import typer; from finrag_dagster.cli_replay import replay_app, replay; "
+        "import typer; from finrag_dagster.cli.replay import replay_app, replay; "
         f"app = typer.Typer(); app.command('world')(lambda: None); {WIRING[wiring]}; app()"
     )
     env = {**os.environ, "COLUMNS": "120", "FINRAG_CONFIG": "", "FINRAG_LAKE": ""}
@@ -370,7 +370,7 @@ def test_cli_ends_and_writes_usable_settings(raw, tmp_path):
         [
             sys.executable,
             "-m",
-            "finrag_dagster.cli_replay",
+            "finrag_dagster.cli.replay",
             "--landing",
             str(landing),
             "--from",

@@ -47,7 +47,7 @@ def two_steps():
 def test_a_step_failing_in_its_own_process_is_raised_with_its_class_and_message():
     """execute_job's raise_on_error does not raise a multiprocess step's error; the stage runner
     raises StepFailed, which the CLI explains like the error itself (asset, message, hint)."""
-    from finrag_dagster.cli_errors import explain
+    from finrag_dagster.cli.errors import explain
     from finrag_dagster.pipeline import StepFailed, step_failure
 
     quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}

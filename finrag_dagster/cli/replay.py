@@ -53,9 +53,9 @@ def replay(
     finrag at the landing folder with the settings written to <landing>/_replay/settings.toml and
     turn the sensors on to watch the daily loop run.
     """
-    from .core.settings import load_settings
-    from .sources.base import SourceError
-    from .sources.replay import Replayer, ReplayError, last_closed_session, write_settings_snippet
+    from ..core.settings import load_settings
+    from ..sources.base import SourceError
+    from ..sources.replay import Replayer, ReplayError, last_closed_session, write_settings_snippet
 
     d0, d1 = _day(from_, "--from"), _day(to, "--to")
     if d1 < d0:
@@ -75,7 +75,7 @@ def replay(
         stamp = s.world_dir / "world_settings.json"  # what the synthetic_world asset writes
         want = json.dumps(s.world.model_dump(mode="json"), sort_keys=True)
         if not (source_raw / "universe" / "tickers.csv").exists():
-            from .sources.synthetic import generate_world
+            from ..sources.synthetic import generate_world
 
             typer.echo(f"building the embedded world under {s.world_dir} ...")
             generate_world(s.world, s.world_dir)
@@ -86,7 +86,7 @@ def replay(
     else:
         source_raw = source_raw.resolve()
         market = s.market_ticker
-    from .sources.registry import news_clock
+    from ..sources.registry import news_clock
 
     clock = news_clock(s)
     lake_dir = (lake or landing / "_lake").resolve()

@@ -27,7 +27,7 @@ def main() -> None:
     """The `finrag` command: any error ends it with one short paragraph and exit code 1."""
     import sys
 
-    from .cli_errors import report
+    from .errors import report
 
     try:
         app(prog_name="finrag")
@@ -41,7 +41,7 @@ def main() -> None:
 
 
 def _settings(config: Optional[Path], lake: Optional[str]):
-    from .core.settings import load_settings, with_lake
+    from ..core.settings import load_settings, with_lake
 
     s = load_settings(config)
     if lake:
@@ -114,7 +114,7 @@ def world(
     lake: Annotated[Optional[str], typer.Option(help="lake folder, or an object-store URI (s3://bucket/prefix)")] = None,
 ):
     """Build the embedded synthetic world under <lake>/_world (raw files + planted truth)."""
-    from .sources.synthetic import generate_world
+    from ..sources.synthetic import generate_world
 
     s = _settings(config, lake)
     ws = s.world.model_copy(update={k: v for k, v in {"seed": seed, "n_tickers": tickers}.items() if v is not None})
@@ -133,7 +133,7 @@ def demo(
     lake: Annotated[Optional[str], typer.Option(help="lake folder (default: ./data_lake), or an object-store URI (s3://bucket/prefix)")] = None,
 ):
     """Build the world and materialise every asset over the demo period in one process."""
-    from .sources.preflight import preflight
+    from ..sources.preflight import preflight
 
     s = _settings(config, lake)
     end_d = dt.date.fromisoformat(end) if end else s.calendar.end
@@ -142,7 +142,7 @@ def demo(
 
     import dagster as dg
 
-    from .pipeline import fail_orphaned_runs, run_range
+    from ..pipeline import fail_orphaned_runs, run_range
 
     home = ensure_dagster_home()
     console.print(f"[bold]finrag demo[/bold]: decisions {start_d} .. {end_d}, history from {s.calendar.start}")
@@ -187,9 +187,9 @@ def print_evaluation(s) -> None:
     """Table 2- and Table 4-style summaries of the test split, and where the report is."""
     import polars as pl
 
-    from .core.evaluation.report import report_path
-    from .core.evaluation.tables import METRICS, PCT, PORTFOLIO, metrics_md
-    from .core.tables import open_lake
+    from ..core.evaluation.report import report_path
+    from ..core.evaluation.tables import METRICS, PCT, PORTFOLIO, metrics_md
+    from ..core.tables import open_lake
 
     lake = open_lake(s)
     if not lake.partition_files("evaluation"):
@@ -201,7 +201,7 @@ def print_evaluation(s) -> None:
             console.print(f"[bold]{name}[/bold] (test split {s.splits.test[0]} .. {s.splits.test[1]})")
             console.print(metrics_md(g, list(dict.fromkeys(g["row"].to_list())), cols, pct), markup=False, highlight=False)
     if lake.partition_files("experience_task"):
-        from .core.evaluation.experience import task_md
+        from ..core.evaluation.experience import task_md
 
         res = lake.read("experience_task")
         for name, what in (("Table 1", "tsIC"), ("Table 6", "csIC")):
@@ -214,7 +214,7 @@ def print_evaluation(s) -> None:
 
 def print_summary(s, start: dt.date, end: dt.date) -> None:
     """One line per lake table: rows and partitions in the decision window, plus a fact or two."""
-    from .core.tables import open_lake
+    from ..core.tables import open_lake
 
     lake = open_lake(s)
     con = lake.duckdb()
@@ -249,10 +249,10 @@ def report(
     lake: Annotated[Optional[str], typer.Option(help="lake folder, or an object-store URI (s3://bucket/prefix)")] = None,
 ):
     """Compute Tables 2-4 from the lake and write the self-contained HTML report."""
-    from .core.calendar import nyse
-    from .core.evaluation.report import write_report
-    from .core.evaluation.tables import run_evaluation
-    from .core.tables import open_lake
+    from ..core.calendar import nyse
+    from ..core.evaluation.report import write_report
+    from ..core.evaluation.tables import run_evaluation
+    from ..core.tables import open_lake
 
     s = _settings(config, lake)
     lk = open_lake(s)
@@ -291,8 +291,8 @@ def search(
     """Hybrid financial retrieval (seed 001) over the evidence public before --as-of."""
     import json
 
-    from .core.retrieval.engine import SearchEngine
-    from .core.tables import open_lake
+    from ..core.retrieval.engine import SearchEngine
+    from ..core.tables import open_lake
 
     s = _settings(config, lake)
     engine = SearchEngine(open_lake(s), as_of)
@@ -329,8 +329,8 @@ def status(
     """Where the daily loop stands: last market day, last decision day per stage, pending horizons, sensors, quarantine."""
     import json
 
-    from .core.status import lake_status
-    from .core.tables import open_lake
+    from ..core.status import lake_status
+    from ..core.tables import open_lake
 
     s = _settings(config, lake)
     st = lake_status(open_lake(s), s.market_ticker, s.variants.families).to_dict()
@@ -452,9 +452,9 @@ def lora_train(
     lake: Annotated[Optional[str], typer.Option(help="lake folder, or an object-store URI (s3://bucket/prefix)")] = None,
 ):
     """Train LoRA adapters on the train split's matured labels; write them to <lake>/lora_adapters/."""
-    from .core.calendar import nyse
-    from .core.lora_train import train_adapters
-    from .core.tables import open_lake
+    from ..core.calendar import nyse
+    from ..core.lora_train import train_adapters
+    from ..core.tables import open_lake
 
     s = _settings(config, lake)
     if max_steps is not None:
@@ -463,8 +463,8 @@ def lora_train(
         console.print(f"{m['adapter_id']}: seed {m['seed']}, {m['steps']} steps, validation macro-F1 {m['validation'].get('mean')}")
 
 
-from .cli_fetch import fetch_app  # noqa: E402
-from .cli_replay import replay  # noqa: E402
+from .fetch import fetch_app  # noqa: E402
+from .replay import replay  # noqa: E402
 
 app.command("replay")(replay)
 app.add_typer(fetch_app, name="fetch")

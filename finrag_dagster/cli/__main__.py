@@ -1,0 +1,5 @@
+"""``python -m finrag_dagster.cli``: the ``finrag`` command."""
+
+from .main import main
+
+main()
