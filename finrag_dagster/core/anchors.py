@@ -9,6 +9,7 @@ repeats an earlier anchor of the same ticker on the same day, is a re-report, no
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
@@ -58,6 +59,80 @@ def members_on(membership: pl.DataFrame | None, day: dt.date) -> set[str] | None
     return set(m["ticker"].to_list())
 
 
+_ANCHOR_COLUMNS = {
+    "anchor_id": pl.Utf8,
+    "passage_id": pl.Utf8,
+    "ticker": pl.Utf8,
+    "sector": pl.Utf8,
+    "public_time": pl.Datetime("us", "UTC"),
+    "time_precision": pl.Utf8,
+    "decision_time": pl.Int64,
+    "headline": pl.Utf8,
+    "summary": pl.Utf8,
+    "url": pl.Utf8,
+    "event_type": pl.Utf8,
+    "cue_counts": pl.Utf8,
+    "dup_cluster": pl.Utf8,
+}
+
+
+@dataclass
+class _DayDedup:
+    """What decides whether a news row of the day is an anchor: the members on the day (None: all),
+    which ticker rooted each cluster, each passage's cluster, and the (ticker, URL) and (ticker,
+    title key) pairs seen so far."""
+
+    members: set[str] | None
+    root_ticker: dict
+    cluster_of: dict
+    seen_url: set[tuple[str, str]] = field(default_factory=set)
+    seen_title: set[tuple[str, str]] = field(default_factory=set)
+
+
+def _drop_reason(dd: _DayDedup, r: dict) -> tuple[str | None, str]:
+    """(why news row ``r`` is no anchor, None when it is one; its dup cluster). Its URL and title
+    are recorded as seen either way."""
+    members = dd.members
+    pid = r["news_id"]
+    cl = dd.cluster_of.get(pid, pid)
+    tk = r["ticker"]
+    tkey = title_key(r["title"])
+    reason = None
+    if members is not None and tk not in members:
+        reason = "not a universe member on its decision day"
+    elif cl != pid and dd.root_ticker.get(cl) == tk:
+        reason = f"near-duplicate of {cl}"
+    elif (tk, r["url"]) in dd.seen_url:
+        reason = "same URL as an earlier anchor"
+    elif tkey and (tk, tkey) in dd.seen_title:
+        reason = "same title as an earlier anchor"
+    dd.seen_url.add((tk, r["url"]))
+    if tkey:
+        dd.seen_title.add((tk, tkey))
+    return reason, cl
+
+
+def _anchor_row(r: dict, cl: str, decision_ns: int, sectors: dict[str, str]) -> dict:
+    """The anchor of news row ``r``: cleaned headline and summary, event type and cue counts, decision time."""
+    tk = r["ticker"]
+    etype, counts = classify_json(r["title"], r["summary"])
+    return {
+        "anchor_id": r["news_id"],
+        "passage_id": r["news_id"],
+        "ticker": tk,
+        "sector": sectors.get(tk, "Unknown"),
+        "public_time": r["public_time"],
+        "time_precision": r["time_precision"],
+        "decision_time": decision_ns,
+        "headline": clean(r["title"]),
+        "summary": clean(r["summary"]),
+        "url": r["url"],
+        "event_type": etype,
+        "cue_counts": counts,
+        "dup_cluster": cl,
+    }
+
+
 def build_anchors(
     news: pl.DataFrame,
     evidence_clusters: pl.DataFrame,
@@ -75,66 +150,20 @@ def build_anchors(
     anchor (dropped with the reason), so a delisted or later-added name is traded only while listed.
     """
     news = news.filter(~pl.col("ticker").is_in(sorted(benchmark))).sort(["public_time", "news_id"])
-    root_ticker = dict(zip(evidence_clusters["passage_id"], evidence_clusters["ticker"]))
-    cluster_of = dict(zip(evidence_clusters["passage_id"], evidence_clusters["dup_cluster"]))
+    dd = _DayDedup(
+        members=members,
+        root_ticker=dict(zip(evidence_clusters["passage_id"], evidence_clusters["ticker"])),
+        cluster_of=dict(zip(evidence_clusters["passage_id"], evidence_clusters["dup_cluster"])),
+    )
     decision_ns = int(cal.closes_ns[cal.session_index(day)])
-    seen_url: set[tuple[str, str]] = set()
-    seen_title: set[tuple[str, str]] = set()
     keep, dropped = [], []
     for r in news.iter_rows(named=True):
-        pid = r["news_id"]
-        cl = cluster_of.get(pid, pid)
-        tk = r["ticker"]
-        tkey = title_key(r["title"])
-        reason = None
-        if members is not None and tk not in members:
-            reason = "not a universe member on its decision day"
-        elif cl != pid and root_ticker.get(cl) == tk:
-            reason = f"near-duplicate of {cl}"
-        elif (tk, r["url"]) in seen_url:
-            reason = "same URL as an earlier anchor"
-        elif tkey and (tk, tkey) in seen_title:
-            reason = "same title as an earlier anchor"
-        seen_url.add((tk, r["url"]))
-        if tkey:
-            seen_title.add((tk, tkey))
+        reason, cl = _drop_reason(dd, r)
         if reason:
-            dropped.append({"anchor_id": pid, "ticker": tk, "reason": reason})
+            dropped.append({"anchor_id": r["news_id"], "ticker": r["ticker"], "reason": reason})
             continue
-        etype, counts = classify_json(r["title"], r["summary"])
-        keep.append(
-            {
-                "anchor_id": pid,
-                "passage_id": pid,
-                "ticker": tk,
-                "sector": sectors.get(tk, "Unknown"),
-                "public_time": r["public_time"],
-                "time_precision": r["time_precision"],
-                "decision_time": decision_ns,
-                "headline": clean(r["title"]),
-                "summary": clean(r["summary"]),
-                "url": r["url"],
-                "event_type": etype,
-                "cue_counts": counts,
-                "dup_cluster": cl,
-            }
-        )
-    cols = {
-        "anchor_id": pl.Utf8,
-        "passage_id": pl.Utf8,
-        "ticker": pl.Utf8,
-        "sector": pl.Utf8,
-        "public_time": pl.Datetime("us", "UTC"),
-        "time_precision": pl.Utf8,
-        "decision_time": pl.Int64,
-        "headline": pl.Utf8,
-        "summary": pl.Utf8,
-        "url": pl.Utf8,
-        "event_type": pl.Utf8,
-        "cue_counts": pl.Utf8,
-        "dup_cluster": pl.Utf8,
-    }
-    df = pl.DataFrame(keep, schema=cols)
+        keep.append(_anchor_row(r, cl, decision_ns, sectors))
+    df = pl.DataFrame(keep, schema=_ANCHOR_COLUMNS)
     sessions = session_bucket(df["public_time"].dt.epoch("ns").to_numpy(), df["time_precision"].to_list(), cal)
     df = df.with_columns(
         pl.col("decision_time").cast(pl.Datetime("ns", "UTC")).cast(pl.Datetime("us", "UTC")),

@@ -18,6 +18,7 @@ result equals a per-window ``statsmodels.OLS`` to 1e-10.
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -103,6 +104,88 @@ def window_market_model(r: np.ndarray, rm: np.ndarray, ends: np.ndarray, window:
     return alpha, beta, sigma, nobs
 
 
+_LABEL_COLUMNS = {
+    "date": pl.Date,
+    "ticker": pl.Utf8,
+    "horizon": pl.Utf8,
+    "maturity_day": pl.Date,
+    "status": pl.Utf8,
+    "n_obs": pl.Int32,
+    "R": pl.Float64,
+    "Rm": pl.Float64,
+    "alpha": pl.Float64,
+    "beta": pl.Float64,
+    "sigma": pl.Float64,
+    "epsilon": pl.Float64,
+    "z": pl.Float64,
+    "y": pl.Int8,
+}
+
+
+@dataclass(frozen=True)
+class _LabelPanel:
+    """The closes a labels run reads: sessions ``lo`` .. ``lo + len(P) - 1`` by ticker (``names``),
+    the market proxy's column ``m`` (closes ``mk``) and its last bar (the run's "now")."""
+
+    lo: int
+    names: list[str]
+    P: np.ndarray
+    m: int
+    mk: np.ndarray
+    last_market: int
+
+
+def _label_panel(prices: pl.DataFrame, cal: TradingCalendar, market: str, lo: int, hi: int) -> _LabelPanel:
+    """The adjusted closes of sessions lo..hi; the market proxy must be among them."""
+    names, P = price_panel(prices.filter(pl.col("ticker").is_not_null()), cal, lo, hi)
+    if market not in names:
+        raise ValueError(f"labels need the market proxy {market} in prices")
+    m = names.index(market)
+    mk = P[:, m]
+    last_market = int(np.max(np.flatnonzero(~np.isnan(mk)))) if np.any(~np.isnan(mk)) else -1
+    return _LabelPanel(lo, names, P, m, mk, last_market)
+
+
+def _label_status(pn: _LabelPanel, i: int, j: int, h: int, fit: tuple, *, min_obs: int, z_threshold: float) -> tuple[str, dict]:
+    """(status, values) of the label of ticker column ``j`` on panel row ``i`` at horizon ``h``, with
+    ``fit`` = (alpha, beta, sigma, nobs, window end) of its market model: eq. 2's residual
+    ε = R − (α + βRm) and eq. 3's z = ε/σ and y when the label is ok."""
+    alpha, beta, sigma, nobs, end = fit
+    P, mk = pn.P, pn.mk
+    vals = dict(R=None, Rm=None, alpha=None, beta=None, sigma=None, epsilon=None, z=None, y=None)
+    if i + h > pn.last_market:
+        return "pending", vals
+    if end < 0 or np.isnan(alpha) or not (nobs >= min_obs):
+        return "insufficient_history", vals
+    if np.isnan(P[i, j]) or np.isnan(P[i + h, j]) or np.isnan(mk[i]) or np.isnan(mk[i + h]):
+        return "missing_price", vals
+    R = P[i + h, j] / P[i, j] - 1
+    Rm = mk[i + h] / mk[i] - 1
+    eps = R - (alpha + beta * Rm)
+    z = eps / sigma
+    y = 1 if z > z_threshold else (-1 if z < -z_threshold else 0)
+    return "ok", dict(R=R, Rm=Rm, alpha=alpha, beta=beta, sigma=sigma, epsilon=eps, z=z, y=y)
+
+
+def _label_record(
+    pn: _LabelPanel, cal: TradingCalendar, *, ticker: str, day: str, k: int, h: int, fit: tuple, min_obs: int, z_threshold: float
+) -> dict:
+    """One label row: ticker, day D (session ``k``), horizon ``h``, maturity_day D+h, status and values."""
+    end = fit[4]
+    mat = cal.sessions[k + h].item() if k + h < len(cal.sessions) else None
+    rec = dict(
+        date=dt.date.fromisoformat(day),
+        ticker=ticker,
+        horizon=HORIZON_NAMES.get(h, f"{h}D"),
+        maturity_day=mat,
+        n_obs=int(fit[3]) if end >= 0 else 0,
+    )
+    status, vals = _label_status(pn, k - pn.lo, pn.names.index(ticker), h, fit, min_obs=min_obs, z_threshold=z_threshold)
+    rec["status"] = status
+    rec.update(vals)
+    return rec
+
+
 def compute_labels(
     prices: pl.DataFrame,
     days: list[str],
@@ -122,16 +205,10 @@ def compute_labels(
     hi = max(ks) + max(horizons)
     if lo < 0:
         raise ValueError("labels need a calendar with the estimation window before the first day")
-    names, P = price_panel(prices.filter(pl.col("ticker").is_not_null()), cal, lo, hi)
-    if market not in names:
-        raise ValueError(f"labels need the market proxy {market} in prices")
-    m = names.index(market)
-    mk = P[:, m]
-    last_market = int(np.max(np.flatnonzero(~np.isnan(mk)))) if np.any(~np.isnan(mk)) else -1
+    pn = _label_panel(prices, cal, market, lo, hi)
+    P, names, m = pn.P, pn.names, pn.m
     want = [t for t in (tickers if tickers is not None else names) if t != market and t in names]
-    rows: dict[str, list] = {
-        k: [] for k in ("date", "ticker", "horizon", "maturity_day", "status", "n_obs", "R", "Rm", "alpha", "beta", "sigma", "epsilon", "z", "y")
-    }
+    rows: dict[str, list] = {k: [] for k in _LABEL_COLUMNS}
     for h in horizons:
         win = window - h  # overlapping h-day returns with both ends inside the window
         # h-day return starting at t: P[t+h]/P[t]-1 (index t relative to lo)
@@ -142,62 +219,11 @@ def compute_labels(
             ends = np.array([k - lo - gap - h for k in ks], dtype=np.int64)  # last start t with t+h = k-gap
             alpha, beta, sigma, nobs = window_market_model(Rh[:, j], Rh[:, m], ends, win, min_obs)
             for w, (d, k) in enumerate(zip(days, ks)):
-                i = k - lo
-                end = int(ends[w])
-                mat = cal.sessions[k + h].item() if k + h < len(cal.sessions) else None
-                rec = dict(
-                    date=dt.date.fromisoformat(d),
-                    ticker=t,
-                    horizon=HORIZON_NAMES.get(h, f"{h}D"),
-                    maturity_day=mat,
-                    n_obs=int(nobs[w]) if end >= 0 else 0,
-                )
-                vals = dict(R=None, Rm=None, alpha=None, beta=None, sigma=None, epsilon=None, z=None, y=None)
-                if i + h > last_market:
-                    status = "pending"
-                elif end < 0 or np.isnan(alpha[w]) or not (nobs[w] >= min_obs):
-                    status = "insufficient_history"
-                elif np.isnan(P[i, j]) or np.isnan(P[i + h, j]) or np.isnan(mk[i]) or np.isnan(mk[i + h]):
-                    status = "missing_price"
-                else:
-                    status = "ok"
-                    R = P[i + h, j] / P[i, j] - 1
-                    Rm = mk[i + h] / mk[i] - 1
-                    eps = R - (alpha[w] + beta[w] * Rm)
-                    z = eps / sigma[w]
-                    vals = dict(
-                        R=R,
-                        Rm=Rm,
-                        alpha=alpha[w],
-                        beta=beta[w],
-                        sigma=sigma[w],
-                        epsilon=eps,
-                        z=z,
-                        y=1 if z > z_threshold else (-1 if z < -z_threshold else 0),
-                    )
-                rec["status"] = status
-                rec.update(vals)
+                fit = (alpha[w], beta[w], sigma[w], nobs[w], int(ends[w]))
+                rec = _label_record(pn, cal, ticker=t, day=d, k=k, h=h, fit=fit, min_obs=min_obs, z_threshold=z_threshold)
                 for key, v in rec.items():
                     rows[key].append(v)
-    return pl.DataFrame(
-        rows,
-        schema={
-            "date": pl.Date,
-            "ticker": pl.Utf8,
-            "horizon": pl.Utf8,
-            "maturity_day": pl.Date,
-            "status": pl.Utf8,
-            "n_obs": pl.Int32,
-            "R": pl.Float64,
-            "Rm": pl.Float64,
-            "alpha": pl.Float64,
-            "beta": pl.Float64,
-            "sigma": pl.Float64,
-            "epsilon": pl.Float64,
-            "z": pl.Float64,
-            "y": pl.Int8,
-        },
-    )
+    return pl.DataFrame(rows, schema=_LABEL_COLUMNS)
 
 
 def matured(labels: pl.DataFrame, as_of_day: dt.date) -> pl.DataFrame:

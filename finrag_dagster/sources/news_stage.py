@@ -445,99 +445,143 @@ def _stage_segment(read_path: Path, source: Path, d: Path, row_offset: int, univ
             blanked.unlink(missing_ok=True)
 
 
+@dataclass(frozen=True)
+class _SegmentRead:
+    """How one segment's rows are read: the file's name and columns, whether its bytes were repaired,
+    the reasons of its unreadable records (by data row), the universe, the clock and the calendar span."""
+
+    name: str
+    cols: dict
+    repaired: bool
+    reasons: dict[int, str]
+    universe: object
+    clock: object
+    span: tuple
+
+
+def _split_by_universe(rd: _SegmentRead, lf, kept_path: Path, row_offset: int) -> pl.DataFrame:
+    """Stream the rows to keep (universe tickers, blank tickers, unreadable records) to ``kept_path``;
+    returns the other tickers' row counts and first rows."""
+    odd = sorted(rd.reasons)
+    tk = pl.col(rd.cols["Stock_symbol"]).cast(pl.Utf8).str.strip_chars().str.to_uppercase()
+    # rows that cannot be read are kept here so that they are quarantined with their own reason
+    keep = tk.is_in(rd.universe) | tk.is_null() | (tk == "") | pl.col(fnspid.ROW_INDEX).cast(pl.Int64).is_in(odd)
+    lf = lf.select([pl.col(c) for c in dict.fromkeys(rd.cols.values())]).with_row_index(fnspid.ROW_INDEX, offset=row_offset)
+    try:
+        lf.filter(keep).sink_parquet(kept_path, row_group_size=KEPT_ROW_GROUP)
+        return (
+            lf.filter(~keep)
+            .group_by(tk.alias("ticker"))
+            .agg(pl.len().cast(pl.Int64).alias("rows"), pl.col(fnspid.ROW_INDEX).min().cast(pl.Int64).alias("first"))
+            .collect(engine="streaming")
+        )
+    except Exception as exc:
+        raise SourceError(f"{rd.name}: cannot be read ({str(exc).splitlines()[0]})") from exc
+
+
+def _segment_minute(rd: _SegmentRead, kept_path: Path, prior_minute: list[list] | None) -> list[list] | None:
+    """The minute stats of the whole file (publisher, timed rows, rows on the minute), this segment's
+    kept rows merged into ``prior_minute``; None when they change a publisher's minute precision.
+    Minute precision is a property of a whole source: it is gathered before the batches."""
+    minute = [] if prior_minute is None else prior_minute
+    clock, cols = rd.clock, rd.cols
+    if not clock.dates_only or clock.trusted_publishers or clock.trusted_files:
+        clock_cols = [c for c in dict.fromkeys([cols["Date"], cols.get("Publisher"), cols.get("date_has_time")]) if c]
+        clock_rows = pl.read_parquet(kept_path, columns=[*clock_cols, fnspid.ROW_INDEX])
+        clock_rows = clock_rows.filter(~pl.col(fnspid.ROW_INDEX).cast(pl.Int64).is_in(sorted(rd.reasons)))
+        part = fnspid.normalize_news(clock_rows, {k: v for k, v in cols.items() if v in clock_cols}, rd.name, False)
+        stats = fnspid.minute_stats(part, clock)
+        new = [[p, int(t), int(m)] for p, t, m in stats.select("p", "timed", "on_minute").iter_rows()]
+        merged = _merge_minute(minute, new)
+        if prior_minute is not None:
+            before, after = _minute_flags(prior_minute), _minute_flags(merged)
+            if any(after[p] != v for p, v in before.items()):
+                return None
+        minute = merged
+    return minute
+
+
+def _checked_batch(rd: _SegmentRead, batch, cal, minute_frame: pl.DataFrame) -> pl.DataFrame:
+    """One batch of kept rows normalised and checked (a null reason: accepted); an unreadable
+    record keeps its own reason."""
+    calendar_start, calendar_end = rd.span
+    df = fnspid.normalize_news(pl.from_arrow(batch), rd.cols, rd.name, rd.repaired)
+    checked = fnspid.check_news_rows(df, rd.universe, rd.clock, cal, calendar_end, minute_frame, calendar_start)
+    if rd.reasons:
+        own = pl.col("source_row").replace_strict(list(rd.reasons), list(rd.reasons.values()), default=None, return_dtype=pl.Utf8)
+        checked = checked.with_columns(pl.coalesce(own, pl.col("reason")).alias("reason"))
+    return checked
+
+
+def _write_months(rd: _SegmentRead, kept: pq.ParquetFile, tmp_dir: Path, minute: list[list], batch_bytes: int) -> tuple[list[str], int, list, list]:
+    """Check the kept rows in batches of about ``batch_bytes`` and write the accepted ones by
+    decision month: (months written, rows accepted, quarantine parts, flag parts)."""
+    minute_frame = pl.DataFrame(
+        [[rd.name, p, t, m] for p, t, m in minute], orient="row", schema={"f": pl.Utf8, "p": pl.Utf8, "timed": pl.Int64, "on_minute": pl.Int64}
+    )
+    cal = nyse()
+    q_parts, flag_parts = [], []
+    writers: dict[str, pq.ParquetWriter] = {}
+    accepted = 0
+    n_kept = kept.metadata.num_rows
+    row_bytes = max(1, sum(kept.metadata.row_group(i).total_byte_size for i in range(kept.num_row_groups)) // max(n_kept, 1))
+    batch_rows = int(min(max(batch_bytes // row_bytes, 16), 200_000))
+    try:
+        for batch in kept.iter_batches(batch_size=batch_rows):
+            checked = _checked_batch(rd, batch, cal, minute_frame)
+            bad = checked.filter(pl.col("reason").is_not_null())
+            if bad.height:
+                q_parts.append(bad.select("source_file", "source_row", "reason", fnspid.raw_json(bad), pl.lit(1, dtype=pl.Int64).alias("rows")))
+            good = checked.filter(pl.col("reason").is_null())
+            if not good.height:
+                continue
+            flag_parts.append(fnspid._repair_flags(good, cal))
+            flag_parts.append(fnspid._naive_flags(good, cal))
+            acc = fnspid._accepted_frame(good, cal, keep_order=True).with_columns(good["ts_ns"].alias("_ts_ns"), fnspid.raw_json(good).alias("_raw"))
+            accepted += acc.height
+            for (month,), g in acc.group_by(pl.col("date").dt.strftime("%Y-%m"), maintain_order=True):
+                t = g.to_arrow()
+                w = writers.get(month)
+                if w is None:
+                    w = writers[month] = pq.ParquetWriter(tmp_dir / f"month={month}.parquet", t.schema)
+                w.write_table(t)
+    finally:
+        for w in writers.values():
+            w.close()
+    return sorted(writers), accepted, q_parts, flag_parts
+
+
+def _write_side_tables(tmp_dir: Path, q_parts: list, flag_parts: list, others: pl.DataFrame) -> None:
+    """The segment's quarantine, flags and other-ticker counts."""
+    q = pl.concat([p for p in q_parts if p.height]) if any(p.height for p in q_parts) else empty_quarantine()
+    q.select(list(empty_quarantine().columns)).write_parquet(tmp_dir / "quarantine.parquet")
+    fl = pl.concat([p for p in flag_parts if p.height]) if any(p.height for p in flag_parts) else empty_flags()
+    fl.select(list(FLAG_COLUMNS)).write_parquet(tmp_dir / "flags.parquet")
+    others.select("ticker", "first", "rows").write_parquet(tmp_dir / "others.parquet")
+
+
 def _stage_rows(lf, cols, repaired, reasons, source: Path, d: Path, row_offset: int, universe, clock, span, batch_bytes: int, prior_minute):
     """:func:`_stage_segment` once the file is open: stream, check and write the segment."""
-    name = source.name
-    calendar_start, calendar_end = span
-    odd = sorted(reasons)
+    rd = _SegmentRead(name=source.name, cols=cols, repaired=repaired, reasons=reasons, universe=universe, clock=clock, span=span)
     seg_name = f"seg-{uuid.uuid4().hex[:12]}"
     tmp_dir = d / f".{seg_name}"
     tmp_dir.mkdir(parents=True)
     try:
-        tk = pl.col(cols["Stock_symbol"]).cast(pl.Utf8).str.strip_chars().str.to_uppercase()
-        # rows that cannot be read are kept here so that they are quarantined with their own reason
-        keep = tk.is_in(universe) | tk.is_null() | (tk == "") | pl.col(fnspid.ROW_INDEX).cast(pl.Int64).is_in(odd)
-        lf = lf.select([pl.col(c) for c in dict.fromkeys(cols.values())]).with_row_index(fnspid.ROW_INDEX, offset=row_offset)
         kept_path = tmp_dir / "kept.parquet"
-        try:
-            lf.filter(keep).sink_parquet(kept_path, row_group_size=KEPT_ROW_GROUP)
-            others = (
-                lf.filter(~keep)
-                .group_by(tk.alias("ticker"))
-                .agg(pl.len().cast(pl.Int64).alias("rows"), pl.col(fnspid.ROW_INDEX).min().cast(pl.Int64).alias("first"))
-                .collect(engine="streaming")
-            )
-        except Exception as exc:
-            raise SourceError(f"{name}: cannot be read ({str(exc).splitlines()[0]})") from exc
+        others = _split_by_universe(rd, lf, kept_path, row_offset)
         kept = pq.ParquetFile(kept_path)
-        n_kept = kept.metadata.num_rows
-        seg_rows = n_kept + int(others["rows"].sum())
-
-        # minute precision is a property of a whole source: gather it before the batches
-        minute = [] if prior_minute is None else prior_minute
-        if not clock.dates_only or clock.trusted_publishers or clock.trusted_files:
-            clock_cols = [c for c in dict.fromkeys([cols["Date"], cols.get("Publisher"), cols.get("date_has_time")]) if c]
-            clock_rows = pl.read_parquet(kept_path, columns=[*clock_cols, fnspid.ROW_INDEX])
-            clock_rows = clock_rows.filter(~pl.col(fnspid.ROW_INDEX).cast(pl.Int64).is_in(odd))
-            part = fnspid.normalize_news(clock_rows, {k: v for k, v in cols.items() if v in clock_cols}, name, False)
-            stats = fnspid.minute_stats(part, clock)
-            new = [[p, int(t), int(m)] for p, t, m in stats.select("p", "timed", "on_minute").iter_rows()]
-            merged = _merge_minute(minute, new)
-            if prior_minute is not None:
-                before, after = _minute_flags(prior_minute), _minute_flags(merged)
-                if any(after[p] != v for p, v in before.items()):
-                    return None, None
-            minute = merged
-        minute_frame = pl.DataFrame(
-            [[name, p, t, m] for p, t, m in minute], orient="row", schema={"f": pl.Utf8, "p": pl.Utf8, "timed": pl.Int64, "on_minute": pl.Int64}
-        )
-
-        cal = nyse()
-        q_parts = []
-        flag_parts = []
-        writers: dict[str, pq.ParquetWriter] = {}
-        counts = {"accepted": 0}
-        row_bytes = max(1, sum(kept.metadata.row_group(i).total_byte_size for i in range(kept.num_row_groups)) // max(n_kept, 1))
-        batch_rows = int(min(max(batch_bytes // row_bytes, 16), 200_000))
-        try:
-            for batch in kept.iter_batches(batch_size=batch_rows):
-                df = fnspid.normalize_news(pl.from_arrow(batch), cols, name, repaired)
-                checked = fnspid.check_news_rows(df, universe, clock, cal, calendar_end, minute_frame, calendar_start)
-                if reasons:
-                    own = pl.col("source_row").replace_strict(list(reasons), list(reasons.values()), default=None, return_dtype=pl.Utf8)
-                    checked = checked.with_columns(pl.coalesce(own, pl.col("reason")).alias("reason"))
-                bad = checked.filter(pl.col("reason").is_not_null())
-                if bad.height:
-                    q_parts.append(bad.select("source_file", "source_row", "reason", fnspid.raw_json(bad), pl.lit(1, dtype=pl.Int64).alias("rows")))
-                good = checked.filter(pl.col("reason").is_null())
-                if not good.height:
-                    continue
-                flag_parts.append(fnspid._repair_flags(good, cal))
-                flag_parts.append(fnspid._naive_flags(good, cal))
-                acc = fnspid._accepted_frame(good, cal, keep_order=True).with_columns(
-                    good["ts_ns"].alias("_ts_ns"), fnspid.raw_json(good).alias("_raw")
-                )
-                counts["accepted"] += acc.height
-                for (month,), g in acc.group_by(pl.col("date").dt.strftime("%Y-%m"), maintain_order=True):
-                    t = g.to_arrow()
-                    w = writers.get(month)
-                    if w is None:
-                        w = writers[month] = pq.ParquetWriter(tmp_dir / f"month={month}.parquet", t.schema)
-                    w.write_table(t)
-        finally:
-            for w in writers.values():
-                w.close()
+        seg_rows = kept.metadata.num_rows + int(others["rows"].sum())
+        minute = _segment_minute(rd, kept_path, prior_minute)
+        if minute is None:  # (the folder is left to the next manifest write, which removes it)
+            return None, None
+        months, accepted, q_parts, flag_parts = _write_months(rd, kept, tmp_dir, minute, batch_bytes)
         kept_path.unlink()
-        q = pl.concat([p for p in q_parts if p.height]) if any(p.height for p in q_parts) else empty_quarantine()
-        q.select(list(empty_quarantine().columns)).write_parquet(tmp_dir / "quarantine.parquet")
-        fl = pl.concat([p for p in flag_parts if p.height]) if any(p.height for p in flag_parts) else empty_flags()
-        fl.select(list(FLAG_COLUMNS)).write_parquet(tmp_dir / "flags.parquet")
-        others.select("ticker", "first", "rows").write_parquet(tmp_dir / "others.parquet")
+        _write_side_tables(tmp_dir, q_parts, flag_parts, others)
         os.replace(tmp_dir, d / seg_name)
     except BaseException:
         shutil.rmtree(tmp_dir, ignore_errors=True)
         raise
-    seg = {"name": seg_name, "rows": seg_rows, "row_offset": row_offset, "accepted": counts["accepted"], "months": sorted(writers)}
+    seg = {"name": seg_name, "rows": seg_rows, "row_offset": row_offset, "accepted": accepted, "months": months}
     return seg, minute
 
 

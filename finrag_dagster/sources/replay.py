@@ -587,79 +587,14 @@ class Replayer:
             return ReleaseStats(since=_ts(prev), now=_ts(prev), last_closed_session=last_closed_session(prev))
         lo = -1 if prev is None else prev  # public times are > 0 for any real date
         first = not self._repaired  # first call of this replayer: check every released file
-        ix = self.index
-        written = 0
-        log: list[tuple[int, dict]] = []  # (public ns, log line)
-        wall = dt.datetime.now(dt.timezone.utc).isoformat()
-        at = _iso(t)
-
-        if first and ix.universe is not None:
-            dst = self.landing / UNIVERSE
-            if not dst.exists() or dst.read_bytes() != ix.universe.read_bytes():
-                atomic_copy(ix.universe, dst)
-                written += 1
-
+        stamp = {"released_at_replay_time": _iso(t), "released_at_wall_time": dt.datetime.now(dt.timezone.utc).isoformat()}
+        written = self._release_universe() if first else 0
         # filings: the full submissions first, then the JSON that lists them
-        n_filings = 0
-        f_lo = int(np.searchsorted(ix.filing_public, lo, side="right"))
-        f_hi = int(np.searchsorted(ix.filing_public, t, side="right"))
-        for k in range(0 if first else f_lo, f_hi):
-            it = ix.filings[k]
-            new = k >= f_lo
-            for rel in it.txt:
-                src, dst = ix.root / rel, self.landing / rel
-                if new or not dst.exists() or dst.stat().st_size != src.stat().st_size:
-                    atomic_copy(src, dst)
-                    written += 1
-            if new:
-                n_filings += 1
-                log.append(
-                    (
-                        it.public,
-                        {
-                            "kind": "filing",
-                            "key": it.key,
-                            "form": it.form,
-                            "ticker": it.ticker,
-                            "public_time": _iso(it.public),
-                            "released_at_replay_time": at,
-                            "released_at_wall_time": wall,
-                        },
-                    )
-                )
-        for js in ix.submissions:
-            dst = self.landing / js.rel
-            if first or not dst.exists() or js.count(t) != js.count(lo):
-                body = js.render(t)
-                if not (dst.exists() and dst.stat().st_size == len(body) and dst.read_bytes() == body):
-                    atomic_write(dst, body)
-                    written += 1
-
-        counts = {"news": 0, "prices": 0}
-        for src in [*ix.news, *ix.prices]:
-            a, b = src.count(lo), src.count(t)
-            if _write_csv_upto(src, self.landing / src.rel, b):
-                written += 1
-            counts[src.kind] += b - a
-            tickers = src.tickers
-            for i in range(a, b):
-                rec = {
-                    "kind": src.kind,
-                    "key": src.keys[i],
-                    "public_time": _iso(int(src.public[i])),
-                    "released_at_replay_time": at,
-                    "released_at_wall_time": wall,
-                }
-                if tickers is not None:
-                    rec["ticker"] = tickers[i]
-                log.append((int(src.public[i]), rec))
-
-        if log:
-            log.sort(key=lambda pr: (pr[0], pr[1]["kind"], pr[1]["key"]))
-            data = "".join(json.dumps(r) + "\n" for _, r in log)
-            with open(self.log_path, "ab") as fh:
-                fh.write(data.encode("utf-8"))
-            self._log_size = self.log_path.stat().st_size
+        w_filings, n_filings, log = self._release_filings(lo, t, first, stamp)
+        written += w_filings + self._release_submissions(lo, t, first)
+        w_rows, counts, row_log = self._release_rows(lo, t, stamp)
+        written += w_rows
+        self._append_log(log + row_log)
         self._now = t
         self._repaired = True
         self._save_clock(t)
@@ -672,6 +607,75 @@ class Replayer:
             files_written=written,
             last_closed_session=last_closed_session(t),
         )
+
+    def _release_universe(self) -> int:
+        """Copy the universe file into the landing folder unless it is there already (files written)."""
+        ix = self.index
+        if ix.universe is not None:
+            dst = self.landing / UNIVERSE
+            if not dst.exists() or dst.read_bytes() != ix.universe.read_bytes():
+                atomic_copy(ix.universe, dst)
+                return 1
+        return 0
+
+    def _release_filings(self, lo: int, t: int, first: bool, stamp: dict) -> tuple[int, int, list[tuple[int, dict]]]:
+        """Copy the full submissions public in ``(lo, t]`` (on a first call, re-copy any earlier one
+        missing or cut short): (files written, filings released, their log lines)."""
+        ix = self.index
+        written, n_filings, log = 0, 0, []
+        f_lo = int(np.searchsorted(ix.filing_public, lo, side="right"))
+        f_hi = int(np.searchsorted(ix.filing_public, t, side="right"))
+        for k in range(0 if first else f_lo, f_hi):
+            it = ix.filings[k]
+            new = k >= f_lo
+            for rel in it.txt:
+                src, dst = ix.root / rel, self.landing / rel
+                if new or not dst.exists() or dst.stat().st_size != src.stat().st_size:
+                    atomic_copy(src, dst)
+                    written += 1
+            if new:
+                n_filings += 1
+                rec = {"kind": "filing", "key": it.key, "form": it.form, "ticker": it.ticker, "public_time": _iso(it.public), **stamp}
+                log.append((it.public, rec))
+        return written, n_filings, log
+
+    def _release_submissions(self, lo: int, t: int, first: bool) -> int:
+        """Rewrite each submissions JSON that lists filings released now (or differs): files written."""
+        written = 0
+        for js in self.index.submissions:
+            dst = self.landing / js.rel
+            if first or not dst.exists() or js.count(t) != js.count(lo):
+                body = js.render(t)
+                if not (dst.exists() and dst.stat().st_size == len(body) and dst.read_bytes() == body):
+                    atomic_write(dst, body)
+                    written += 1
+        return written
+
+    def _release_rows(self, lo: int, t: int, stamp: dict) -> tuple[int, dict[str, int], list[tuple[int, dict]]]:
+        """Extend the news and price CSVs to their rows public by ``t``: (files written, rows
+        released by kind, their log lines)."""
+        written, counts, log = 0, {"news": 0, "prices": 0}, []
+        for src in [*self.index.news, *self.index.prices]:
+            a, b = src.count(lo), src.count(t)
+            if _write_csv_upto(src, self.landing / src.rel, b):
+                written += 1
+            counts[src.kind] += b - a
+            tickers = src.tickers
+            for i in range(a, b):
+                rec = {"kind": src.kind, "key": src.keys[i], "public_time": _iso(int(src.public[i])), **stamp}
+                if tickers is not None:
+                    rec["ticker"] = tickers[i]
+                log.append((int(src.public[i]), rec))
+        return written, counts, log
+
+    def _append_log(self, log: list[tuple[int, dict]]) -> None:
+        """Append the released items' log lines, by public time (then kind, key)."""
+        if log:
+            log.sort(key=lambda pr: (pr[0], pr[1]["kind"], pr[1]["key"]))
+            data = "".join(json.dumps(r) + "\n" for _, r in log)
+            with open(self.log_path, "ab") as fh:
+                fh.write(data.encode("utf-8"))
+            self._log_size = self.log_path.stat().st_size
 
     # ------------------------------------------------------------------ stepping
     def step_through(

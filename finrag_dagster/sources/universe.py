@@ -90,6 +90,57 @@ def _parse_cik(value: object) -> int | None:
         raise SourceError(f"universe: CIK {s!r} is not a number") from exc
 
 
+_UNIVERSE_COLUMNS = ("ticker", "cik", "cik_sp500", "sec_title", "security", "company", "short_name", "gics_sector", "gics_sub_industry")
+
+
+def _read_universe_csv(path: str | Path) -> tuple[Path, pl.DataFrame, dict[str, str]]:
+    """(the file, its cells as text, lower-case column name -> column): one well-formed CSV with a ticker column."""
+    files = expand_paths([path], dir_patterns=("tickers.csv",))
+    if len(files) != 1:
+        raise SourceError(f"universe: expected one file, {path!s} matches {len(files)}")
+    f = files[0]
+    if not f.name.lower().endswith(".csv"):
+        raise SourceError(f"universe: {f.name} is not a CSV file")
+    problem = csv_problem(f)
+    if problem:
+        raise SourceError(f"universe: {f.name} is not a well-formed CSV: the record starting at {problem}")
+    raw = pl.read_csv(f, infer_schema=False)
+    cols = {c.strip().lower(): c for c in raw.columns}
+    if "ticker" not in cols:
+        raise SourceError(f"universe: {f.name} has no 'ticker' column (columns: {raw.columns})")
+    return f, raw, cols
+
+
+def _universe_row(cells: tuple, market: str) -> dict:
+    """One UNIVERSE row from a record's cells (in :data:`_UNIVERSE_COLUMNS` order; the ticker already checked)."""
+    t, cik, cik2, title, sec, comp, short, sector, sub = cells
+    ticker = _text(t).upper()
+    company = _text(sec) or _text(comp) or _text(title) or ticker
+    is_bench = ticker == market
+    return {
+        "ticker": ticker,
+        "company": company,
+        "sector": BENCHMARK_SECTOR if is_bench else (_text(sector) or UNKNOWN_SECTOR),
+        "sub_industry": _text(sub) or None,
+        "cik": _parse_cik(cik) if _text(cik) else _parse_cik(cik2),
+        "aliases": company_aliases(_text(sec) or _text(comp), _text(short), _text(title)) or ticker.lower(),
+        "is_benchmark": is_bench,
+    }
+
+
+def _benchmark_row(market: str) -> dict:
+    """The market proxy's row when the file lacks it."""
+    return {
+        "ticker": market,
+        "company": market,
+        "sector": BENCHMARK_SECTOR,
+        "sub_industry": None,
+        "cik": None,
+        "aliases": market.lower(),
+        "is_benchmark": True,
+    }
+
+
 def load_universe(path: str | Path, market_ticker: str = "QQQ") -> pl.DataFrame:
     """Read the universe CSV into the UNIVERSE schema.
 
@@ -110,69 +161,20 @@ def load_universe(path: str | Path, market_ticker: str = "QQQ") -> pl.DataFrame:
     SourceError
         Missing file, no ``ticker`` column, an empty ticker, or a duplicate ticker.
     """
-    files = expand_paths([path], dir_patterns=("tickers.csv",))
-    if len(files) != 1:
-        raise SourceError(f"universe: expected one file, {path!s} matches {len(files)}")
-    f = files[0]
-    if not f.name.lower().endswith(".csv"):
-        raise SourceError(f"universe: {f.name} is not a CSV file")
-    problem = csv_problem(f)
-    if problem:
-        raise SourceError(f"universe: {f.name} is not a well-formed CSV: the record starting at {problem}")
-    raw = pl.read_csv(f, infer_schema=False)
-    cols = {c.strip().lower(): c for c in raw.columns}
-    if "ticker" not in cols:
-        raise SourceError(f"universe: {f.name} has no 'ticker' column (columns: {raw.columns})")
-
-    def col(name: str) -> list:
-        return raw[cols[name]].to_list() if name in cols else [None] * raw.height
-
+    f, raw, cols = _read_universe_csv(path)
+    columns = [raw[cols[name]].to_list() if name in cols else [None] * raw.height for name in _UNIVERSE_COLUMNS]
     market = market_ticker.strip().upper()
     rows, seen = [], set()
-    for i, (t, cik, cik2, title, sec, comp, short, sector, sub) in enumerate(
-        zip(
-            col("ticker"),
-            col("cik"),
-            col("cik_sp500"),
-            col("sec_title"),
-            col("security"),
-            col("company"),
-            col("short_name"),
-            col("gics_sector"),
-            col("gics_sub_industry"),
-        )
-    ):
-        ticker = _text(t).upper()
+    for i, cells in enumerate(zip(*columns)):
+        ticker = _text(cells[0]).upper()
         if not ticker:
             raise SourceError(f"universe: {f.name} data row {i} has an empty ticker")
         if ticker in seen:
             raise SourceError(f"universe: duplicate ticker {ticker} in {f.name}")
         seen.add(ticker)
-        company = _text(sec) or _text(comp) or _text(title) or ticker
-        is_bench = ticker == market
-        rows.append(
-            {
-                "ticker": ticker,
-                "company": company,
-                "sector": BENCHMARK_SECTOR if is_bench else (_text(sector) or UNKNOWN_SECTOR),
-                "sub_industry": _text(sub) or None,
-                "cik": _parse_cik(cik) if _text(cik) else _parse_cik(cik2),
-                "aliases": company_aliases(_text(sec) or _text(comp), _text(short), _text(title)) or ticker.lower(),
-                "is_benchmark": is_bench,
-            }
-        )
+        rows.append(_universe_row(cells, market))
     if market not in seen:
-        rows.append(
-            {
-                "ticker": market,
-                "company": market,
-                "sector": BENCHMARK_SECTOR,
-                "sub_industry": None,
-                "cik": None,
-                "aliases": market.lower(),
-                "is_benchmark": True,
-            }
-        )
+        rows.append(_benchmark_row(market))
     schema = pl.from_arrow(UNIVERSE.schema.empty_table()).schema
     return pl.DataFrame(rows, schema=schema).sort("ticker")
 

@@ -194,7 +194,7 @@ def _portfolio_same_day(p: Patcher) -> None:
 def _experience_task_release_on_maturity(p: Patcher) -> None:
     from finrag_dagster.core.experience import task as experience_task
 
-    rewrite(p, experience_task, "run_task", [("if mat >= t:", "if mat > t:")])
+    rewrite(p, experience_task, "_release_matured", [("if mat >= t:", "if mat > t:")])
 
 
 def _task_alpha_matures_early(p: Patcher) -> None:
@@ -206,7 +206,7 @@ def _task_alpha_matures_early(p: Patcher) -> None:
 def _label_maturity_early(p: Patcher) -> None:
     from finrag_dagster.core import labels
 
-    rewrite(p, labels, "compute_labels", [("mat = cal.sessions[k + h].item()", "mat = cal.sessions[k + h - 1].item()")])
+    rewrite(p, labels, "_label_record", [("mat = cal.sessions[k + h].item()", "mat = cal.sessions[k + h - 1].item()")])
 
 
 def _bm25_whole_store(p: Patcher) -> None:
@@ -483,7 +483,7 @@ def _anchors_range_window(p: Patcher) -> None:
 def _non_members_anchored(p: Patcher) -> None:
     from finrag_dagster.core import anchors
 
-    rewrite(p, anchors, "build_anchors", [("if members is not None and tk not in members:", "if False:")])
+    rewrite(p, anchors, "_drop_reason", [("if members is not None and tk not in members:", "if False:")])
 
 
 def _task_inputs_next_session(p: Patcher) -> None:
@@ -573,7 +573,7 @@ def _tree_induced_after_calendar_end(p: Patcher) -> None:
 def _label_before_its_close(p: Patcher) -> None:
     from finrag_dagster.core import labels
 
-    rewrite(p, labels, "compute_labels", [("if i + h > last_market:", "if i + h > last_market + 1:")])
+    rewrite(p, labels, "_label_status", [("if i + h > pn.last_market:", "if i + h > pn.last_market + 1:")])
 
 
 def _ingest_before_close(p: Patcher) -> None:

@@ -209,55 +209,51 @@ def _table(df: pl.DataFrame, title: str, rows: list[str], cols: list[str], pct=f
     return {"title": title, "columns": ["", *cols], "rows": table_cells(df, rows, cols, pct), "note": note}
 
 
-def write_report(s: Settings, lake: Lake) -> Path:
-    """Tables 1-4 and 6, the experience task's and trees' tables, the figures: the HTML report."""
-    ev = lake.read("evaluation") if lake.partition_files("evaluation") else pl.DataFrame(schema={k: v for k, v in LONG_SCHEMA.items() if k != "n"})
-    sens = lake.read("sensitivity") if lake.partition_files("sensitivity") else ev.head(0)
-    t1 = lake.read("table1_audit") if lake.has_table("table1_audit") else pl.DataFrame()
-    test = ev.filter(pl.col("split") == "test")
-    tables = []
-    if t1.height:
-        tables.append(
-            {
-                "title": "Table 1. Benchmark audit and split usage",
-                "columns": ["split", "days", "#anchors", "anchors/day", "active ticker-days", "SEC cov.", *[f"{h} +1/0/-1" for h in HORIZON_KEYS]],
-                "rows": [
-                    [
-                        r["split"],
-                        f"{r['first_day']}..{r['last_day']}",
-                        r["anchors"],
-                        fmt(r["anchors_per_day"]),
-                        r["active_ticker_days"],
-                        fmt(r["sec_coverage"], True),
-                        *["/".join(fmt(r[f"{k}_{h.lower()}"], True) for k in ("pos", "zero", "neg")) for h in HORIZON_KEYS],
-                    ]
-                    for r in t1.sort("split_order").iter_rows(named=True)
-                ],
-                "note": "SEC cov. = share of anchors whose candidate pool holds at least one SEC passage; label mix over the anchors' ticker-days.",
-            }
-        )
-    tables.append(
-        _table(test.filter(pl.col("table") == "Table 2"), "Table 2. Event-level prediction quality (test split)", table2_rows(test), METRICS)
-    )
+def _table1(t1: pl.DataFrame) -> dict:
+    """Table 1 (seed 000): the benchmark audit and split usage."""
+    return {
+        "title": "Table 1. Benchmark audit and split usage",
+        "columns": ["split", "days", "#anchors", "anchors/day", "active ticker-days", "SEC cov.", *[f"{h} +1/0/-1" for h in HORIZON_KEYS]],
+        "rows": [
+            [
+                r["split"],
+                f"{r['first_day']}..{r['last_day']}",
+                r["anchors"],
+                fmt(r["anchors_per_day"]),
+                r["active_ticker_days"],
+                fmt(r["sec_coverage"], True),
+                *["/".join(fmt(r[f"{k}_{h.lower()}"], True) for k in ("pos", "zero", "neg")) for h in HORIZON_KEYS],
+            ]
+            for r in t1.sort("split_order").iter_rows(named=True)
+        ],
+        "note": "SEC cov. = share of anchors whose candidate pool holds at least one SEC passage; label mix over the anchors' ticker-days.",
+    }
+
+
+def _test_tables(test: pl.DataFrame) -> list[dict]:
+    """Tables 2-4 (seed 000) of the test split: prediction quality, validity checks, portfolio."""
     t3rows = [VARIANT_LABEL[f] for f in families.rows_of("validity")]
-    tables.append(
+    t4rows = sorted(set(test.filter(pl.col("table") == "Table 4")["row"].to_list()))
+    return [
+        _table(test.filter(pl.col("table") == "Table 2"), "Table 2. Event-level prediction quality (test split)", table2_rows(test), METRICS),
         _table(
             test.filter(pl.col("table") == "Table 3"),
             "Table 3. Source-memory validity checks (test split, mean ± std over shuffles)",
             t3rows,
             ["Non-neutral F1", "Macro-F1", "Rank IC"],
-        )
-    )
-    t4rows = sorted(set(test.filter(pl.col("table") == "Table 4")["row"].to_list()))
-    tables.append(
+        ),
         _table(
             test.filter(pl.col("table") == "Table 4"),
             "Table 4. Portfolio diagnostic from 3D stock-day signals (test split, net of 10 bps turnover cost)",
             t4rows,
             PORTFOLIO,
             PCT,
-        )
-    )
+        ),
+    ]
+
+
+def _table6(s: Settings, sens: pl.DataFrame) -> dict:
+    """Table 6 (seed 000): validation sensitivity, with the selected lambda/delta and what the test split used."""
     srows = [r for r in dict.fromkeys(sens["row"].to_list()) if r != "selected"] if sens.height else []
     sel = sens.filter(pl.col("row") == "selected")
     note = ""
@@ -270,18 +266,18 @@ def write_report(s: Settings, lake: Lake) -> Path:
             else f"the test split above ran with lambda={s.memory.lam}, delta={s.memory.delta} (memory.test_params = settings)"
         )
         note = f"selected on validation (labels matured before the test split): lambda={lam:.2f}, delta={dl:.2f}; {used}."
-    tables.append(
-        _table(
-            sens, "Table 6. Validation sensitivity to source-memory strength", srows, ["Non-neutral F1", "Macro-F1", "Rank IC", "Sharpe"], note=note
-        )
+    return _table(
+        sens, "Table 6. Validation sensitivity to source-memory strength", srows, ["Non-neutral F1", "Macro-F1", "Rank IC", "Sharpe"], note=note
     )
-    tables += task_tables(lake)
-    tables += tree_tables(s, lake)
+
+
+def _figures(lake: Lake, t1: pl.DataFrame) -> list[dict]:
+    """Figure 2, the memory heatmap, the label mix and the valid-citation rate per month."""
     daily = lake.read("portfolio_daily") if lake.partition_files("portfolio_daily") else pl.DataFrame()
     snap = (
         lake.read("memory_snapshot", variant="source_memory") if lake.partition_files("memory_snapshot", variant="source_memory") else pl.DataFrame()
     )
-    figures = [
+    return [
         {"title": "Figure 2. Cumulative net returns, test split", "png": cumulative_figure(daily, "test") if daily.height else None},
         {
             "title": "Source-memory utilities over time (source_memory variant)",
@@ -296,6 +292,20 @@ def write_report(s: Settings, lake: Lake) -> Path:
             ),
         },
     ]
+
+
+def write_report(s: Settings, lake: Lake) -> Path:
+    """Tables 1-4 and 6, the experience task's and trees' tables, the figures: the HTML report."""
+    ev = lake.read("evaluation") if lake.partition_files("evaluation") else pl.DataFrame(schema={k: v for k, v in LONG_SCHEMA.items() if k != "n"})
+    sens = lake.read("sensitivity") if lake.partition_files("sensitivity") else ev.head(0)
+    t1 = lake.read("table1_audit") if lake.has_table("table1_audit") else pl.DataFrame()
+    test = ev.filter(pl.col("split") == "test")
+    tables = [_table1(t1)] if t1.height else []
+    tables += _test_tables(test)
+    tables.append(_table6(s, sens))
+    tables += task_tables(lake)
+    tables += tree_tables(s, lake)
+    figures = _figures(lake, t1)
     notes = [
         universe_note(s.sources.membership)
         if s.sources.kind == "files"

@@ -115,6 +115,65 @@ def prompt_text(principle: str, q: Mapping[str, float], horizons: Sequence[str],
     )
 
 
+def _judge_verdicts(tree: ExperienceTree, factor_texts: list[str], skeletons: list[str], vecs: list[np.ndarray], judge, cache) -> list:
+    """The LLM judge's verdict per anchor (None: not asked), in one batch against the tree as it
+    stood before the day; anchors without a factor are not asked."""
+    verdicts = [None] * len(vecs)
+    if judge is not None and vecs:
+        pre = [tree.select(factor_texts[i], vecs[i], None, count=False) for i in range(len(vecs))]
+        leaves = {x.leaf_id: x for x in tree.leaves()}
+        items = [
+            (skeletons[i], s.factor.name if s.factor else "", [(lid, leaves[lid].principle, sc) for lid, sc in s.candidates])
+            for i, s in enumerate(pre)
+        ]
+        ask = [i for i, s in enumerate(pre) if s.factor is not None]
+        answers = judge([items[i] for i in ask], cache) if ask else []
+        for i, a in zip(ask, answers):
+            verdicts[i] = a
+    return verdicts
+
+
+def _new_principle_vectors(verdicts: list, embed_fn) -> dict:
+    """The embeddings of the principles the LLM judge expands with, by text."""
+    new_text = [v.principle for v in verdicts if v is not None and v.ok and v.decision == "expand"]
+    new_vecs = dict(zip(new_text, embed_fn(new_text))) if new_text and embed_fn is not None else {}
+    if new_text and embed_fn is None:
+        raise ValueError("an LLM judge that expands needs embed_fn for the new principles")
+    return new_vecs
+
+
+def _path_leaf(tree: ExperienceTree, sel, v, *, skeleton: str, vec: np.ndarray, new_vecs: dict, expansion_cap: int) -> tuple:
+    """(leaf or None, outcome) of one anchor: the judge's reuse, else the selected leaf (seed 002
+    eqs 6-11); without one, a new leaf under the best factor (the LLM's principle, or the anchor's
+    skeleton) unless there is no factor or it holds ``expansion_cap`` leaves."""
+    leaf, outcome = sel.leaf, "reused"
+    if v is not None and v.ok and v.decision == "reuse":
+        leaf = next(x for x in tree.leaves() if x.leaf_id == v.leaf_id)
+    elif v is not None and v.ok and v.decision == "expand":
+        leaf = None
+    if leaf is None:
+        if sel.factor is None:
+            outcome = "no_factor"
+        elif len(sel.factor.leaves) >= expansion_cap:
+            outcome = "factor_full"
+        else:
+            text, lv = skeleton, vec
+            if v is not None and v.ok and v.decision == "expand":
+                text, lv = v.principle, np.asarray(new_vecs[v.principle], dtype=np.float32)
+            leaf = tree.expand(sel.factor, text, lv)
+            outcome = "expanded"
+    return leaf, outcome
+
+
+def _path_score(tree: ExperienceTree, sel, leaf) -> tuple[float, float]:
+    """(rho, S) of the leaf used: the selection's own for its best leaf; otherwise the candidate's S
+    (0 for a new leaf) and rho from S = rho * mean_h Q_h."""
+    score = float(sel.score) if sel.leaf is leaf else next((float(sc) for lid, sc in sel.candidates if lid == leaf.leaf_id), 0.0)
+    u = tree.utility(leaf, None)
+    rho = float(sel.rho) if sel.leaf is leaf else (score / u if u > 0 else 0.0)  # S = rho * mean_h Q_h
+    return rho, score
+
+
 def choose_principles(
     tree: ExperienceTree,
     anchor_ids: list[str],
@@ -137,80 +196,24 @@ def choose_principles(
     p = tree.params
     hs = list(p.horizons)
     vecs = [np.asarray(embeddings[i], dtype=np.float32) for i in range(len(anchor_ids))]
-    verdicts = [None] * len(anchor_ids)
-    if judge is not None and anchor_ids:
-        pre = [tree.select(factor_texts[i], vecs[i], None, count=False) for i in range(len(anchor_ids))]
-        leaves = {x.leaf_id: x for x in tree.leaves()}
-        items = [
-            (skeletons[i], s.factor.name if s.factor else "", [(lid, leaves[lid].principle, sc) for lid, sc in s.candidates])
-            for i, s in enumerate(pre)
-        ]
-        ask = [i for i, s in enumerate(pre) if s.factor is not None]
-        answers = judge([items[i] for i in ask], cache) if ask else []
-        for i, a in zip(ask, answers):
-            verdicts[i] = a
-    new_text = [v.principle for v in verdicts if v is not None and v.ok and v.decision == "expand"]
-    new_vecs = dict(zip(new_text, embed_fn(new_text))) if new_text and embed_fn is not None else {}
-    if new_text and embed_fn is None:
-        raise ValueError("an LLM judge that expands needs embed_fn for the new principles")
+    verdicts = _judge_verdicts(tree, factor_texts, skeletons, vecs, judge, cache)
+    new_vecs = _new_principle_vectors(verdicts, embed_fn)
     rows, out = [], {}
     for i, aid in enumerate(anchor_ids):
-        vec = vecs[i]
-        sel = tree.select(factor_texts[i], vec, None, count=False)
-        leaf, outcome = sel.leaf, "reused"
+        sel = tree.select(factor_texts[i], vecs[i], None, count=False)
         v = verdicts[i]
+        leaf, outcome = _path_leaf(tree, sel, v, skeleton=skeletons[i], vec=vecs[i], new_vecs=new_vecs, expansion_cap=expansion_cap)
         how, err = ("rule", None) if v is None else (("llm", None) if v.ok else ("llm_fallback", v.error))
-        if v is not None and v.ok and v.decision == "reuse":
-            leaf = next(x for x in tree.leaves() if x.leaf_id == v.leaf_id)
-        elif v is not None and v.ok and v.decision == "expand":
-            leaf = None
+        row = {"anchor_id": aid, "state": skeletons[i], "leaf_id": None, "factor": None, "rho": 0.0, "score": 0.0, "q": None}
         if leaf is None:
-            if sel.factor is None:
-                outcome = "no_factor"
-            elif len(sel.factor.leaves) >= expansion_cap:
-                outcome = "factor_full"
-            else:
-                text, lv = skeletons[i], vec
-                if v is not None and v.ok and v.decision == "expand":
-                    text, lv = v.principle, np.asarray(new_vecs[v.principle], dtype=np.float32)
-                leaf = tree.expand(sel.factor, text, lv)
-                outcome = "expanded"
-        if leaf is None:
-            rows.append(
-                {
-                    "anchor_id": aid,
-                    "state": skeletons[i],
-                    "leaf_id": None,
-                    "factor": sel.factor.name if sel.factor else None,
-                    "rho": 0.0,
-                    "score": 0.0,
-                    "q": None,
-                    "outcome": outcome,
-                    "judge": how,
-                    "judge_error": err,
-                }
-            )
-            continue
-        leaf.n_recall += 1
-        q = [float(leaf.q[h]) for h in hs]
-        score = float(sel.score) if sel.leaf is leaf else next((float(sc) for lid, sc in sel.candidates if lid == leaf.leaf_id), 0.0)
-        u = tree.utility(leaf, None)
-        rho = float(sel.rho) if sel.leaf is leaf else (score / u if u > 0 else 0.0)  # S = rho * mean_h Q_h
-        rows.append(
-            {
-                "anchor_id": aid,
-                "state": skeletons[i],
-                "leaf_id": leaf.leaf_id,
-                "factor": leaf.factor,
-                "rho": rho,
-                "score": score,
-                "q": q,
-                "outcome": outcome,
-                "judge": how,
-                "judge_error": err,
-            }
-        )
-        out[aid] = Principle(prompt_text(leaf.principle, leaf.q, hs, p.q0), tuple(x / p.q0 for x in q))
+            row["factor"] = sel.factor.name if sel.factor else None
+        else:
+            leaf.n_recall += 1
+            q = [float(leaf.q[h]) for h in hs]
+            rho, score = _path_score(tree, sel, leaf)
+            row.update(leaf_id=leaf.leaf_id, factor=leaf.factor, rho=rho, score=score, q=q)
+            out[aid] = Principle(prompt_text(leaf.principle, leaf.q, hs, p.q0), tuple(x / p.q0 for x in q))
+        rows.append({**row, "outcome": outcome, "judge": how, "judge_error": err})
     return pl.DataFrame(rows, schema=SELECTION_SCHEMA), out
 
 

@@ -260,6 +260,108 @@ class DayInput:
 UpdateFn = Callable[[ExperienceTree, str, str, float, float], None]  # tree, leaf id, horizon, score, alpha
 
 
+@dataclass
+class _Harness:
+    """The task's running state: the outcomes by (day, target, horizon) -> (alpha, maturity), the
+    methods run, the note memories and ToE trees, and the ToE settings."""
+
+    alpha: dict
+    methods: Sequence[str]
+    mems: dict[str, NoteMemory]
+    trees: dict[str, ExperienceTree]
+    expansion_cap: int
+    llm_update: UpdateFn | None
+    q0: float
+
+
+def _learn_outcome(hn: _Harness, d0: dt.date, target: str, hk: str, used: dict) -> None:
+    """Feed the matured outcome α of (d0, target, hk) to what each method used for it: MemRL's Q,
+    a new note in each memory, and the ToE leaf's eq. 13 update (eq. 14 for the LLM variant)."""
+    a = hn.alpha[(d0, target, hk)][0]
+    for m, mem in hn.mems.items():
+        if m in used:
+            vec, score, notes = used[m]
+            mem.reward(notes, float(np.sign(score) * np.sign(a)))
+    if "_vec" in used and used["_vec"] is not None:
+        for mem in hn.mems.values():
+            mem.notes.append(Note(used["_vec"], hk, float(np.sign(a))))
+    for m, tree in hn.trees.items():
+        if m in used and used[m] is not None:
+            leaf_id, score = used[m]
+            if score == 0:
+                continue
+            if m == "Pipe+ToE(llm)":
+                if hn.llm_update is None:
+                    raise ValueError("Pipe+ToE(llm) needs an LLM update function")
+                hn.llm_update(tree, leaf_id, hk, score, a)
+            else:
+                tree.update(leaf_id, hk, float(np.sign(score)) * a)
+
+
+def _release_matured(hn: _Harness, pending: list, t: dt.date) -> list:
+    """Learn from the outcomes matured strictly before ``t`` (close(T0+h) <= close(t-1)); returns
+    the ones still pending."""
+    keep = []
+    for item in pending:
+        mat, d0, target, hk, used = item
+        if mat >= t:
+            keep.append(item)
+            continue
+        _learn_outcome(hn, d0, target, hk, used)
+    return keep
+
+
+def _toe_score(hn: _Harness, tree: ExperienceTree, x: DayInput, hk: str, pipe_h: float) -> tuple[float, tuple[str, float] | None]:
+    """(score, (leaf id, score) or None) of a ToE method at horizon ``hk``: the selected leaf (a new
+    one under the best factor when none clears and the factor has room), s_h = clip(Pipe_h · Q_h / q0,
+    −1, 1); Pipe's score without a leaf."""
+    leaf = None
+    if x.vec is not None:
+        sel = tree.select(x.f_text, x.vec, hk)
+        leaf = sel.leaf
+        if leaf is None and sel.factor is not None and len(sel.factor.leaves) < hn.expansion_cap and x.state:
+            leaf = tree.expand(sel.factor, x.state, x.vec)
+            leaf.n_recall += 1
+    if leaf is None:
+        return pipe_h, None
+    s = float(min(1.0, max(-1.0, pipe_h * leaf.q[hk] / hn.q0)))
+    return s, (leaf.leaf_id, s)
+
+
+def _score_input(hn: _Harness, t: dt.date, x: DayInput, rows: list, pending: list) -> None:
+    """Score one target on day ``t`` with every method and horizon: append its rows, and its
+    (maturity, day, target, horizon, what each method used) to ``pending`` when α is known."""
+    base = baseline_score(x.raw_texts)
+    pipe = pipe_scores([(f"{hd}. {sm}", age) for _, _, hd, sm, age in x.events])
+    per_h: dict[str, dict] = {hk: {"_vec": x.vec} for hk in HKEYS}
+    for hk in HKEYS:
+        out = {"Baseline": base, "Pipe": pipe[hk]}
+        for m, mem in hn.mems.items():
+            if m in hn.methods:
+                used = mem.recall(x.vec, hk) if x.vec is not None else []
+                out[m] = mem.adjust(pipe[hk], used)
+                per_h[hk][m] = (x.vec, out[m], used)
+        for m, tree in hn.trees.items():
+            out[m], per_h[hk][m] = _toe_score(hn, tree, x, hk, pipe[hk])
+        a = hn.alpha.get((t, x.target, hk))
+        for m in hn.methods:
+            if m in out:
+                rows.append((m, t, x.target, hk, float(out[m]), a[0] if a else None, len(x.events)))
+        if a is not None:
+            pending.append((a[1], t, x.target, hk, per_h[hk]))
+
+
+_TASK_SCORE_SCHEMA = {
+    "method": pl.Utf8,
+    "date": pl.Date,
+    "target": pl.Utf8,
+    "horizon": pl.Utf8,
+    "score": pl.Float64,
+    "alpha": pl.Float64,
+    "n_news": pl.Int32,
+}
+
+
 def run_task(
     days: list[dt.date],
     inputs: Callable[[dt.date], list[DayInput]],
@@ -281,80 +383,14 @@ def run_task(
         for m in ("Pipe+ToE", "Pipe+ToE(llm)"):
             if m in methods:
                 trees[m] = task_tree(prior, params)
+    hn = _Harness(alpha=alpha, methods=methods, mems=mems, trees=trees, expansion_cap=expansion_cap, llm_update=llm_update, q0=q0)
     pending: list[tuple[dt.date, dt.date, str, str, dict]] = []  # (maturity, day, target, horizon, what each method used)
     rows = []
     for t in days:
-        # release outcomes matured strictly before t (close(T0+h) <= close(t-1))
-        keep = []
-        for item in pending:
-            mat, d0, target, hk, used = item
-            if mat >= t:
-                keep.append(item)
-                continue
-            a = alpha[(d0, target, hk)][0]
-            for m, mem in mems.items():
-                if m in used:
-                    vec, score, notes = used[m]
-                    mem.reward(notes, float(np.sign(score) * np.sign(a)))
-            if "_vec" in used and used["_vec"] is not None:
-                for mem in mems.values():
-                    mem.notes.append(Note(used["_vec"], hk, float(np.sign(a))))
-            for m, tree in trees.items():
-                if m in used and used[m] is not None:
-                    leaf_id, score = used[m]
-                    if score == 0:
-                        continue
-                    if m == "Pipe+ToE(llm)":
-                        if llm_update is None:
-                            raise ValueError("Pipe+ToE(llm) needs an LLM update function")
-                        llm_update(tree, leaf_id, hk, score, a)
-                    else:
-                        tree.update(leaf_id, hk, float(np.sign(score)) * a)
-        pending = keep
+        pending = _release_matured(hn, pending, t)
         for x in inputs(t):
-            base = baseline_score(x.raw_texts)
-            pipe = pipe_scores([(f"{hd}. {sm}", age) for _, _, hd, sm, age in x.events])
-            per_h: dict[str, dict] = {hk: {"_vec": x.vec} for hk in HKEYS}
-            for hk in HKEYS:
-                out = {"Baseline": base, "Pipe": pipe[hk]}
-                for m, mem in mems.items():
-                    if m in methods:
-                        used = mem.recall(x.vec, hk) if x.vec is not None else []
-                        out[m] = mem.adjust(pipe[hk], used)
-                        per_h[hk][m] = (x.vec, out[m], used)
-                for m, tree in trees.items():
-                    leaf = None
-                    if x.vec is not None:
-                        sel = tree.select(x.f_text, x.vec, hk)
-                        leaf = sel.leaf
-                        if leaf is None and sel.factor is not None and len(sel.factor.leaves) < expansion_cap and x.state:
-                            leaf = tree.expand(sel.factor, x.state, x.vec)
-                            leaf.n_recall += 1
-                    if leaf is None:
-                        out[m] = pipe[hk]
-                        per_h[hk][m] = None
-                    else:
-                        out[m] = float(min(1.0, max(-1.0, pipe[hk] * leaf.q[hk] / q0)))
-                        per_h[hk][m] = (leaf.leaf_id, out[m])
-                a = alpha.get((t, x.target, hk))
-                for m in methods:
-                    if m in out:
-                        rows.append((m, t, x.target, hk, float(out[m]), a[0] if a else None, len(x.events)))
-                if a is not None:
-                    pending.append((a[1], t, x.target, hk, per_h[hk]))
-    return pl.DataFrame(
-        rows,
-        schema={
-            "method": pl.Utf8,
-            "date": pl.Date,
-            "target": pl.Utf8,
-            "horizon": pl.Utf8,
-            "score": pl.Float64,
-            "alpha": pl.Float64,
-            "n_news": pl.Int32,
-        },
-        orient="row",
-    )
+            _score_input(hn, t, x, rows, pending)
+    return pl.DataFrame(rows, schema=_TASK_SCORE_SCHEMA, orient="row")
 
 
 # ------------------------------------------------------------------ metrics (eqs 21-24)

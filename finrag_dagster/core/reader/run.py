@@ -120,6 +120,114 @@ def evidence_items(ev: pl.DataFrame) -> dict[str, EvidenceItem]:
     }
 
 
+def _context_ids(contexts: pl.DataFrame) -> dict[str, list[str]]:
+    """anchor_id -> the passage ids of its context, in prompt order."""
+    ctx: dict[str, list[str]] = {}
+    if contexts.height:
+        c = contexts.sort(["anchor_id", "position"])
+        for a, p in zip(c["anchor_id"].to_list(), c["passage_id"].to_list()):
+            ctx.setdefault(a, []).append(p)
+    return ctx
+
+
+def _build_prompts(
+    day: str,
+    anchors: pl.DataFrame,
+    *,
+    ctx: dict[str, list[str]],
+    evidence: dict[str, EvidenceItem],
+    cards: dict[str, tuple[str, str]],
+    companies: dict[str, str],
+    backend: Backend,
+    decoding: dict,
+    principles: dict | None,
+) -> list[tuple[dict, object, str, ReaderInput]]:
+    """(anchor row, prompt, cache key, structured input) of each anchor, by anchor_id."""
+    built = []
+    for r in anchors.sort("anchor_id").iter_rows(named=True):
+        items = [evidence[p] for p in ctx.get(r["anchor_id"], [])]
+        card_text, risk = cards.get(r["ticker"], ("", ""))
+        info = AnchorInfo(
+            r["anchor_id"], r["ticker"], companies.get(r["ticker"], r["ticker"]), r["headline"], r["summary"], day, r["event_type"], r["session"]
+        )
+        principle = (principles or {}).get(r["anchor_id"])  # a str, or an experience Principle (text + Q_h/q0)
+        p_text = getattr(principle, "text", principle)
+        p_weights = tuple(getattr(principle, "weights", ()))
+        p = build_prompt(info, items, card_text, p_text)
+        structured = ReaderInput(r["headline"], r["summary"], r["event_type"], tuple(zip(p.allowed_ids, items)), risk, day, p_weights, info.company)
+        key = p.key(backend.name, backend.model, decoding)
+        built.append((r, p, key, structured))
+    return built
+
+
+def _generate_missing(built: list, backend: Backend, cache: PromptCache, st: DayStats) -> tuple[dict[str, dict], dict[str, str]]:
+    """(prompt key -> raw answer, prompt key -> redacted error): cached answers, and one backend call
+    for the uncached prompts (each key once); new answers are cached, failures are not."""
+    todo, raw = [], {}
+    for r, p, key, structured in built:
+        hit = cache.get(key)
+        if hit is not None:
+            raw[key] = hit
+        elif key not in {k for _, k in todo}:
+            todo.append((Request(p, structured), key))
+    failed: dict[str, str] = {}  # prompt key -> redacted error
+    if todo:
+        before = tuple(getattr(backend, k, 0) for k in ("requests_sent", "retries"))
+        gens = backend.generate([req for req, _ in todo])
+        st.requests, st.retries = (getattr(backend, k, 0) - b for k, b in zip(("requests_sent", "retries"), before))
+        for (req, key), g in zip(todo, gens):
+            if g.error:
+                failed[key] = redact_secrets(g.error)  # backends redact their key; this catches generic token shapes
+                st.errors.append(failed[key])
+                continue
+            cache.put(key, backend.name, backend.model, g.text, g.prompt_tokens, g.output_tokens, g.latency_ms)
+            raw[key] = {"raw": g.text, "prompt_tokens": g.prompt_tokens, "output_tokens": g.output_tokens, "latency_ms": g.latency_ms}
+    return raw, failed
+
+
+def _append_anchor_rows(
+    cols: dict[str, list], r: dict, p, key: str, g: dict, *, evidence: dict[str, EvidenceItem], answered_by: tuple[str, str], st: DayStats
+) -> None:
+    """Parse one anchor's answer ``g`` and append its row per horizon to ``cols``, counting it in ``st``
+    (``answered_by``: the backend's name and model)."""
+    backend_name, model = answered_by
+    parsed = parse_output(g["raw"], p.allowed_ids)
+    st.valid_json += int(parsed.valid_json)
+    st.prompt_tokens += g["prompt_tokens"]
+    st.output_tokens += g["output_tokens"]
+    st.latency_ms += g["latency_ms"]
+    for h in HORIZON_KEYS:
+        ho = parsed.horizons[h]
+        passages = [p.id_to_passage[i] for i in ho.valid_ids]
+        fams = [evidence[x].source_family for x in passages]
+        st.horizons += 1
+        st.horizons_with_valid_citation += int(bool(ho.valid_ids))
+        st.horizons_citing_anything += int(bool(ho.cited_ids))
+        st.label_mix[h][ho.signal] += 1
+        row = {
+            "anchor_id": r["anchor_id"],
+            "ticker": r["ticker"],
+            "event_type": r["event_type"],
+            "horizon": h,
+            "signal": ho.signal,
+            "cited_ids": ho.cited_ids,
+            "valid_ids": ho.valid_ids,
+            "valid_passages": passages,
+            "cited_families": fams,
+            "reason": ho.reason,
+            "valid_json": parsed.valid_json,
+            "horizon_ok": ho.ok,
+            "raw_json": g["raw"],
+            "prompt_hash": key,
+            "backend": backend_name,
+            "model": model,
+            "prompt_tokens": g["prompt_tokens"],
+            "output_tokens": g["output_tokens"],
+        }
+        for name, v in row.items():
+            cols[name].append(v)
+
+
 def read_day(
     day: str,
     anchors: pl.DataFrame,
@@ -143,89 +251,28 @@ def read_day(
     only the failed prompts.
     """
     st = DayStats(anchors=anchors.height)
-    ctx: dict[str, list[str]] = {}
-    if contexts.height:
-        c = contexts.sort(["anchor_id", "position"])
-        for a, p in zip(c["anchor_id"].to_list(), c["passage_id"].to_list()):
-            ctx.setdefault(a, []).append(p)
-    built = []
-    for r in anchors.sort("anchor_id").iter_rows(named=True):
-        items = [evidence[p] for p in ctx.get(r["anchor_id"], [])]
-        card_text, risk = cards.get(r["ticker"], ("", ""))
-        info = AnchorInfo(
-            r["anchor_id"], r["ticker"], companies.get(r["ticker"], r["ticker"]), r["headline"], r["summary"], day, r["event_type"], r["session"]
-        )
-        principle = (principles or {}).get(r["anchor_id"])  # a str, or an experience Principle (text + Q_h/q0)
-        p_text = getattr(principle, "text", principle)
-        p_weights = tuple(getattr(principle, "weights", ()))
-        p = build_prompt(info, items, card_text, p_text)
-        structured = ReaderInput(r["headline"], r["summary"], r["event_type"], tuple(zip(p.allowed_ids, items)), risk, day, p_weights, info.company)
-        key = p.key(backend.name, backend.model, decoding)
-        built.append((r, p, key, structured))
-    todo, raw = [], {}
-    for r, p, key, structured in built:
-        hit = cache.get(key)
-        if hit is not None:
-            raw[key] = hit
-        elif key not in {k for _, k in todo}:
-            todo.append((Request(p, structured), key))
-    failed: dict[str, str] = {}  # prompt key -> redacted error
-    if todo:
-        before = tuple(getattr(backend, k, 0) for k in ("requests_sent", "retries"))
-        gens = backend.generate([req for req, _ in todo])
-        st.requests, st.retries = (getattr(backend, k, 0) - b for k, b in zip(("requests_sent", "retries"), before))
-        for (req, key), g in zip(todo, gens):
-            if g.error:
-                failed[key] = redact_secrets(g.error)  # backends redact their key; this catches generic token shapes
-                st.errors.append(failed[key])
-                continue
-            cache.put(key, backend.name, backend.model, g.text, g.prompt_tokens, g.output_tokens, g.latency_ms)
-            raw[key] = {"raw": g.text, "prompt_tokens": g.prompt_tokens, "output_tokens": g.output_tokens, "latency_ms": g.latency_ms}
+    built = _build_prompts(
+        day,
+        anchors,
+        ctx=_context_ids(contexts),
+        evidence=evidence,
+        cards=cards,
+        companies=companies,
+        backend=backend,
+        decoding=decoding,
+        principles=principles,
+    )
+    raw, failed = _generate_missing(built, backend, cache, st)
     st.cache_hits, st.cache_misses = cache.hits, cache.misses
     st.failures = len(failed)
-    backend_name, model = backend.name, backend.model
+    answered_by = (backend.name, backend.model)
     cols: dict[str, list] = {name: [] for name in READER_OUTPUTS.schema.names}  # built by column: one DataFrame at the end
     for r, p, key, _ in built:
         if key in failed:
             st.failed_anchors[r["anchor_id"]] = failed[key]
             continue
         st.anchors_completed += 1
-        g = raw[key]
-        parsed = parse_output(g["raw"], p.allowed_ids)
-        st.valid_json += int(parsed.valid_json)
-        st.prompt_tokens += g["prompt_tokens"]
-        st.output_tokens += g["output_tokens"]
-        st.latency_ms += g["latency_ms"]
-        for h in HORIZON_KEYS:
-            ho = parsed.horizons[h]
-            passages = [p.id_to_passage[i] for i in ho.valid_ids]
-            fams = [evidence[x].source_family for x in passages]
-            st.horizons += 1
-            st.horizons_with_valid_citation += int(bool(ho.valid_ids))
-            st.horizons_citing_anything += int(bool(ho.cited_ids))
-            st.label_mix[h][ho.signal] += 1
-            row = {
-                "anchor_id": r["anchor_id"],
-                "ticker": r["ticker"],
-                "event_type": r["event_type"],
-                "horizon": h,
-                "signal": ho.signal,
-                "cited_ids": ho.cited_ids,
-                "valid_ids": ho.valid_ids,
-                "valid_passages": passages,
-                "cited_families": fams,
-                "reason": ho.reason,
-                "valid_json": parsed.valid_json,
-                "horizon_ok": ho.ok,
-                "raw_json": g["raw"],
-                "prompt_hash": key,
-                "backend": backend_name,
-                "model": model,
-                "prompt_tokens": g["prompt_tokens"],
-                "output_tokens": g["output_tokens"],
-            }
-            for name, v in row.items():
-                cols[name].append(v)
+        _append_anchor_rows(cols, r, p, key, raw[key], evidence=evidence, answered_by=answered_by, st=st)
     return pl.DataFrame(cols, schema=_OUTPUT_SCHEMA), st
 
 

@@ -387,151 +387,205 @@ def assemble_context(hits: list[Hit], budget: int, groups: list[list[str]] | Non
     return "\n".join(parts), cites, used
 
 
-def run_search(
-    index: SearchIndex,
-    q: ParsedQuery,
-    q_emb: np.ndarray,
-    structured_ids: list[str],
-    cfg: SearchConfig = SearchConfig(),
-    mode: str = "full",
-) -> SearchResult:
-    """mode: bm25 | dense | hybrid (min-max score fusion) | full (RRF of three lists + rerank + diversity)."""
-    df = index.df
-    as_of = dt.datetime.fromtimestamp(index.as_of_ns / 1e9, tz=dt.timezone.utc)
-    kw_rows, kw_s = index.keyword(q.text)
-    top = {"bm25": 0, "dense": max(cfg.k, 0), "full": cfg.list_depth}.get(mode)  # hybrid fuses every score
-    se_rows, se_s = index.semantic(q_emb, top)
-    n = len(index.pid)
-    comp: dict[int, dict] = {}
+@dataclass(frozen=True)
+class _FullQuery:
+    """What the full mode's steps share: the index, the query, its embedding and keyword ranking,
+    the config, and the change the query asks about (directions, the metric patterns)."""
+
+    index: SearchIndex
+    q: ParsedQuery
+    q_emb: np.ndarray
+    kw_rows: np.ndarray
+    cfg: SearchConfig
+    directions: list[str]
+    metric_pats: list[re.Pattern]
+
+
+@dataclass(frozen=True)
+class _Boosts:
+    """The query's rerank constants: source authority, the (form, item) sections, the period
+    windows and results releases it names, and whether recency ages the passages."""
+
+    auth: dict
+    sect: set
+    windows: list
+    releases: list
+    aged: bool
+
+
+def _single_score_order(index: SearchIndex, mode: str, kw: tuple[np.ndarray, np.ndarray], se: tuple[np.ndarray, np.ndarray]) -> tuple[list, dict]:
+    """(order, score) of the one-score modes: bm25, dense, hybrid (mean of the min-max scores)."""
+    kw_rows, kw_s = kw
+    se_rows, se_s = se
     if mode == "bm25":
-        order = list(kw_rows)
-        score = dict(zip(kw_rows.tolist(), kw_s.tolist()))
-    elif mode == "dense":
-        order = list(se_rows)
-        score = dict(zip(se_rows.tolist(), se_s.tolist()))
-    elif mode == "hybrid":
-        b = np.zeros(n)
-        b[kw_rows] = kw_s
-        d = np.zeros(n)
-        d[se_rows] = se_s
-        h = (minmax(b) + minmax(d)) / 2 if n else np.zeros(0)
-        order = list(np.lexsort((-np.arange(n), -h)))
-        score = dict(enumerate(h.tolist()))
-    elif mode == "full":
-        depth = cfg.list_depth
-        kw_list = kw_rows
-        se_list = se_rows
-        if cfg.company_lists and q.is_comparison and len(q.company_tickers) >= 2:
-            named = np.flatnonzero(np.isin(index.columns()["ticker_np"], [t for g in q.company_tickers for t in g]))
-            se_list = take_turns(index.semantic(q_emb, among=named)[0], index.columns()["ticker"], q.company_tickers, depth)
-            if cfg.company_lists >= 2:
-                kw_list = take_turns(kw_list, index.columns()["ticker"], q.company_tickers, depth)
-        lists = {
-            "semantic": [index.pid[i] for i in se_list[:depth]],
-            "keyword": [index.pid[i] for i in kw_list[:depth]],
-            "structured": structured_list(index, q, structured_ids, kw_rows, depth),
-        }
-        cols = index.columns()
-        directions = change_direction(q.text) if cfg.change_boost != 1.0 or cfg.change_list else []
-        metric_pats = [re.compile(rf"(?<![\w]){re.escape(t)}s?(?![\w])", re.I) for m in q.metrics for t in METRICS[m]] if directions else []
-        if cfg.change_list and metric_pats and q.tickers:
-            # the named companies' headlines that say the change asked about, best keyword match first
-            named, titles_all = set(q.tickers), cols["title"]
-            rank = {int(r): k for k, r in enumerate(kw_rows)}
-            rows = [i for i, t in enumerate(cols["ticker"]) if t in named and says_change(titles_all[i], directions, metric_pats)]
-            rows.sort(key=lambda i: (rank.get(i, len(rank)), -i))
-            if q.is_comparison and len(q.company_tickers) >= 2:
-                rows = take_turns(rows, cols["ticker"], q.company_tickers, depth)
-            lists["change"] = [index.pid[i] for i in rows[:depth]]
-        if cfg.release_list and cfg.release_days and q.release_days:
-            wins = [
-                (set(ts), _ny_ns(d), _ny_ns(d + dt.timedelta(days=cfg.release_days + 1)))
-                for ts, d, src in q.release_days
-                if cfg.release_from_news or src == "8-K"
-            ]
-            rank = {int(r): k for k, r in enumerate(kw_rows)}
-            pubs, ticks = cols["pub_ns"], cols["ticker"]
-            rows = [i for i in range(n) if in_window(ticks[i], int(pubs[i]), wins)]
-            rows.sort(key=lambda i: (rank.get(i, len(rank)), -i))
-            if q.is_comparison and len(q.company_tickers) >= 2:
-                rows = take_turns(rows, ticks, q.company_tickers, depth)
-            lists["release"] = [index.pid[i] for i in rows[:depth]]
-        fused = rrf(lists, list_weights(q.names_ticker_or_metric), k=cfg.rrf_k)
-        fam, fp, texts, pub_ns, tick = cols["source_family"], cols["fiscal_period"], cols["text"], cols["pub_ns"], cols["ticker"]
-        auth = AUTHORITY.get(q.query_type, AUTHORITY["general"])
-        sect = set(section_items(q))
-        forms, items = cols["form_type"], cols["item"]
-        windows = [(set(ts), _ns_of(lo), _ns_of(hi + dt.timedelta(days=1))) for ts, lo, hi in q.period_windows]
-        # an earnings query's results releases: the company's passages from the release day (New York)
-        # to release_days after it
-        releases = (
-            [
-                (set(ts), _ny_ns(d), _ny_ns(d + dt.timedelta(days=cfg.release_days + 1)))
-                for ts, d, src in q.release_days
-                if cfg.release_from_news or src == "8-K"
-            ]
-            if cfg.release_days
-            else []
-        )
-        # recency ages passages unless the query asks for a period, or names a time that ended more
-        # than recency_days before as-of (an event it dates explicitly is not buried under later news)
-        aged = not q.periods and not (q.named_until and (as_of.date() - q.named_until).days > cfg.recency_days)
-        if cfg.when_no_recency and WHEN.search(q.text):
-            aged = False  # "when did X raise its outlook": the answer is a past date, newer is not better
-        titles = cols["title"]
-        score = {}
-        for pid, s in fused.items():
-            i = index.row[pid]
-            f = {"rrf": s}
-            m = 1.0
-            if aged:
-                days = (index.as_of_ns - pub_ns[i]) / 86_400e9
-                rec = max(0.0, 1 - days / cfg.recency_days)
-                f["recency"] = rec
-                m *= 1 + cfg.recency_weight * rec
-            a = auth.get(fam[i], 1.0)
-            f["authority"] = a
-            m *= a
-            if q.is_quantitative:
-                nd = min(numeric_density(texts[i]), cfg.numeric_saturation) / cfg.numeric_saturation
-                f["numeric_density"] = nd
-                m *= 1 + cfg.numeric_weight * nd
-            if q.periods and fp[i] in q.periods:
-                f["period_match"] = 1.0
-                m *= cfg.period_boost
-            elif fam[i] == "news" and in_window(tick[i], int(pub_ns[i]), windows):
-                f["period_window"] = 1.0  # the company's news in its fiscal period's window
-                m *= cfg.period_boost
-            if releases and in_window(tick[i], int(pub_ns[i]), releases):
-                f["release"] = 1.0  # the company's passages on and just after the results release asked about
-                m *= cfg.release_boost
-            if cfg.change_boost != 1.0 and metric_pats and says_change(titles[i], directions, metric_pats):
-                f["change"] = 1.0  # the headline says the metric was raised (cut), as the query asks
-                m *= cfg.change_boost
-            if sect and forms[i] and (forms[i].removesuffix("/A"), items[i]) in sect:
-                f["section_match"] = 1.0  # the filing section the query names
-                m *= cfg.section_boost
-            score[i] = s * m
-            comp[i] = f
-        order = sorted(score, key=lambda i: (-score[i], -i))
-        # a second stage on the top: the bi-encoder's cosine of title + text against the query (min-max
-        # within the top), ×(1 + second_weight·cos); not for quantitative queries, where the figures and
-        # periods the rerank reads matter more than wording
-        if cfg.second_stage and len(order) > 1 and not q.is_quantitative:
-            head = order[: cfg.second_stage]
-            cos = minmax(index.emb[np.asarray(head)] @ q_emb.astype(np.float32))
-            for i, c in zip(head, cos.tolist()):
-                comp[i]["second_stage"] = c
-                score[i] *= 1 + cfg.second_weight * c
-            order = sorted(head, key=lambda i: (-score[i], -i)) + order[cfg.second_stage :]
-        if q.is_comparison and len(q.company_tickers) >= 2:
-            order = diversify_named(order, tick, score, q.company_tickers, cfg.diversity_window)
-        elif q.is_comparison:
-            order = _diversify(order, tick, score, cfg.diversity_companies, cfg.diversity_window)
-    else:
-        raise ValueError(f"unknown search mode {mode!r}")
+        return list(kw_rows), dict(zip(kw_rows.tolist(), kw_s.tolist()))
+    if mode == "dense":
+        return list(se_rows), dict(zip(se_rows.tolist(), se_s.tolist()))
+    n = len(index.pid)
+    b = np.zeros(n)
+    b[kw_rows] = kw_s
+    d = np.zeros(n)
+    d[se_rows] = se_s
+    h = (minmax(b) + minmax(d)) / 2 if n else np.zeros(0)
+    return list(np.lexsort((-np.arange(n), -h))), dict(enumerate(h.tolist()))
+
+
+def _names_companies(q: ParsedQuery) -> bool:
+    """A comparison that names at least two companies."""
+    return q.is_comparison and len(q.company_tickers) >= 2
+
+
+def _release_windows(q: ParsedQuery, cfg: SearchConfig) -> list[tuple[set, int, int]]:
+    """The results releases an earnings query asks about: its company's (tickers, from, to) from the
+    release day (New York) to ``release_days`` after it."""
+    return [
+        (set(ts), _ny_ns(d), _ny_ns(d + dt.timedelta(days=cfg.release_days + 1)))
+        for ts, d, src in q.release_days
+        if cfg.release_from_news or src == "8-K"
+    ]
+
+
+def _by_keyword_rank(fq: _FullQuery, rows: list[int], tickers: list[str]) -> list[str]:
+    """``rows`` best keyword match first (the unmatched after, later row first), taken by the named
+    companies in turns for a comparison; their passage ids, ``list_depth`` at most."""
+    depth = fq.cfg.list_depth
+    rank = {int(r): k for k, r in enumerate(fq.kw_rows)}
+    rows.sort(key=lambda i: (rank.get(i, len(rank)), -i))
+    if _names_companies(fq.q):
+        rows = take_turns(rows, tickers, fq.q.company_tickers, depth)
+    return [fq.index.pid[i] for i in rows[:depth]]
+
+
+def _fusion_lists(fq: _FullQuery, se_rows: np.ndarray, structured_ids: list[str]) -> dict[str, list[str]]:
+    """The ranked lists RRF fuses (seed 001): semantic, keyword, structured, and the change and
+    release lists when they are on."""
+    index, q, cfg, depth = fq.index, fq.q, fq.cfg, fq.cfg.list_depth
+    kw_list, se_list = fq.kw_rows, se_rows
+    if cfg.company_lists and _names_companies(q):
+        named = np.flatnonzero(np.isin(index.columns()["ticker_np"], [t for g in q.company_tickers for t in g]))
+        se_list = take_turns(index.semantic(fq.q_emb, among=named)[0], index.columns()["ticker"], q.company_tickers, depth)
+        if cfg.company_lists >= 2:
+            kw_list = take_turns(kw_list, index.columns()["ticker"], q.company_tickers, depth)
+    lists = {
+        "semantic": [index.pid[i] for i in se_list[:depth]],
+        "keyword": [index.pid[i] for i in kw_list[:depth]],
+        "structured": structured_list(index, q, structured_ids, fq.kw_rows, depth),
+    }
+    cols = index.columns()
+    if cfg.change_list and fq.metric_pats and q.tickers:
+        # the named companies' headlines that say the change asked about, best keyword match first
+        named_set, titles = set(q.tickers), cols["title"]
+        rows = [i for i, t in enumerate(cols["ticker"]) if t in named_set and says_change(titles[i], fq.directions, fq.metric_pats)]
+        lists["change"] = _by_keyword_rank(fq, rows, cols["ticker"])
+    if cfg.release_list and cfg.release_days and q.release_days:
+        wins = _release_windows(q, cfg)
+        pubs, ticks = cols["pub_ns"], cols["ticker"]
+        rows = [i for i in range(len(index.pid)) if in_window(ticks[i], int(pubs[i]), wins)]
+        lists["release"] = _by_keyword_rank(fq, rows, ticks)
+    return lists
+
+
+def _boosts(fq: _FullQuery, as_of: dt.datetime) -> _Boosts:
+    """The rerank constants of the query (seed 001 "Source Authority", recency, period, release, section)."""
+    q, cfg = fq.q, fq.cfg
+    windows = [(set(ts), _ns_of(lo), _ns_of(hi + dt.timedelta(days=1))) for ts, lo, hi in q.period_windows]
+    # recency ages passages unless the query asks for a period, or names a time that ended more
+    # than recency_days before as-of (an event it dates explicitly is not buried under later news)
+    aged = not q.periods and not (q.named_until and (as_of.date() - q.named_until).days > cfg.recency_days)
+    if cfg.when_no_recency and WHEN.search(q.text):
+        aged = False  # "when did X raise its outlook": the answer is a past date, newer is not better
+    return _Boosts(
+        auth=AUTHORITY.get(q.query_type, AUTHORITY["general"]),
+        sect=set(section_items(q)),
+        windows=windows,
+        releases=_release_windows(q, cfg) if cfg.release_days else [],
+        aged=aged,
+    )
+
+
+def _passage_factors(fq: _FullQuery, b: _Boosts, i: int, s: float) -> tuple[float, dict]:
+    """(multiplier, components) of passage row ``i`` with RRF score ``s``: the product of its rerank factors."""
+    cols, cfg, q = fq.index.columns(), fq.cfg, fq.q
+    fam, fp, pub_ns, tick = cols["source_family"], cols["fiscal_period"], cols["pub_ns"], cols["ticker"]
+    forms, items = cols["form_type"], cols["item"]
+    f = {"rrf": s}
+    m = 1.0
+    if b.aged:
+        days = (fq.index.as_of_ns - pub_ns[i]) / 86_400e9
+        rec = max(0.0, 1 - days / cfg.recency_days)
+        f["recency"] = rec
+        m *= 1 + cfg.recency_weight * rec
+    a = b.auth.get(fam[i], 1.0)
+    f["authority"] = a
+    m *= a
+    if q.is_quantitative:
+        nd = min(numeric_density(cols["text"][i]), cfg.numeric_saturation) / cfg.numeric_saturation
+        f["numeric_density"] = nd
+        m *= 1 + cfg.numeric_weight * nd
+    if q.periods and fp[i] in q.periods:
+        f["period_match"] = 1.0
+        m *= cfg.period_boost
+    elif fam[i] == "news" and in_window(tick[i], int(pub_ns[i]), b.windows):
+        f["period_window"] = 1.0  # the company's news in its fiscal period's window
+        m *= cfg.period_boost
+    if b.releases and in_window(tick[i], int(pub_ns[i]), b.releases):
+        f["release"] = 1.0  # the company's passages on and just after the results release asked about
+        m *= cfg.release_boost
+    if cfg.change_boost != 1.0 and fq.metric_pats and says_change(cols["title"][i], fq.directions, fq.metric_pats):
+        f["change"] = 1.0  # the headline says the metric was raised (cut), as the query asks
+        m *= cfg.change_boost
+    if b.sect and forms[i] and (forms[i].removesuffix("/A"), items[i]) in b.sect:
+        f["section_match"] = 1.0  # the filing section the query names
+        m *= cfg.section_boost
+    return m, f
+
+
+def _rerank(fq: _FullQuery, fused: dict[str, float], as_of: dt.datetime) -> tuple[dict[int, float], dict[int, dict]]:
+    """Seed 001's multiplicative rerank of the fused list: (score, components) by passage row."""
+    b = _boosts(fq, as_of)
+    score: dict[int, float] = {}
+    comp: dict[int, dict] = {}
+    for pid, s in fused.items():
+        i = fq.index.row[pid]
+        m, f = _passage_factors(fq, b, i, s)
+        score[i] = s * m
+        comp[i] = f
+    return score, comp
+
+
+def _second_stage(fq: _FullQuery, order: list[int], score: dict[int, float], comp: dict[int, dict]) -> list[int]:
+    """The top ``second_stage`` reranked once more: ×(1 + second_weight·cos), cos the min-max (within
+    the top) cosine of title + text; not for quantitative queries, where the figures and periods the
+    rerank reads matter more than wording. Updates ``score`` and ``comp`` in place."""
+    cfg = fq.cfg
+    if not (cfg.second_stage and len(order) > 1 and not fq.q.is_quantitative):
+        return order
+    head = order[: cfg.second_stage]
+    cos = minmax(fq.index.emb[np.asarray(head)] @ fq.q_emb.astype(np.float32))
+    for i, c in zip(head, cos.tolist()):
+        comp[i]["second_stage"] = c
+        score[i] *= 1 + cfg.second_weight * c
+    return sorted(head, key=lambda i: (-score[i], -i)) + order[cfg.second_stage :]
+
+
+def _full_order(fq: _FullQuery, se_rows: np.ndarray, structured_ids: list[str], as_of: dt.datetime) -> tuple[list[int], dict, dict]:
+    """Mode full: RRF of the lists (k = rrf_k), the rerank, the second stage, then diversity."""
+    q, cfg = fq.q, fq.cfg
+    fused = rrf(_fusion_lists(fq, se_rows, structured_ids), list_weights(q.names_ticker_or_metric), k=cfg.rrf_k)
+    score, comp = _rerank(fq, fused, as_of)
+    order = _second_stage(fq, sorted(score, key=lambda i: (-score[i], -i)), score, comp)
+    tick = fq.index.columns()["ticker"]
+    if _names_companies(q):
+        order = diversify_named(order, tick, score, q.company_tickers, cfg.diversity_window)
+    elif q.is_comparison:
+        order = _diversify(order, tick, score, cfg.diversity_companies, cfg.diversity_window)
+    return order, score, comp
+
+
+def _hits(df: pl.DataFrame, order: list, score: dict, comp: dict, k: int) -> list[Hit]:
+    """The first ``k`` rows of ``order`` as hits, with their scores and rerank components."""
     hits = []
-    for i in order[: max(cfg.k, 0)]:
+    for i in order[: max(k, 0)]:
         r = df.row(int(i), named=True)
         hits.append(
             Hit(
@@ -549,6 +603,33 @@ def run_search(
                 components=comp.get(int(i), {}),
             )
         )
-    groups = q.company_tickers if q.is_comparison and len(q.company_tickers) >= 2 else None
+    return hits
+
+
+def run_search(
+    index: SearchIndex,
+    q: ParsedQuery,
+    q_emb: np.ndarray,
+    structured_ids: list[str],
+    cfg: SearchConfig = SearchConfig(),
+    mode: str = "full",
+) -> SearchResult:
+    """mode: bm25 | dense | hybrid (min-max score fusion) | full (RRF of three lists + rerank + diversity)."""
+    as_of = dt.datetime.fromtimestamp(index.as_of_ns / 1e9, tz=dt.timezone.utc)
+    kw_rows, kw_s = index.keyword(q.text)
+    top = {"bm25": 0, "dense": max(cfg.k, 0), "full": cfg.list_depth}.get(mode)  # hybrid fuses every score
+    se_rows, se_s = index.semantic(q_emb, top)
+    comp: dict[int, dict] = {}
+    if mode in ("bm25", "dense", "hybrid"):
+        order, score = _single_score_order(index, mode, (kw_rows, kw_s), (se_rows, se_s))
+    elif mode == "full":
+        directions = change_direction(q.text) if cfg.change_boost != 1.0 or cfg.change_list else []
+        metric_pats = [re.compile(rf"(?<![\w]){re.escape(t)}s?(?![\w])", re.I) for m in q.metrics for t in METRICS[m]] if directions else []
+        fq = _FullQuery(index=index, q=q, q_emb=q_emb, kw_rows=kw_rows, cfg=cfg, directions=directions, metric_pats=metric_pats)
+        order, score, comp = _full_order(fq, se_rows, structured_ids, as_of)
+    else:
+        raise ValueError(f"unknown search mode {mode!r}")
+    hits = _hits(index.df, order, score, comp, cfg.k)
+    groups = q.company_tickers if _names_companies(q) else None
     context, cites, used = assemble_context(hits, cfg.budget_tokens, groups)
     return SearchResult(q, as_of.isoformat(), mode, hits, context, cites, used)

@@ -15,6 +15,7 @@ from ..context import step_errors_as_failures
 from ..resources import FinragResource
 
 
+# Long because it defines three nested asset closures (evaluation, sensitivity, report) with their specs; the work is in core.evaluation.
 def build_evaluation_assets(s: Settings) -> list[dg.AssetsDefinition]:
     fam_outputs = [dg.AssetKey([f, "reader_outputs"]) for f in s.variants.families]
 

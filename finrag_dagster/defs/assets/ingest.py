@@ -114,6 +114,7 @@ def _chunks(days: list[str], n: int):
         yield days[i : i + n]
 
 
+# Long because it defines the nested `_raw` asset closure (its decorator spec, checks and metadata); loading is in sources/.
 def build_raw_asset(table: str, partitions_def, description: str) -> dg.AssetsDefinition:
     @dg.asset(
         name=table,

@@ -12,6 +12,7 @@ from ..resources import FinragResource
 from .evidence import require_partitions
 
 
+# Long because it defines the nested `candidates` asset closure (its decorator spec and metadata roll-up); the pool itself is core.retrieval.
 def build_candidates_asset(partitions_def) -> dg.AssetsDefinition:
     @dg.asset(
         name="candidates",

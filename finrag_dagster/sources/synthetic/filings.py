@@ -317,16 +317,25 @@ def income_table(c: Company, qf: QuarterFin, prev: QuarterFin | None, annual: bo
     return lines
 
 
-def render_periodic(c: Company, f: Filing, fin: dict[dt.date, QuarterFin], legal_notes: list[str], exec_name: str) -> str:
-    qf = fin[f.report_date]
-    ends = sorted(fin)
-    k = ends.index(f.report_date)
-    prev = fin[ends[k - 4]] if k >= 4 else None
+@dataclass(frozen=True)
+class _Periodic:
+    """What a 10-Q or 10-K is written from: the company, the filing, its quarter, the same quarter a
+    year before (None in the first year), the MD&A's quarter sentences and the legal proceedings."""
+
+    c: Company
+    f: Filing
+    qf: QuarterFin
+    prev: QuarterFin | None
+    num: list[str]
+    legal: list[str]
+
+
+def _quarter_sentences(c: Company, qf: QuarterFin, prev: QuarterFin | None) -> list[str]:
+    """The MD&A's sentences on the quarter: revenue and its change, margins, EPS, tone, the outlook."""
     nfq = next_fq(qf.fq, c.fye_month)
-    lines: list[str] = []
     yoy_word = "an increase" if qf.yoy >= 0 else "a decrease"
     prev_txt = f" from {money_b(prev.revenue)} a year ago" if prev else ""
-    num = [
+    return [
         f"Revenue for the {fq_long(qf.fq)} was {money_b(qf.revenue)}, {yoy_word} of {abs(qf.yoy):.1f}%{prev_txt}.",
         f"Gross margin was {qf.gross_margin:.1f}%" + (f" compared with {prev.gross_margin:.1f}% a year ago." if prev else "."),
         f"Operating margin was {qf.op_margin:.1f}%, and diluted earnings per share were ${qf.eps:.2f}.",
@@ -334,77 +343,100 @@ def render_periodic(c: Company, f: Filing, fin: dict[dt.date, QuarterFin], legal
         f"Outlook: For the {fq_long(nfq)}, we expect revenue of approximately {money_b(qf.guide_revenue)} "
         f"and gross margin of approximately {qf.guide_gm:.1f}%.",
     ]
+
+
+def _body_10q(p: _Periodic) -> list[str]:
+    """A 10-Q's cover and items (financial statements, MD&A, market risk, controls, legal, risk factors, exhibits)."""
+    c, f, qf = p.c, p.f, p.qf
+    lines = _cover("10-Q", c, f"For the quarterly period ended {_date_words(f.report_date)}", file_number(c))
+    lines += ["PART I - FINANCIAL INFORMATION", "", "Item 1. Financial Statements", ""]
+    lines += income_table(c, qf, p.prev) + [""]
+    lines += ["Item 2. Management's Discussion and Analysis of Financial Condition and Results of Operations", ""]
+    lines += [f"The following discussion covers the {fq_long(qf.fq)} ({qf.fq.label})."] + p.num + [""]
+    lines += [
+        "Item 3. Quantitative and Qualitative Disclosures About Market Risk",
+        "",
+        "There have been no significant changes in our market risk exposures during the quarter.",
+        "",
+    ]
+    lines += ["Item 4. Controls and Procedures", "", "Management evaluated our controls and procedures as of the end of the period.", ""]
+    lines += ["PART II - OTHER INFORMATION", "", "Item 1. Legal Proceedings", ""] + p.legal + [""]
+    lines += ["Item 1A. Risk Factors", ""] + list(RISK_FACTORS[:2]) + [""]
+    lines += ["Item 6. Exhibits", "", "31.1 Certification of the Chief Executive Officer.", ""]
+    return lines
+
+
+def _fiscal_year(fin: dict[dt.date, QuarterFin], ends: list[dt.date], k: int, qf: QuarterFin) -> tuple[list[QuarterFin], list[str]]:
+    """(the four quarters of the fiscal year ending at quarter ``k``, the 10-K MD&A's sentences on the year)."""
+    rows4 = [fin[e] for e in ends[max(0, k - 3) : k + 1]]
+    fy_rev = sum(q.revenue for q in rows4)
+    prev4 = [fin[e] for e in ends[max(0, k - 7) : max(0, k - 3)]] if k >= 7 else []
+    fy_prev = sum(q.revenue for q in prev4) if len(prev4) == 4 else None
+    fy_gm = sum(q.revenue * q.gross_margin for q in rows4) / fy_rev
+    fy_om = sum(q.revenue * q.op_margin for q in rows4) / fy_rev
+    fy_eps = sum(q.eps for q in rows4)
+    chg = (
+        f", {'an increase' if fy_rev >= fy_prev else 'a decrease'} of {abs(fy_rev / fy_prev - 1) * 100:.1f}% from fiscal {qf.fq.fy - 1}"
+        if fy_prev
+        else ""
+    )
+    return rows4, [
+        f"Revenue for fiscal {qf.fq.fy} was {money_b(fy_rev)}{chg}.",
+        f"Gross margin for fiscal {qf.fq.fy} was {fy_gm:.1f}% and operating margin was {fy_om:.1f}%.",
+        f"Diluted earnings per share for fiscal {qf.fq.fy} were ${fy_eps:.2f}.",
+    ]
+
+
+def _body_10k(p: _Periodic, rows4: list[QuarterFin], year: list[str]) -> list[str]:
+    """A 10-K's cover and items (business, risk factors, properties, legal, market, MD&A, statements, controls)."""
+    c, f, qf = p.c, p.f, p.qf
+    lines = _cover("10-K", c, f"For the fiscal year ended {_date_words(f.report_date)}", file_number(c))
+    lines += [
+        "PART I",
+        "",
+        "Item 1. Business",
+        "",
+        f"{c.company} operates in the {c.sub_industry} industry within the {c.sector} sector. This description and all figures in this report are synthetic.",
+        "",
+    ]
+    lines += ["Item 1A. Risk Factors", ""] + list(RISK_FACTORS) + [""]
+    lines += ["Item 2. Properties", "", "Our headquarters and main offices are leased.", ""]
+    lines += ["Item 3. Legal Proceedings", ""] + p.legal + [""]
+    lines += ["Item 4. Mine Safety Disclosures", "", "Not applicable.", ""]
+    lines += [
+        "PART II",
+        "",
+        "Item 5. Market for Registrant's Common Equity, Related Stockholder Matters and Issuer Purchases of Equity Securities",
+        "",
+        f"Our common stock trades on the Nasdaq Global Select Market under the symbol {c.ticker}.",
+        "",
+    ]
+    lines += ["Item 7. Management's Discussion and Analysis of Financial Condition and Results of Operations", ""]
+    lines += year + p.num + [""]
+    lines += [
+        "Item 7A. Quantitative and Qualitative Disclosures About Market Risk",
+        "",
+        "Our market risk relates mainly to interest rates and foreign currency.",
+        "",
+    ]
+    lines += ["Item 8. Financial Statements and Supplementary Data", ""] + income_table(c, qf, p.prev, annual=True, rows4=rows4) + [""]
+    lines += ["Item 9A. Controls and Procedures", "", "Management assessed our internal control over financial reporting.", ""]
+    return lines
+
+
+def render_periodic(c: Company, f: Filing, fin: dict[dt.date, QuarterFin], legal_notes: list[str], exec_name: str) -> str:
+    """The text of a 10-Q or 10-K: cover, items and signatures."""
+    qf = fin[f.report_date]
+    ends = sorted(fin)
+    k = ends.index(f.report_date)
+    prev = fin[ends[k - 4]] if k >= 4 else None
     legal = ["From time to time we are involved in legal proceedings arising in the ordinary course of business."]
     legal += legal_notes or ["We are not currently a party to any proceeding we expect to be material."]
+    p = _Periodic(c=c, f=f, qf=qf, prev=prev, num=_quarter_sentences(c, qf, prev), legal=legal)
     if f.form == "10-Q":
-        lines += _cover("10-Q", c, f"For the quarterly period ended {_date_words(f.report_date)}", file_number(c))
-        lines += ["PART I - FINANCIAL INFORMATION", "", "Item 1. Financial Statements", ""]
-        lines += income_table(c, qf, prev) + [""]
-        lines += ["Item 2. Management's Discussion and Analysis of Financial Condition and Results of Operations", ""]
-        lines += [f"The following discussion covers the {fq_long(qf.fq)} ({qf.fq.label})."] + num + [""]
-        lines += [
-            "Item 3. Quantitative and Qualitative Disclosures About Market Risk",
-            "",
-            "There have been no significant changes in our market risk exposures during the quarter.",
-            "",
-        ]
-        lines += ["Item 4. Controls and Procedures", "", "Management evaluated our controls and procedures as of the end of the period.", ""]
-        lines += ["PART II - OTHER INFORMATION", "", "Item 1. Legal Proceedings", ""] + legal + [""]
-        lines += ["Item 1A. Risk Factors", ""] + list(RISK_FACTORS[:2]) + [""]
-        lines += ["Item 6. Exhibits", "", "31.1 Certification of the Chief Executive Officer.", ""]
+        lines = _body_10q(p)
     else:
-        rows4 = [fin[e] for e in ends[max(0, k - 3) : k + 1]]
-        fy_rev = sum(q.revenue for q in rows4)
-        prev4 = [fin[e] for e in ends[max(0, k - 7) : max(0, k - 3)]] if k >= 7 else []
-        fy_prev = sum(q.revenue for q in prev4) if len(prev4) == 4 else None
-        fy_gm = sum(q.revenue * q.gross_margin for q in rows4) / fy_rev
-        fy_om = sum(q.revenue * q.op_margin for q in rows4) / fy_rev
-        fy_eps = sum(q.eps for q in rows4)
-        chg = (
-            f", {'an increase' if fy_rev >= fy_prev else 'a decrease'} of {abs(fy_rev / fy_prev - 1) * 100:.1f}% from fiscal {qf.fq.fy - 1}"
-            if fy_prev
-            else ""
-        )
-        lines += _cover("10-K", c, f"For the fiscal year ended {_date_words(f.report_date)}", file_number(c))
-        lines += [
-            "PART I",
-            "",
-            "Item 1. Business",
-            "",
-            f"{c.company} operates in the {c.sub_industry} industry within the {c.sector} sector. "
-            "This description and all figures in this report are synthetic.",
-            "",
-        ]
-        lines += ["Item 1A. Risk Factors", ""] + list(RISK_FACTORS) + [""]
-        lines += ["Item 2. Properties", "", "Our headquarters and main offices are leased.", ""]
-        lines += ["Item 3. Legal Proceedings", ""] + legal + [""]
-        lines += ["Item 4. Mine Safety Disclosures", "", "Not applicable.", ""]
-        lines += [
-            "PART II",
-            "",
-            "Item 5. Market for Registrant's Common Equity, Related Stockholder Matters and Issuer Purchases of Equity Securities",
-            "",
-            f"Our common stock trades on the Nasdaq Global Select Market under the symbol {c.ticker}.",
-            "",
-        ]
-        lines += ["Item 7. Management's Discussion and Analysis of Financial Condition and Results of Operations", ""]
-        lines += (
-            [
-                f"Revenue for fiscal {qf.fq.fy} was {money_b(fy_rev)}{chg}.",
-                f"Gross margin for fiscal {qf.fq.fy} was {fy_gm:.1f}% and operating margin was {fy_om:.1f}%.",
-                f"Diluted earnings per share for fiscal {qf.fq.fy} were ${fy_eps:.2f}.",
-            ]
-            + num
-            + [""]
-        )
-        lines += [
-            "Item 7A. Quantitative and Qualitative Disclosures About Market Risk",
-            "",
-            "Our market risk relates mainly to interest rates and foreign currency.",
-            "",
-        ]
-        lines += ["Item 8. Financial Statements and Supplementary Data", ""] + income_table(c, qf, prev, annual=True, rows4=rows4) + [""]
-        lines += ["Item 9A. Controls and Procedures", "", "Management assessed our internal control over financial reporting.", ""]
+        lines = _body_10k(p, *_fiscal_year(fin, ends, k, qf))
     lines += ["SIGNATURES", "", f"{c.company}", f"By: {exec_name}, Chief Executive Officer", ""]
     return "\n".join(lines)
 
