@@ -55,9 +55,42 @@ def replay(
     """
     from ..core.settings import load_settings
     from ..sources.base import SourceError
-    from ..sources.replay import Replayer, ReplayError, last_closed_session, write_settings_snippet
+    from ..sources.registry import news_clock
+    from ..sources.replay import Replayer, ReplayError, write_settings_snippet
 
     d0, d1 = _day(from_, "--from"), _day(to, "--to")
+    _check_options(d0, d1, to, from_, speed, post_close, pre_open, intraday_hours)
+    try:
+        s = load_settings(config)
+    except Exception as e:  # a bad TOML: say which file and why, no traceback
+        raise typer.BadParameter(f"cannot read settings: {e}", param_hint="--config") from None
+    landing = landing.resolve()
+    source_raw, market = _source(s, source_raw)
+    clock = news_clock(s)
+    lake_dir = (lake or landing / "_lake").resolve()
+    try:
+        rp = Replayer(source_raw, landing, news_clock=clock)
+        snippet = write_settings_snippet(landing, lake_dir, s, first_day=d0, last_day=d1, market_ticker=market, news_clock=clock)
+    except (SourceError, ReplayError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"replaying {source_raw}")
+    typer.echo(f"     into {landing}   {d0} .. {d1}   speed {'max' if speed == 0 else f'{speed:g}x'}")
+    if rp.now is not None:
+        typer.echo(f"resuming from the replay clock {rp.now.isoformat()}")
+    typer.echo(f"settings for the pipeline over the landing folder: {snippet}")
+    typer.echo(f"  e.g. finrag dev --config {snippet}  (then turn the sensors on)")
+    steps = dict(
+        pre_open=dt.timedelta(minutes=pre_open),
+        post_close=dt.timedelta(minutes=post_close),
+        intraday_every=dt.timedelta(hours=intraday_hours) if intraday_hours > 0 else None,
+        max_wait=max_wait,
+    )
+    _run(rp, d0, d1, speed, steps)
+
+
+def _check_options(d0, d1, to: str, from_: str, speed: float, post_close: float, pre_open: float, intraday_hours: float) -> None:
+    """A clear error for a range that ends before it starts or a negative speed or step."""
     if d1 < d0:
         raise typer.BadParameter(f"{to} is before --from {from_}", param_hint="--to")
     if speed < 0:
@@ -65,45 +98,29 @@ def replay(
     for name, v in (("--post-close", post_close), ("--pre-open", pre_open), ("--intraday-hours", intraday_hours)):
         if v < 0:
             raise typer.BadParameter("must be 0 or more", param_hint=name)
-    try:
-        s = load_settings(config)
-    except Exception as e:  # a bad TOML: say which file and why, no traceback
-        raise typer.BadParameter(f"cannot read settings: {e}", param_hint="--config") from None
-    landing = landing.resolve()
-    if source_raw is None:
-        source_raw = s.world_dir / "raw"
-        stamp = s.world_dir / "world_settings.json"  # what the synthetic_world asset writes
-        want = json.dumps(s.world.model_dump(mode="json"), sort_keys=True)
-        if not (source_raw / "universe" / "tickers.csv").exists():
-            from ..sources.synthetic import generate_world
 
-            typer.echo(f"building the embedded world under {s.world_dir} ...")
-            generate_world(s.world, s.world_dir)
-            stamp.write_text(want)
-        elif stamp.exists() and stamp.read_text() != want:
-            typer.echo(f"note: the world under {s.world_dir} was built with other world settings; replaying it as it is (`finrag world` rebuilds it)")
-        market = s.world.market_ticker
-    else:
-        source_raw = source_raw.resolve()
-        market = s.market_ticker
-    from ..sources.registry import news_clock
 
-    clock = news_clock(s)
-    lake_dir = (lake or landing / "_lake").resolve()
+def _source(s, source_raw: Path | None) -> tuple[Path, str]:
+    """The raw folder to replay and its market ticker: the one given, or the settings' embedded world (built if missing)."""
+    if source_raw is not None:
+        return source_raw.resolve(), s.market_ticker
+    raw = s.world_dir / "raw"
+    stamp = s.world_dir / "world_settings.json"  # what the synthetic_world asset writes
+    want = json.dumps(s.world.model_dump(mode="json"), sort_keys=True)
+    if not (raw / "universe" / "tickers.csv").exists():
+        from ..sources.synthetic import generate_world
 
-    try:
-        rp = Replayer(source_raw, landing, news_clock=clock)
-        snippet = write_settings_snippet(landing, lake_dir, s, first_day=d0, last_day=d1, market_ticker=market, news_clock=clock)
-    except (SourceError, ReplayError) as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(1) from None
+        typer.echo(f"building the embedded world under {s.world_dir} ...")
+        generate_world(s.world, s.world_dir)
+        stamp.write_text(want)
+    elif stamp.exists() and stamp.read_text() != want:
+        typer.echo(f"note: the world under {s.world_dir} was built with other world settings; replaying it as it is (`finrag world` rebuilds it)")
+    return raw, s.world.market_ticker
 
-    typer.echo(f"replaying {source_raw}")
-    typer.echo(f"     into {landing}   {d0} .. {d1}   speed {'max' if speed == 0 else f'{speed:g}x'}")
-    if rp.now is not None:
-        typer.echo(f"resuming from the replay clock {rp.now.isoformat()}")
-    typer.echo(f"settings for the pipeline over the landing folder: {snippet}")
-    typer.echo(f"  e.g. FINRAG_CONFIG={snippet} dagster dev -m finrag_dagster.definitions  (then turn the sensors on)")
+
+def _run(rp, d0, d1, speed: float, steps: dict) -> None:
+    """Release day by day, one line per session; Ctrl-C stops with the clock to resume from."""
+    from ..sources.replay import ReplayError, last_closed_session
 
     def show(rep) -> None:
         st = rep.stats
@@ -111,16 +128,7 @@ def replay(
         typer.echo(f"{label:>17}  news {st.news:5d}  prices {st.prices:5d}  filings {st.filings:4d}   clock {st.now.isoformat()}")
 
     try:
-        reports = rp.run(
-            d0,
-            d1,
-            speed,
-            on_session=show,
-            pre_open=dt.timedelta(minutes=pre_open),
-            post_close=dt.timedelta(minutes=post_close),
-            intraday_every=dt.timedelta(hours=intraday_hours) if intraday_hours > 0 else None,
-            max_wait=max_wait,
-        )
+        reports = rp.run(d0, d1, speed, on_session=show, **steps)
     except ReplayError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None
