@@ -58,6 +58,9 @@ R_ACCEPTANCE_VS_FILED = "acceptance time inconsistent with the filing date"
 # day, so the acceptance's New York date is the filing date or a few calendar days before it (a
 # Friday evening before a Monday holiday: 4); anything else is a source that contradicts itself.
 ACCEPTANCE_BEFORE_FILED_MAX_DAYS = 4
+# The largest full-submission.txt read (a 10-K with every exhibit is tens of MB); a larger file is
+# quarantined unread, so one file cannot take the loader's memory
+MAX_SUBMISSION_BYTES = 256 << 20
 # Sources that contradict themselves about which filing or company they are (docs/bad_inputs.md):
 R_CIK_VS_FILE = "submissions JSON cik contradicts its file name"
 R_TICKER_VS_SOURCE = "universe ticker of the CIK contradicts the source's own ticker"
@@ -651,6 +654,9 @@ def read_full_submission(path: Path, file_index: int, with_text: bool) -> list[F
     A file naming two accessions (its folder's and its header's) is unusable; a truncated one
     quarantines its filing (``conflict``).
     """
+    size = path.stat().st_size
+    if size > MAX_SUBMISSION_BYTES:
+        raise SourceError(f"{path}: {size:,} bytes, over the {MAX_SUBMISSION_BYTES:,}-byte limit for one submission (not read)")
     data = path.read_bytes()
     if b"\x00" in data[:65536]:
         raise SourceError(f"{path}: a binary or corrupt file (NUL bytes), not an EDGAR SGML submission")

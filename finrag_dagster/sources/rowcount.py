@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from .base import expand_paths
 from .csvcheck import MAX_NEWS_RECORD_BYTES, scan_records
+from .edgar import MAX_SUBMISSION_BYTES
 
 
 def _leading_header_rows(records: list[list[str]]) -> int:
@@ -129,6 +130,8 @@ def _filing_keys(path: Path) -> tuple[list[str], int]:
         keys = [_accession_key(a) for a in values]
         return [k for k in keys if k], sum(k is None for k in keys)
     try:
+        if path.stat().st_size > MAX_SUBMISSION_BYTES:
+            return [], 1  # not read by the loader either: one row of its own
         with open(path, "rb") as fh:
             head = fh.read(1 << 16)
     except OSError:

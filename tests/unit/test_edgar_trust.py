@@ -91,3 +91,22 @@ def test_an_acceptance_time_that_contradicts_its_filing_date_is_quarantined(tmp_
     assert "2 days after its filing date 2023-05-04" in reasons.get("0000320193-23-000064", "")
     assert "0000320193-23-000077" in accepted
     assert res.rows_in == res.accepted.height + res.quarantine.height
+
+
+def test_a_submission_over_the_size_limit_is_quarantined_unread(monkeypatch):
+    """Memory stays bounded: a full-submission.txt over the limit is one quarantine row, never read,
+    and the independent filing count agrees."""
+    from finrag_dagster.sources import rowcount
+
+    sizes = {p.parent.name: p.stat().st_size for p in SGML.rglob("full-submission.txt")}
+    limit = sorted(sizes.values())[-1] - 1  # only the largest file is over it
+    big = max(sizes, key=sizes.get)
+    monkeypatch.setattr(edgar, "MAX_SUBMISSION_BYTES", limit)
+    monkeypatch.setattr(rowcount, "MAX_SUBMISSION_BYTES", limit)
+    read = []
+    monkeypatch.setattr(type(SGML), "read_bytes", lambda self, _orig=type(SGML).read_bytes: read.append(self.parent.name) or _orig(self))
+    res = load_filings([SGML], [SGML], UNIVERSE)
+    q = res.quarantine.filter(pl.col("source_file").str.starts_with(big + "/"))
+    assert q.height == 1 and "over the" in q["reason"][0] and f"{limit:,}-byte limit" in q["reason"][0]
+    assert big not in read and big not in set(res.accepted["accession"])
+    assert res.rows_in == res.accepted.height + res.quarantine.height == rowcount.filing_records([SGML], [SGML])
