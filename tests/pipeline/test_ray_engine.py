@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -137,7 +138,10 @@ def test_dagster_cli_materialises_evidence_on_a_local_ray_in_its_step_process(wo
     cfg.write_text(_settings(world_raw, lake, engine="ray", num_cpus=2).model_dump_json())
     home = tmp_path / "home"
     home.mkdir()
-    env = {**os.environ, "DAGSTER_HOME": str(home), "FINRAG_CONFIG": str(cfg)}
+    # this Ray's own temp folder (short: Ray's socket paths must fit 107 bytes), so the check below
+    # sees this step's Ray processes only, not another Ray on the machine
+    raytmp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))
+    env = {**os.environ, "DAGSTER_HOME": str(home), "FINRAG_CONFIG": str(cfg), "RAY_TMPDIR": str(raytmp)}
     dagster = str(Path(sys.executable).with_name("dagster"))
     cmd = [
         dagster,
@@ -163,5 +167,7 @@ def test_dagster_cli_materialises_evidence_on_a_local_ray_in_its_step_process(wo
     )
     meta = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True, text=True, timeout=120)
     assert meta.stdout.split() == ["ray", "2"], meta.stderr[-2000:]
-    left = subprocess.run(["pgrep", "-f", "raylet|gcs_server"], capture_output=True, text=True)
+    left = subprocess.run(["pgrep", "-f", f"(raylet|gcs_server).*{raytmp}"], capture_output=True, text=True)
     assert left.stdout.strip() == ""  # the step shut its local Ray down
+    assert list(raytmp.glob("ray/session_*")), "the step's Ray did not use the test's temp folder: the check above proves nothing"
+    shutil.rmtree(raytmp, ignore_errors=True)
