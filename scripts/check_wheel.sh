@@ -87,6 +87,6 @@ step "dagster definitions validate -m finrag_dagster.definitions"
 step "finrag demo (decisions 2019-02-04 .. 2019-02-15)"
 "$V/finrag" demo --start 2019-02-04 --end 2019-02-15 > demo.log 2>&1 || { tail -40 demo.log; exit 1; }
 grep -E "^done in|report:" demo.log
-"$V/python" -c 'from finrag_dagster.core.storage.lake import Lake; l = Lake("data_lake"); assert l.read("evaluation").height and l.read("reader_outputs").height, "no evaluation or reader outputs"'
+"$V/python" -c 'from finrag_dagster.core.tables import Lake; l = Lake("data_lake"); assert l.read("evaluation").height and l.read("reader_outputs").height, "no evaluation or reader outputs"'
 
 step "ok: the wheel installs and runs without the checkout"
