@@ -235,6 +235,7 @@ class ReaderInput:
     prediction_day: str = ""  # ISO date; evidence older than it is discounted
     principle_weights: tuple[float, ...] = ()  # Q_h / q0 of the experience principle per horizon (HORIZON_KEYS order)
     company: str = ""  # the anchor's company name (its words say nothing about which event a passage covers)
+    stances: bool = False  # also report each passage's own stance (memory.credit = "passage_stance")
 
 
 def _age_days(item: EvidenceItem, prediction_day: str) -> float:
@@ -254,6 +255,26 @@ def model_id(rules: EmbeddedRules) -> str:
 
     blob = repr((rules, POSITIVE_RULES, NEGATIVE_RULES, sorted(NEGATORS), HORIZON_WEIGHTS)).encode()
     return f"{MODEL_VERSION}-{hashlib.sha1(blob).hexdigest()[:10]}"
+
+
+def passage_stances(inp: ReaderInput) -> dict[str, int]:
+    """Evidence ID -> the passage's own stance: the sign of its tone (the same tone both embedded
+    readers weigh), for every passage of the context, whatever the answer (docs/method.md §4,
+    "Credit by passage stance")."""
+    out = {}
+    for eid, item in inp.evidence:
+        t, _ = tone(f"{item.title}. {item.text}")
+        out[eid] = (t > 0) - (t < 0)
+    return out
+
+
+def _answer(inp: ReaderInput, signals: dict, unc: str) -> str:
+    """The JSON text of an answer; ``stances`` only when the prompt asks for them (so the default
+    answer is the same text as before the passage-stance extension)."""
+    ans = {"event_type": inp.event_type, "signals": signals, "main_uncertainty": unc}
+    if inp.stances:
+        ans["stances"] = passage_stances(inp)
+    return json.dumps(ans, sort_keys=True)
 
 
 def read(inp: ReaderInput, rules: EmbeddedRules = EmbeddedRules()) -> str:
@@ -295,7 +316,7 @@ def read(inp: ReaderInput, rules: EmbeddedRules = EmbeddedRules()) -> str:
         unc = "elevated realised volatility can swamp the event's residual move"
     else:
         unc = "lexicon tone may not reflect what the market already expected"
-    return json.dumps({"event_type": inp.event_type, "signals": signals, "main_uncertainty": unc}, sort_keys=True)
+    return _answer(inp, signals, unc)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -418,4 +439,4 @@ def read_evidence(inp: ReaderInput, rules: EvidenceRules = EvidenceRules()) -> s
         unc = "elevated realised volatility can swamp the event's residual move"
     else:
         unc = "lexicon tone may not reflect what the market already expected"
-    return json.dumps({"event_type": inp.event_type, "signals": signals, "main_uncertainty": unc}, sort_keys=True)
+    return _answer(inp, signals, unc)
