@@ -258,12 +258,18 @@ def model_id(rules: EmbeddedRules) -> str:
 
 
 def passage_stances(inp: ReaderInput) -> dict[str, int]:
-    """Evidence ID -> the passage's own stance: the sign of its tone (the same tone both embedded
-    readers weigh), for every passage of the context, whatever the answer (docs/method.md §4,
-    "Credit by passage stance")."""
+    """Evidence ID -> the passage's own stance, the sign of its tone (the tone both embedded readers
+    weigh), whatever the answer, for each passage of the context that bears on the anchor's event:
+    one that shares a content word with the anchor (:func:`topic_words`; every passage when the
+    anchor has none). A passage about something else says nothing about this event's direction and
+    gets no stance (docs/method.md §4, "Credit by passage stance")."""
+    a_words = topic_words(f"{inp.headline}. {inp.summary}", inp.company)
     out = {}
     for eid, item in inp.evidence:
-        t, _ = tone(f"{item.title}. {item.text}")
+        text = f"{item.title}. {item.text}"
+        if a_words and not a_words & topic_words(text, inp.company):
+            continue
+        t, _ = tone(text)
         out[eid] = (t > 0) - (t < 0)
     return out
 

@@ -97,7 +97,7 @@ def assign_ids(evidence: list[EvidenceItem]) -> list[tuple[str, EvidenceItem]]:
     return list(zip(prompt_ids([e.source_family for e in evidence]), evidence))
 
 
-STANCE_HINT = "-1 | 0 | 1: this passage's own direction for the stock, whatever your answer"
+STANCE_HINT = "-1 | 0 | 1: this passage's own direction for the stock, whatever your answer; leave out a passage about another event"
 
 
 def build_prompt(anchor: AnchorInfo, evidence: list[EvidenceItem], card_text: str, principle: str | None = None, stances: bool = False) -> Prompt:
@@ -150,6 +150,9 @@ def build_prompt(anchor: AnchorInfo, evidence: list[EvidenceItem], card_text: st
         parts += ["", "Analytical principle from experience memory:", _escape(_cut(principle, 600))]
     parts += ["", f"Cite only these evidence ids: {', '.join(allowed) if allowed else '(none)'}."]
     if stances:
-        parts.append("Under stances, give every evidence id its own stance (what that passage alone says), also when it goes against your answer.")
+        parts.append(
+            "Under stances, give each evidence id that bears on this event its own stance (what that passage alone says), "
+            "also when it goes against your answer; leave out passages about other events."
+        )
     parts += ["Return JSON with exactly this structure:", json.dumps(schema_hint, indent=1)]
     return Prompt(SYSTEM, "\n".join(parts), allowed, {i: e.passage_id for i, e in ided}, output_schema(allowed, stances=stances))
