@@ -125,8 +125,8 @@ def build_feedback(
     status, y, z); ``contexts``: anchor_id, passage_id, source_family, position of the final top-M
     (for credit="top5", and for rule="passage_stance": the prompt IDs the stances name).
     ``credit`` picks the families the answer's correctness credits under seed 000's rule
-    (``cited``/``top5``); ``rule = "passage_stance"`` credits every passage with a stance instead
-    (the readers give one to each passage of the context, so ``cited`` and ``top5`` credit the same).
+    (``cited``/``top5``); ``rule = "passage_stance"`` credits every context passage the answer gave a
+    stance instead, cited or not (so ``cited`` and ``top5`` credit the same passages under it).
     """
     schema = _schema(rule)
     stance = rule == "passage_stance"
