@@ -2,6 +2,7 @@
 
     .venv/bin/finrag demo --config configs/oracle.toml --start 2019-01-02 --end 2023-12-29
     .venv/bin/python benchmarks/reader_oracle.py --config configs/oracle.toml --split test
+    .venv/bin/python benchmarks/reader_oracle.py --config configs/oracle.toml --split test --credit passage_stance
 
 Re-runs the feedback loop in process (the same ``core.loop`` code the variant assets run) over the
 lake's anchors, candidate pools and labels, for each named embedded reader and each memory variant,
@@ -96,8 +97,16 @@ def main() -> None:
     ap.add_argument("--min-n", type=float, default=100)
     ap.add_argument("--rules", default="{}", help='JSON {"name": {EvidenceRules field: value}}: extra evidence-reader settings to compare')
     ap.add_argument("--json", help="also write the numbers here")
+    ap.add_argument(
+        "--credit",
+        choices=("cited_correct", "passage_stance"),
+        default=None,
+        help="memory.credit for this run (default: the config's): passage_stance is the extension of docs/method.md §4",
+    )
     args = ap.parse_args()
     s = load_settings(args.config)
+    if args.credit:
+        s = s.with_overrides(memory={"credit": args.credit})
     lake = Lake(s.lake_dir)
     cal = TradingCalendar.nyse()
     bounds = dict(zip(SPLIT_NAMES, split_bounds(s, cal)))
@@ -110,7 +119,8 @@ def main() -> None:
     params = MemoryParams(kappa=s.memory.kappa, delta=s.memory.delta, lam=s.memory.lam)
     print(
         f"{args.split} split {days[0]}..{days[-1]}: {len(days)} days, {anchors.height} anchors; memory kappa={params.kappa} "
-        f"delta={params.delta} lambda={params.lam}, reset on {days[0]}"
+        f"delta={params.delta} lambda={params.lam}, reset on {days[0]}; memory.credit = {s.memory.credit}"
+        + (" (an extension beyond seed 000)" if s.memory.credit != "cited_correct" else "")
     )
     report = {}
     extra = json.loads(args.rules)

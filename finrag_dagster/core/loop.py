@@ -147,6 +147,9 @@ class LoopEnv:
     params_of: Callable[[str], MemoryParams] | None = None  # per decision day (e.g. Table 6's selection on the test split)
     toe: ToEEnv | None = None
     shuffled: dict = field(default_factory=dict)  # (decision day, shuffle seed) -> permuted labels (see _labels)
+    # settings.memory.credit: "cited_correct" (seed 000) or "passage_stance" (an extension: the prompts
+    # ask for each passage's stance and the feedback credits each passage by it; docs/method.md §4)
+    credit_rule: str = "cited_correct"
 
 
 @dataclass
@@ -204,9 +207,10 @@ def matured_on(prev_day: str, v: Variant, env: LoopEnv, recent: dict[str, Past],
             env.class_weights(split_start),
             past.keys,
             v.credit,
+            env.credit_rule,
         )
         frames.append(fb.filter(pl.col("maturity_day") == dt.date.fromisoformat(prev_day)))
-    return pl.concat(frames) if frames else empty_feedback()
+    return pl.concat(frames) if frames else empty_feedback(env.credit_rule)
 
 
 def toe_matured_on(prev_day: str, v: Variant, env: LoopEnv, tree: ExperienceTree, recent: dict[str, Past], split_start: str) -> pl.DataFrame:
@@ -224,7 +228,7 @@ def step(
     """One decision day: update memory (and tree) with D−1's matured feedback, rerank, select principles, read."""
     data = env.day_data(d)
     keys = memory_keys(data.anchors, v)
-    applied = empty_feedback()
+    applied = empty_feedback(env.credit_rule)
     snapshot = None
     start = env.split_start(d)
     params = env.params_of(d) if env.params_of is not None else env.params
@@ -257,7 +261,19 @@ def step(
         if v.toe:
             ids, f_texts, skels, vecs = env.toe.states(d)
             selections, principles = choose_principles(tree, ids, f_texts, skels, vecs, env.toe.expansion_cap, env.toe.judge, env.toe.embed_fn, cache)
-        outputs, stats = read_day(d, data.anchors, contexts, env.evidence, data.cards, env.companies, env.backend, cache, env.decoding, principles)
+        outputs, stats = read_day(
+            d,
+            data.anchors,
+            contexts,
+            env.evidence,
+            data.cards,
+            env.companies,
+            env.backend,
+            cache,
+            env.decoding,
+            principles,
+            stances=env.credit_rule == "passage_stance",
+        )
     finally:
         cache.flush()  # only successful answers are in it: keep them even when the day fails
     if stats.failed_anchors:

@@ -186,6 +186,7 @@ def build_env(
         decoding=decoding,
         m=s.retrieval.m,
         params=params,
+        credit_rule=s.memory.credit,
     )
 
 
@@ -404,11 +405,7 @@ def family_feedback(s: Settings, lake: Lake, cal: TradingCalendar, variants: lis
             if start not in weights:
                 weights[start] = weights_for(s, cal, lake, start)[0]
             w = weights[start]
-            fb = (
-                build_feedback(out, lab, ctx, as_of, w, memory_keys(a, v), v.credit)
-                if v.uses_memory
-                else build_feedback(out, lab, ctx, as_of, w, memory_keys(a, v), "cited")
-            )
+            fb = build_feedback(out, lab, ctx, as_of, w, memory_keys(a, v), v.credit if v.uses_memory else "cited", s.memory.credit)
             lake.write("feedback", fb, variant=v.name, date=d)
             n += fb.height
             for o, k in fb.group_by("outcome").len().rows():

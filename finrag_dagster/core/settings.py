@@ -122,12 +122,20 @@ class MemorySettings(_M):
     """Source memory (seed 000 §3.5). ``test_params``: ``selected`` runs the test split with the
     (λ, δ) that Table 6 selected on the validation split (the ``sensitivity`` table, computed before
     the loop from validation labels matured before the test split starts); ``settings`` keeps
-    ``lam``/``delta`` below for every split."""
+    ``lam``/``delta`` below for every split.
+
+    ``credit``: how a matured label credits the source families. ``cited_correct`` is seed 000's
+    rule (App. C): the answer's correctness goes to the families it cited (or, for
+    ``top5_all_source``, to every family of the top 5). ``passage_stance`` is an extension beyond
+    the paper (docs/method.md §4, "Credit by passage stance"): the reader reports each passage's own
+    stance (−1/0/+1) and every passage with a stance is credited to its family by whether that
+    stance equals the label, whatever the answer was."""
 
     kappa: float = 30.0
     delta: float = 0.20
     lam: float = 0.30
     test_params: Literal["selected", "settings"] = "selected"
+    credit: Literal["cited_correct", "passage_stance"] = "cited_correct"
 
 
 class LabelSettings(_M):

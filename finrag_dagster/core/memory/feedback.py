@@ -5,6 +5,13 @@ One row per (anchor, horizon) whose horizon has matured by ``as_of_day`` — nev
 across the distinct credited families. Credit goes to the families of the valid cited IDs
 (``cited``) or, for the top-5 all-source check, to every family in the final top-5 context
 (``top5``). Labels that could not be computed (insufficient history, missing price) give no update.
+
+``rule = "passage_stance"`` (``memory.credit``, an extension beyond seed 000's App. C; docs/method.md
+§4, "Credit by passage stance"): every passage the reader gave a stance (−1/0/+1, the answer's
+``stances``) is credited to its own family by whether that stance equals the label — right → a,
+wrong → b — whatever the answer was; w_y is split equally across those passages. The rows then
+also carry ``stance_passages``, ``stances``, ``families_right`` and ``families_wrong`` (one entry per
+credited passage), columns that the default rule does not write.
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from ..reader.parse import parse_output
+from ..reader.prompt import prompt_ids
 from ..storage.schemas import TableSpec
 
 FEEDBACK = TableSpec(
@@ -36,22 +45,54 @@ FEEDBACK = TableSpec(
             pa.field("families", pa.list_(pa.string()), nullable=False),
             pa.field("weight", pa.float64(), nullable=False),
             pa.field("applied", pa.bool_(), nullable=False),
-            pa.field("outcome", pa.string(), nullable=False),  # applied | no_valid_citation | label_unavailable
+            pa.field("outcome", pa.string(), nullable=False),  # applied | no_valid_citation | no_stance | label_unavailable
+            # memory.credit = "passage_stance" only (an extension; absent from the default's files):
+            pa.field("stance_passages", pa.list_(pa.string()), nullable=True),  # passages with a stance, context order
+            pa.field("stances", pa.list_(pa.int8()), nullable=True),  # their stances, parallel
+            pa.field("families_right", pa.list_(pa.string()), nullable=True),  # one entry per passage whose stance = label
+            pa.field("families_wrong", pa.list_(pa.string()), nullable=True),  # one entry per passage whose stance != label
         ]
     ),
     ("variant", "date"),
     ("anchor_id", "horizon"),
     "Lineage of every memory update: anchor, horizon, prediction, label, credited families, weight (keyed by decision day).",
+    optional=("stance_passages", "stances", "families_right", "families_wrong"),
 )
 
-FEEDBACK_COLUMNS = [f.name for f in FEEDBACK.schema]
+CREDIT_RULES = ("cited_correct", "passage_stance")  # settings.memory.credit
+STANCE_COLUMNS = list(FEEDBACK.optional)
+FEEDBACK_COLUMNS = [f.name for f in FEEDBACK.schema if f.name not in FEEDBACK.optional]
+
+_FULL_SCHEMA = pl.from_arrow(FEEDBACK.schema.empty_table()).schema
+_EMPTY_SCHEMA = pl.Schema({k: v for k, v in _FULL_SCHEMA.items() if k in FEEDBACK_COLUMNS})
 
 
-_EMPTY_SCHEMA = pl.from_arrow(FEEDBACK.schema.empty_table()).schema
+def _schema(rule: str) -> pl.Schema:
+    if rule not in CREDIT_RULES:
+        raise ValueError(f"unknown memory.credit {rule!r}; choose from {CREDIT_RULES}")
+    return _FULL_SCHEMA if rule == "passage_stance" else _EMPTY_SCHEMA
 
 
-def empty_feedback() -> pl.DataFrame:
-    return pl.DataFrame(schema=_EMPTY_SCHEMA)
+def empty_feedback(rule: str = "cited_correct") -> pl.DataFrame:
+    return pl.DataFrame(schema=_schema(rule))
+
+
+def context_stances(raw: str, context: list[tuple[str, str]]) -> list[tuple[str, str, int]]:
+    """(passage_id, family, stance) of each passage the answer ``raw`` gave a stance, in context
+    order. ``context``: the anchor's (passage_id, source_family) by position, from which the prompt
+    IDs (N1…, F1…) are rebuilt exactly as the prompt assigned them."""
+    ids = prompt_ids([f for _, f in context])
+    st = parse_output(raw, ids).stances
+    return [(pid, fam, st[i]) for i, (pid, fam) in zip(ids, context) if i in st]
+
+
+def stance_credit(stanced: list[tuple[str, str, int]], y: int) -> tuple[list[str], list[str]]:
+    """(families_right, families_wrong): one entry per passage, right when its stance equals the
+    label y (all three values count: a neutral stance is right on a neutral label and wrong on a
+    ±1 label, as seed 000's correctness treats a neutral answer)."""
+    right = [fam for _, fam, st in stanced if st == y]
+    wrong = [fam for _, fam, st in stanced if st != y]
+    return right, wrong
 
 
 def shuffle_labels(labels: pl.DataFrame, seed: int) -> pl.DataFrame:
@@ -76,35 +117,56 @@ def build_feedback(
     weights: dict[str, dict[int, float]],
     memory_key: dict[str, str],
     credit: str = "cited",
+    rule: str = "cited_correct",
 ) -> pl.DataFrame:
     """Feedback rows of one decision day's reader outputs whose labels matured by ``as_of_day``.
 
     ``outputs``: reader_outputs rows; ``labels``: that day's labels (ticker, horizon, maturity_day,
-    status, y, z); ``contexts``: anchor_id, source_family of the final top-M (for credit="top5").
+    status, y, z); ``contexts``: anchor_id, passage_id, source_family, position of the final top-M
+    (for credit="top5", and for rule="passage_stance": the prompt IDs the stances name).
+    ``credit`` picks the families the answer's correctness credits under seed 000's rule
+    (``cited``/``top5``); ``rule = "passage_stance"`` credits every context passage the answer gave a
+    stance instead, cited or not (so ``cited`` and ``top5`` credit the same passages under it).
     """
+    schema = _schema(rule)
+    stance = rule == "passage_stance"
     if outputs.height == 0:
-        return empty_feedback()
+        return empty_feedback(rule)
     # `pending` means close(D+h) is not in prices: not matured in the data, whatever the calendar says
     # (the end of a historical data set); such feedback simply does not exist yet.
     lab = labels.filter((pl.col("maturity_day") <= as_of_day) & (pl.col("status") != "pending"))
     lab = lab.select("ticker", "horizon", "maturity_day", "status", "y", "z")
     j = outputs.join(lab, on=["ticker", "horizon"], how="inner")
     if j.height == 0:
-        return empty_feedback()
+        return empty_feedback(rule)
     top5 = {}
     if credit == "top5" and contexts.height:
         top5 = {a: sorted(set(g["source_family"].to_list())) for (a,), g in contexts.group_by(["anchor_id"])}
-    cols: dict[str, list] = {name: [] for name in FEEDBACK_COLUMNS}  # built by column: one DataFrame at the end
+    ctx: dict[str, list[tuple[str, str]]] = {}
+    if stance and contexts.height:
+        c = contexts.sort(["anchor_id", "position"])
+        for a, p, f in zip(c["anchor_id"].to_list(), c["passage_id"].to_list(), c["source_family"].to_list()):
+            ctx.setdefault(a, []).append((p, f))
+    stanced_of: dict[tuple[str, str], list] = {}  # (anchor, raw answer) -> its stances: parsed once for the horizons
+    cols: dict[str, list] = {name: [] for name in schema}  # built by column: one DataFrame at the end
     for r in j.iter_rows(named=True):
-        fams = sorted(set(r["cited_families"])) if credit == "cited" else top5.get(r["anchor_id"], [])
         ok = r["status"] == "ok"
         y = r["y"] if ok else None
         correct = (r["signal"] == y) if ok else None
         w = weights.get(r["horizon"], {}).get(int(y), 1.0) if ok else 0.0
+        if stance:
+            key = (r["anchor_id"], r["raw_json"])
+            if key not in stanced_of:
+                stanced_of[key] = context_stances(r["raw_json"], ctx.get(r["anchor_id"], []))
+            stanced = stanced_of[key]
+            right, wrong = stance_credit(stanced, y) if ok else ([], [])
+            fams = sorted({fam for _, fam, _ in stanced})
+        else:
+            fams = sorted(set(r["cited_families"])) if credit == "cited" else top5.get(r["anchor_id"], [])
         if not ok:
             outcome = "label_unavailable"
         elif not fams:
-            outcome = "no_valid_citation"
+            outcome = "no_stance" if stance else "no_valid_citation"
         else:
             outcome = "applied"
         row = {
@@ -124,9 +186,11 @@ def build_feedback(
             "applied": outcome == "applied",
             "outcome": outcome,
         }
+        if stance:
+            row.update(stance_passages=[p for p, _, _ in stanced], stances=[st for _, _, st in stanced], families_right=right, families_wrong=wrong)
         for name, v in row.items():
             cols[name].append(v)
-    return pl.DataFrame(cols, schema=_EMPTY_SCHEMA)
+    return pl.DataFrame(cols, schema=schema)
 
 
 def label_frequencies(labels: pl.DataFrame) -> dict[str, dict[int, float]]:

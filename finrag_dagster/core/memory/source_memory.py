@@ -5,7 +5,9 @@ Cells (source family s, event type c, horizon h) hold counts a, b from 0.
 final score = r + λ·mean_h(adj_h) — one shared context for the three horizons.
 Feedback after maturity: a correct prediction adds w_y to ``a`` of each cited family's cell, a
 wrong one to ``b``; credit is split equally across the distinct cited families; w_y = 1/(3π_y).
-Invalid IDs are ignored and no valid citation means no update.
+Invalid IDs are ignored and no valid citation means no update. ``memory.credit = "passage_stance"``
+(an extension beyond the paper, docs/method.md §4) credits each passage by its own stance instead
+(:mod:`.feedback`).
 """
 
 from __future__ import annotations
@@ -106,9 +108,21 @@ class SourceMemory:
         self.updates[k] = self.updates.get(k, 0) + 1
 
     def apply(self, feedback: pl.DataFrame) -> int:
-        """Apply feedback rows (event_type, horizon, correct, families, weight, applied); returns updates."""
+        """Apply feedback rows (event_type, horizon, correct, families, weight, applied); returns updates.
+
+        Rows of the passage-stance credit (``families_right``/``families_wrong`` columns, an
+        extension: docs/method.md §4) add weight/k to ``a`` of the family of each passage whose
+        stance was right and to ``b`` of each one whose stance was wrong, k = passages credited."""
         n = 0
+        stance = "families_right" in feedback.columns
         for r in feedback.filter(pl.col("applied")).iter_rows(named=True):
+            if stance:
+                k = len(r["families_right"]) + len(r["families_wrong"])
+                for right, fams in ((True, r["families_right"]), (False, r["families_wrong"])):
+                    for f in sorted(set(fams)):  # one update per (family, verdict): its passages' shares summed
+                        self.add(f, r["memory_event_type"], r["horizon"], r["weight"] * fams.count(f) / k, right)
+                        n += 1
+                continue
             fams = sorted(set(r["families"]))
             for f in fams:
                 self.add(f, r["memory_event_type"], r["horizon"], r["weight"] / len(fams), r["correct"])

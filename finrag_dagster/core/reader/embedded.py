@@ -235,6 +235,7 @@ class ReaderInput:
     prediction_day: str = ""  # ISO date; evidence older than it is discounted
     principle_weights: tuple[float, ...] = ()  # Q_h / q0 of the experience principle per horizon (HORIZON_KEYS order)
     company: str = ""  # the anchor's company name (its words say nothing about which event a passage covers)
+    stances: bool = False  # also report each passage's own stance (memory.credit = "passage_stance")
 
 
 def _age_days(item: EvidenceItem, prediction_day: str) -> float:
@@ -254,6 +255,32 @@ def model_id(rules: EmbeddedRules) -> str:
 
     blob = repr((rules, POSITIVE_RULES, NEGATIVE_RULES, sorted(NEGATORS), HORIZON_WEIGHTS)).encode()
     return f"{MODEL_VERSION}-{hashlib.sha1(blob).hexdigest()[:10]}"
+
+
+def passage_stances(inp: ReaderInput) -> dict[str, int]:
+    """Evidence ID -> the passage's own stance, the sign of its tone (the tone both embedded readers
+    weigh), whatever the answer, for each passage of the context that bears on the anchor's event:
+    one that shares a content word with the anchor (:func:`topic_words`; every passage when the
+    anchor has none). A passage about something else says nothing about this event's direction and
+    gets no stance (docs/method.md §4, "Credit by passage stance")."""
+    a_words = topic_words(f"{inp.headline}. {inp.summary}", inp.company)
+    out = {}
+    for eid, item in inp.evidence:
+        text = f"{item.title}. {item.text}"
+        if a_words and not a_words & topic_words(text, inp.company):
+            continue
+        t, _ = tone(text)
+        out[eid] = (t > 0) - (t < 0)
+    return out
+
+
+def _answer(inp: ReaderInput, signals: dict, unc: str) -> str:
+    """The JSON text of an answer; ``stances`` only when the prompt asks for them (so the default
+    answer is the same text as before the passage-stance extension)."""
+    ans = {"event_type": inp.event_type, "signals": signals, "main_uncertainty": unc}
+    if inp.stances:
+        ans["stances"] = passage_stances(inp)
+    return json.dumps(ans, sort_keys=True)
 
 
 def read(inp: ReaderInput, rules: EmbeddedRules = EmbeddedRules()) -> str:
@@ -295,7 +322,7 @@ def read(inp: ReaderInput, rules: EmbeddedRules = EmbeddedRules()) -> str:
         unc = "elevated realised volatility can swamp the event's residual move"
     else:
         unc = "lexicon tone may not reflect what the market already expected"
-    return json.dumps({"event_type": inp.event_type, "signals": signals, "main_uncertainty": unc}, sort_keys=True)
+    return _answer(inp, signals, unc)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -418,4 +445,4 @@ def read_evidence(inp: ReaderInput, rules: EvidenceRules = EvidenceRules()) -> s
         unc = "elevated realised volatility can swamp the event's residual move"
     else:
         unc = "lexicon tone may not reflect what the market already expected"
-    return json.dumps({"event_type": inp.event_type, "signals": signals, "main_uncertainty": unc}, sort_keys=True)
+    return _answer(inp, signals, unc)

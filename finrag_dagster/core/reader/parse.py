@@ -31,6 +31,9 @@ class ParsedOutput:
     event_type: str
     main_uncertainty: str
     horizons: dict[str, HorizonOut]
+    # evidence ID -> its own stance (-1/0/+1), when the answer has ``stances`` (the passage-stance
+    # credit, docs/method.md §4); IDs that were not retrieved and out-of-range values are dropped
+    stances: dict[str, int] = field(default_factory=dict)
 
 
 def _load(raw: str):
@@ -87,4 +90,17 @@ def parse_output(raw: str, allowed_ids: list[str]) -> ParsedOutput:
         out[h] = HorizonOut(sig, cited, valid, reason, True)
     et = data.get("event_type") if isinstance(data.get("event_type"), str) else ""
     mu = data.get("main_uncertainty") if isinstance(data.get("main_uncertainty"), str) else ""
-    return ParsedOutput(True, et, mu, out)
+    return ParsedOutput(True, et, mu, out, parse_stances(data.get("stances"), allowed))
+
+
+def parse_stances(node, allowed: set[str]) -> dict[str, int]:
+    """Evidence ID -> stance from an answer's ``stances`` object: retrieved IDs with a value in
+    −1/0/+1 only (anything else is dropped, never guessed)."""
+    if not isinstance(node, dict):
+        return {}
+    out = {}
+    for k, v in node.items():
+        st = _signal(v)
+        if isinstance(k, str) and k in allowed and st is not None:
+            out[k] = st
+    return out

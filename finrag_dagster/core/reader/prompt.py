@@ -77,21 +77,33 @@ def _cut(text: str, n: int) -> str:
     return text if len(text) <= n else text[:n].rsplit(" ", 1)[0] + " …"
 
 
-def assign_ids(evidence: list[EvidenceItem]) -> list[tuple[str, EvidenceItem]]:
-    """N1, N2… for news and F1, F2… for filings, in context order."""
+def prompt_ids(families: list[str]) -> list[str]:
+    """The prompt IDs of passages of these source families, in context order: N1, N2… for news
+    and F1, F2… for filings."""
     n = f = 0
     out = []
-    for e in evidence:
-        if e.source_family == "sec_filing":
+    for fam in families:
+        if fam == "sec_filing":
             f += 1
-            out.append((f"F{f}", e))
+            out.append(f"F{f}")
         else:
             n += 1
-            out.append((f"N{n}", e))
+            out.append(f"N{n}")
     return out
 
 
-def build_prompt(anchor: AnchorInfo, evidence: list[EvidenceItem], card_text: str, principle: str | None = None) -> Prompt:
+def assign_ids(evidence: list[EvidenceItem]) -> list[tuple[str, EvidenceItem]]:
+    """N1, N2… for news and F1, F2… for filings, in context order."""
+    return list(zip(prompt_ids([e.source_family for e in evidence]), evidence))
+
+
+STANCE_HINT = "-1 | 0 | 1: this passage's own direction for the stock, whatever your answer; leave out a passage about another event"
+
+
+def build_prompt(anchor: AnchorInfo, evidence: list[EvidenceItem], card_text: str, principle: str | None = None, stances: bool = False) -> Prompt:
+    """The prompt of one anchor. ``stances`` (``memory.credit = "passage_stance"``, an extension
+    beyond seed 000) also asks for each evidence passage's own stance; without it the prompt is
+    the same text as before the extension."""
     ided = assign_ids(evidence)
     allowed = [i for i, _ in ided]
     blocks = []
@@ -109,6 +121,8 @@ def build_prompt(anchor: AnchorInfo, evidence: list[EvidenceItem], card_text: st
         "signals": {h: {"signal": "-1 | 0 | 1", "ids": ["evidence ids from the list below"], "reason": "short reason"} for h in HORIZON_KEYS},
         "main_uncertainty": "short text",
     }
+    if stances:
+        schema_hint["stances"] = {i: STANCE_HINT for i in allowed}
     parts = [
         "Predict residual market impact for fixed horizons: 1D, 3D, and 5D.",
         "Residual impact is the stock's return beyond what its market beta to QQQ explains, from the "
@@ -134,10 +148,11 @@ def build_prompt(anchor: AnchorInfo, evidence: list[EvidenceItem], card_text: st
     ]
     if principle:
         parts += ["", "Analytical principle from experience memory:", _escape(_cut(principle, 600))]
-    parts += [
-        "",
-        f"Cite only these evidence ids: {', '.join(allowed) if allowed else '(none)'}.",
-        "Return JSON with exactly this structure:",
-        json.dumps(schema_hint, indent=1),
-    ]
-    return Prompt(SYSTEM, "\n".join(parts), allowed, {i: e.passage_id for i, e in ided}, output_schema(allowed))
+    parts += ["", f"Cite only these evidence ids: {', '.join(allowed) if allowed else '(none)'}."]
+    if stances:
+        parts.append(
+            "Under stances, give each evidence id that bears on this event its own stance (what that passage alone says), "
+            "also when it goes against your answer; leave out passages about other events."
+        )
+    parts += ["Return JSON with exactly this structure:", json.dumps(schema_hint, indent=1)]
+    return Prompt(SYSTEM, "\n".join(parts), allowed, {i: e.passage_id for i, e in ided}, output_schema(allowed, stances=stances))

@@ -141,6 +141,7 @@ def _build_prompts(
     backend: Backend,
     decoding: dict,
     principles: dict | None,
+    stances: bool = False,
 ) -> list[tuple[dict, object, str, ReaderInput]]:
     """(anchor row, prompt, cache key, structured input) of each anchor, by anchor_id."""
     built = []
@@ -153,8 +154,10 @@ def _build_prompts(
         principle = (principles or {}).get(r["anchor_id"])  # a str, or an experience Principle (text + Q_h/q0)
         p_text = getattr(principle, "text", principle)
         p_weights = tuple(getattr(principle, "weights", ()))
-        p = build_prompt(info, items, card_text, p_text)
-        structured = ReaderInput(r["headline"], r["summary"], r["event_type"], tuple(zip(p.allowed_ids, items)), risk, day, p_weights, info.company)
+        p = build_prompt(info, items, card_text, p_text, stances)
+        structured = ReaderInput(
+            r["headline"], r["summary"], r["event_type"], tuple(zip(p.allowed_ids, items)), risk, day, p_weights, info.company, stances
+        )
         key = p.key(backend.name, backend.model, decoding)
         built.append((r, p, key, structured))
     return built
@@ -239,6 +242,7 @@ def read_day(
     cache: PromptCache,
     decoding: dict,
     principles: dict | None = None,
+    stances: bool = False,
 ) -> tuple[pl.DataFrame, DayStats]:
     """Reader outputs (one row per anchor and horizon) for the anchors of one decision day.
 
@@ -249,6 +253,9 @@ def read_day(
     frame and recorded in ``DayStats.failed_anchors`` (with the redacted error). The caller must not
     write such a day (see :class:`ReaderIncomplete`); it flushes ``cache`` so that a re-run sends
     only the failed prompts.
+
+    ``stances`` (``memory.credit = "passage_stance"``): the prompts also ask for each passage's own
+    stance; the answers keep them in ``raw_json``, where the feedback reads them.
     """
     st = DayStats(anchors=anchors.height)
     built = _build_prompts(
@@ -261,6 +268,7 @@ def read_day(
         backend=backend,
         decoding=decoding,
         principles=principles,
+        stances=stances,
     )
     raw, failed = _generate_missing(built, backend, cache, st)
     st.cache_hits, st.cache_misses = cache.hits, cache.misses

@@ -28,10 +28,24 @@ def horizon_schema(allowed_ids: list[str], max_ids: int) -> dict:
     }
 
 
-def output_schema(allowed_ids: list[str], max_ids: int | None = None) -> dict:
-    """JSON schema of one reader answer for a prompt whose evidence IDs are ``allowed_ids``."""
-    max_ids = max_ids if max_ids is not None else max(1, len(allowed_ids))
+def stances_schema(allowed_ids: list[str]) -> dict:
+    """The ``stances`` object of the passage-stance credit (``memory.credit = "passage_stance"``):
+    evidence ID → that passage's own stance −1/0/+1; only this prompt's IDs are keys."""
     return {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {i: {"type": "integer", "enum": [-1, 0, 1]} for i in allowed_ids},
+    }
+
+
+def output_schema(allowed_ids: list[str], max_ids: int | None = None, stances: bool = False) -> dict:
+    """JSON schema of one reader answer for a prompt whose evidence IDs are ``allowed_ids``.
+
+    ``stances`` (only with ``memory.credit = "passage_stance"``, an extension beyond seed 000): the
+    answer also holds ``stances``, each evidence passage's own stance. Without it the schema is
+    seed 000 App. B's, unchanged."""
+    max_ids = max_ids if max_ids is not None else max(1, len(allowed_ids))
+    out = {
         "type": "object",
         "additionalProperties": False,
         "required": ["event_type", "signals", "main_uncertainty"],
@@ -46,3 +60,7 @@ def output_schema(allowed_ids: list[str], max_ids: int | None = None) -> dict:
             "main_uncertainty": {"type": "string", "maxLength": MAX_UNCERTAINTY},
         },
     }
+    if stances:
+        out["required"].append("stances")
+        out["properties"]["stances"] = stances_schema(allowed_ids)
+    return out

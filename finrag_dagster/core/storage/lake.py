@@ -50,10 +50,13 @@ def _key_str(v) -> str:
 
 
 def conform(spec: TableSpec, data: pl.DataFrame | pa.Table) -> pa.Table:
-    """Cast rows to the declared schema; missing/extra columns or nulls in required ones fail."""
+    """Cast rows to the declared schema; missing/extra columns or nulls in required ones fail.
+    A column of ``spec.optional`` that the rows do not have is left out of the file."""
     table = data.to_arrow() if isinstance(data, pl.DataFrame) else data
-    want = spec.schema
     have = set(table.column_names)
+    want = spec.schema
+    if spec.optional and not set(spec.optional) <= have:
+        want = pa.schema([f for f in want if f.name in have or f.name not in spec.optional])
     missing = [f.name for f in want if f.name not in have]
     extra = sorted(have - set(want.names) - set(spec.hive))
     if missing or extra:

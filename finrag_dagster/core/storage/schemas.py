@@ -32,6 +32,9 @@ class TableSpec:
     description: str = ""
     decision_time: bool = False  # covered by the time-travel test (docs/method.md §1)
     extra: dict = field(default_factory=dict)
+    # columns of ``schema`` a partition may leave out: the lineage of an extension beyond the papers,
+    # written only when it is on, so that the papers' settings keep their bytes (storage/lake.py conform)
+    optional: tuple[str, ...] = ()
 
 
 def _s(*fields: tuple[str, pa.DataType, bool]) -> pa.Schema:
