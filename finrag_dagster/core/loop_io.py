@@ -111,6 +111,16 @@ def family_map(s: Settings) -> FamilyMap:
     return FamilyMap(s.memory.families, load_publisher_classes(s.memory.publisher_classes))
 
 
+def families_note(fm: FamilyMap) -> dict:
+    """What a finer scheme did, for the assets' metadata: passages per family and the news passages
+    whose publisher the mapping file does not list (mapped to news:other, counted here)."""
+    per = dict.fromkeys(fm.families, 0)
+    for f in fm.of.values():
+        per[f] = per.get(f, 0) + 1
+    top = dict(sorted(fm.unknown_publishers.items(), key=lambda kv: (-kv[1], kv[0]))[:10])
+    return {"scheme": fm.scheme, "passages": per, "unlisted_publisher_passages": sum(fm.unknown_publishers.values()), "unlisted_publishers": top}
+
+
 def map_passages(fm: FamilyMap, lake: Lake, passage_ids) -> FamilyMap:
     """Add the passages of ``passage_ids`` that ``fm`` does not know yet (their publisher from
     news_raw, their form and item from evidence); nothing to read under seed 000's families."""
@@ -325,6 +335,7 @@ class FamilyRun:
     feedback_applied: int = 0
     stats: DayStats = field(default_factory=DayStats)
     skipped: dict[str, int] = field(default_factory=dict)  # LoRA variants: days before the test split, not read
+    families: dict = field(default_factory=dict)  # memory.families other than seed000: the scheme, passages per family, unlisted publishers
 
 
 def run_family(
@@ -352,6 +363,8 @@ def run_family(
     else:
         test_note = "no source memory in this family"
     run = FamilyRun(test_note)
+    if env.family_of is not None and not env.family_of.identity:
+        run.families = families_note(env.family_of)
     written, toe_outcomes, previews = run.written, run.toe_outcomes, run.previews
     for v in variants:
         v = replace(v, lam=params.lam if v.uses_memory else 0.0)
@@ -411,6 +424,7 @@ class FamilyFeedback:
     as_of: dt.date
     outcomes: dict[str, int]
     correct: list
+    families: dict = field(default_factory=dict)  # as FamilyRun.families
 
 
 def family_feedback(s: Settings, lake: Lake, cal: TradingCalendar, variants: list[Variant], days: list[str]) -> FamilyFeedback:
@@ -445,7 +459,7 @@ def family_feedback(s: Settings, lake: Lake, cal: TradingCalendar, variants: lis
             for o, k in fb.group_by("outcome").len().rows():
                 outcomes[o] = outcomes.get(o, 0) + k
             correct += fb.filter(pl.col("correct").is_not_null())["correct"].to_list()
-    return FamilyFeedback(n, as_of, outcomes, correct)
+    return FamilyFeedback(n, as_of, outcomes, correct, {} if fmap.identity else families_note(fmap))
 
 
 def _read_once(lake: Lake, table: str) -> Callable[[str], pl.DataFrame]:
