@@ -123,17 +123,19 @@ def families_note(fm: FamilyMap) -> dict:
 
 def map_passages(fm: FamilyMap, lake: Lake, passage_ids) -> FamilyMap:
     """Add the passages of ``passage_ids`` that ``fm`` does not know yet (their publisher from
-    news_raw, their form and item from evidence); nothing to read under seed 000's families."""
+    news_raw, their form and item from evidence, their filing's items from filings_raw); nothing to
+    read under seed 000's families."""
     if fm.identity:
         return fm
     want = sorted({p for p in passage_ids if p not in fm.of})
     if not want:
         return fm
-    con = lake.duckdb(tables=["evidence", "news_raw"])
+    con = lake.duckdb(tables=["evidence", "news_raw", "filings_raw"])
     con.register("wanted", pa.table({"passage_id": pa.array(want)}))
     rows = con.execute(
-        "SELECT e.passage_id, e.source_family, n.publisher, e.form_type, e.item, e.text FROM evidence e JOIN wanted w USING (passage_id) "
-        "LEFT JOIN (SELECT DISTINCT news_id, publisher FROM news_raw) n ON e.source_family = 'news' AND n.news_id = e.doc_id"
+        "SELECT e.passage_id, e.source_family, n.publisher, e.form_type, e.item, e.text, f.items FROM evidence e JOIN wanted w USING (passage_id) "
+        "LEFT JOIN (SELECT DISTINCT news_id, publisher FROM news_raw) n ON e.source_family = 'news' AND n.news_id = e.doc_id "
+        "LEFT JOIN (SELECT DISTINCT accession, items FROM filings_raw) f ON e.source_family = 'sec_filing' AND f.accession = e.doc_id"
     ).fetchall()
     con.close()
     fm.add(rows)

@@ -37,6 +37,10 @@ def test_seed000_is_the_source_family_and_fine_splits_news_by_publisher_and_fili
     # a filing known from its index only: one descriptive passage without item, its text names the items
     assert fine("sec_filing", None, "8-K", None, text="Apple Inc. Form 8-K, Item 2.02 Results of Operations") == "sec:8-K-2.02"
     assert fine("sec_filing", None, "8-K", None, text="Apple Inc. Form 8-K, Item 8.01 Other Events") == "sec:8-K-other"
+    # with the filing's items known, every passage of an earnings 8-K counts as one (its press release too)
+    for item in ("Cover", "Item 2.02", "Item 9.01", "Exhibit 99.1"):
+        assert fine("sec_filing", None, "8-K", item, filing_items="2.02, 9.01") == "sec:8-K-2.02"
+        assert fine("sec_filing", None, "8-K", item, filing_items="8.01,9.01") == "sec:8-K-other"
     assert fine("sec_filing", None, "10-Q", "Part II Item 1A") == "sec:10-Q"
     assert fine("sec_filing", None, "10-K/A", "Item 7") == "sec:10-K"
     assert fine("sec_filing", None, "S-1", None) == "sec:other"

@@ -1,7 +1,7 @@
 """The memory recovers utilities planted at the fine families' grain (``memory.families = "fine"``, an
 extension beyond seed 000's two families; docs/method.md §4 "Finer source families").
 
-A simulated half year through the real loop code (as tests/unit/test_memory_oracle.py): each pool
+A simulated five months through the real loop code (as tests/unit/test_memory_oracle.py): each pool
 holds wire and opinion news, 8-K Item 2.02 and 10-Q passages of similar static relevance; a
 planted reader cites the first passage of its context and is right with the planted probability of
 that passage's fine family. Within each broad family one kind is useful and the other is not, with

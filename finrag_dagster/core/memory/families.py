@@ -7,7 +7,8 @@ families"): news by publisher class and filings by form and item,
 * ``news:wire``, ``news:opinion``, ``news:aggregator`` — the publisher's class in a small editable
   mapping file (``finrag_dagster/data/publisher_classes.csv``, or ``memory.publisher_classes``);
   ``news:other`` — a publisher the file does not list (counted by :class:`FamilyMap`, never dropped);
-* ``sec:8-K-2.02`` (an 8-K's Item 2.02, Results of Operations), ``sec:8-K-other`` (its other items),
+* ``sec:8-K-2.02`` (an 8-K reporting Item 2.02, Results of Operations: the earnings release, all its
+  passages), ``sec:8-K-other`` (the other 8-Ks),
   ``sec:10-Q``, ``sec:10-K`` (amendments with their form), ``sec:other`` (any other form).
 
 A pure mapping: the same passage always gets the same family.
@@ -98,13 +99,18 @@ def load_publisher_classes(path: str | Path | None = None) -> dict[str, str]:
     return parse_publisher_classes(p.read_text(encoding="utf-8"), str(p))
 
 
-def filing_family(form_type: str | None, item: str | None, text: str | None = None) -> str:
-    """The fine family of a filing passage. An 8-K passage is Item 2.02 when its item says so, or,
-    for a filing known only from its index (no item: one descriptive passage), when its text names
-    Item 2.02."""
+def filing_family(form_type: str | None, item: str | None, text: str | None = None, filing_items: str | None = None) -> str:
+    """The fine family of a filing passage. An 8-K is an earnings release (``sec:8-K-2.02``) when
+    the filing reports Item 2.02 (``filing_items``, the filing's item codes, e.g. "2.02, 9.01"):
+    every passage of it counts — the cover, Item 9.01 and the Exhibit 99.1 press release as well as
+    Item 2.02 itself. Without the filing's items, the passage's own item decides, and for a filing
+    known only from its index (one descriptive passage, no item) its text naming Item 2.02."""
     form = (form_type or "").strip().upper().removesuffix("/A")
     if form == "8-K":
-        is_202 = "2.02" in item if item else "Item 2.02" in (text or "")
+        if filing_items is not None:
+            is_202 = "2.02" in {c.strip() for c in filing_items.split(",")}
+        else:
+            is_202 = "2.02" in item if item else "Item 2.02" in (text or "")
         return "sec:8-K-2.02" if is_202 else "sec:8-K-other"
     if form in ("10-Q", "10-K"):
         return f"sec:{form}"
@@ -119,6 +125,7 @@ def memory_family(
     item: str | None = None,
     classes: dict[str, str] | None = None,
     text: str | None = None,
+    filing_items: str | None = None,
 ) -> str:
     """The memory family of one passage under ``scheme`` (``seed000``: its ``source_family``)."""
     if scheme == "seed000":
@@ -128,7 +135,7 @@ def memory_family(
     if source_family == "news":
         return "news:" + (classes or {}).get(_key(publisher), "other")
     if source_family == "sec_filing":
-        return filing_family(form_type, item, text)
+        return filing_family(form_type, item, text, filing_items)
     raise ValueError(f"unknown source_family {source_family!r}")
 
 
@@ -150,12 +157,13 @@ class FamilyMap:
     def families(self) -> tuple[str, ...]:
         return scheme_families(self.scheme)
 
-    def add(self, rows: Iterable[tuple[str, str, str | None, str | None, str | None, str | None]]) -> None:
-        """Rows (passage_id, source_family, publisher, form_type, item, text) not mapped yet."""
-        for pid, fam, pub, form, item, text in rows:
+    def add(self, rows: Iterable[tuple]) -> None:
+        """Rows (passage_id, source_family, publisher, form_type, item, text[, filing_items]) not
+        mapped yet (filing_items: the filing's item codes, None when unknown)."""
+        for pid, fam, pub, form, item, text, *rest in rows:
             if pid in self.of:
                 continue
-            f = memory_family(self.scheme, fam, pub, form, item, self.classes, text)
+            f = memory_family(self.scheme, fam, pub, form, item, self.classes, text, rest[0] if rest else None)
             if f == "news:other":
                 self.unknown_publishers[(pub or "").strip() or "(none)"] += 1
             self.of[pid] = f
