@@ -50,6 +50,11 @@ class WorldSettings(_M):
     # Event 8-Ks restate the anchor's headline (minus its sentiment words), as real press releases
     # do. Off by default (the demo's world); configs/oracle.toml turns it on (docs/synthetic_world.md).
     press_release_echo: bool = False
+    # News publishers chosen by whether the document's tone is right (= d_short): wire publishers
+    # carry right tones more often than the base rate, opinion publishers wrong ones, aggregators the
+    # base rate, so utilities differ by publisher class (memory.families = "fine"; truth rows
+    # "news:<class>" in source_utility.parquet). Off by default: the demo's world keeps its bytes.
+    publisher_utility: bool = False
 
 
 class SourceSettings(_M):
