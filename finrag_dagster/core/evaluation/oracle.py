@@ -22,11 +22,14 @@ def planted_table(utility: pl.DataFrame) -> pl.DataFrame:
 
 
 def _broad_families(snapshot: pl.DataFrame) -> None:
-    """The world plants utilities for seed 000's two families only: a snapshot of a finer scheme
-    (memory.families = "fine") has no planted target here."""
+    """These checks compare seed 000's two families: a snapshot of a finer scheme (memory.families =
+    "fine") is refused rather than joined with the broad truth rows."""
     other = sorted(set(snapshot["source_family"].to_list()) - set(FAMILIES)) if snapshot.height else []
     if other:
-        raise ValueError(f"the synthetic world plants utilities for {list(FAMILIES)} only; this snapshot has {other} (memory.families = 'fine')")
+        raise ValueError(
+            f"this check compares {list(FAMILIES)}; the snapshot has {other} (memory.families = 'fine'): compare its "
+            "news:<class> cells with the rows of that name in source_utility.parquet (world.publisher_utility)"
+        )
 
 
 def family_ordering(snapshot: pl.DataFrame, planted: pl.DataFrame, min_n: float = 100) -> pl.DataFrame:
