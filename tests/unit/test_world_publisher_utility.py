@@ -47,3 +47,12 @@ def test_the_default_world_records_no_new_setting_and_no_class_rows():
     assert not s.publisher_utility and "publisher_utility" not in _settings_doc(s)
     assert _settings_doc(s.model_copy(update={"publisher_utility": True}))["publisher_utility"] is True
     assert json.dumps(_settings_doc(s), sort_keys=True)  # serialisable as world.json writes it
+
+
+def test_the_default_world_stamp_is_the_stamp_of_before_the_setting():
+    from finrag_dagster.sources.synthetic.world import settings_stamp
+
+    s = WorldSettings()
+    before = json.dumps({k: v for k, v in s.model_dump(mode="json").items() if k != "publisher_utility"}, sort_keys=True)
+    assert settings_stamp(s) == before  # an existing lake's world is reused, not rebuilt
+    assert settings_stamp(s.model_copy(update={"publisher_utility": True})) != before

@@ -593,6 +593,12 @@ def _settings_doc(s: WorldSettings) -> dict:
     return d
 
 
+def settings_stamp(s: WorldSettings) -> str:
+    """The text of ``<world>/world_settings.json``, by which a built world is reused: the default
+    world keeps the stamp it had before publisher_utility existed (no rebuild of existing lakes)."""
+    return json.dumps(_settings_doc(s), sort_keys=True)
+
+
 def world_json(w: _World, s: WorldSettings, counts: dict, files: dict[str, str]) -> str:
     doc = {
         "synthetic": True,
