@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -102,11 +101,13 @@ def _check_options(d0, d1, to: str, from_: str, speed: float, post_close: float,
 
 def _source(s, source_raw: Path | None) -> tuple[Path, str]:
     """The raw folder to replay and its market ticker: the one given, or the settings' embedded world (built if missing)."""
+    from ..sources.synthetic.world import settings_stamp
+
     if source_raw is not None:
         return source_raw.resolve(), s.market_ticker
     raw = s.world_dir / "raw"
     stamp = s.world_dir / "world_settings.json"  # what the synthetic_world asset writes
-    want = json.dumps(s.world.model_dump(mode="json"), sort_keys=True)
+    want = settings_stamp(s.world)
     if not (raw / "universe" / "tickers.csv").exists():
         from ..sources.synthetic import generate_world
 

@@ -29,8 +29,9 @@ from . import families
 from .calendar import TradingCalendar
 from .experience.loop import choose_principles, empty_updates, toe_updates
 from .experience.tree import ExperienceTree, to_table
+from .memory.families import FamilyMap
 from .memory.feedback import build_feedback, empty_feedback, shuffle_labels
-from .memory.source_memory import MemoryParams, SourceMemory, rerank, shuffled_event_type
+from .memory.source_memory import FAMILIES, MemoryParams, SourceMemory, rerank, shuffled_event_type
 from .reader.backends import Backend
 from .reader.cache import PromptCache
 from .reader.prompt import EvidenceItem
@@ -150,6 +151,9 @@ class LoopEnv:
     # settings.memory.credit: "cited_correct" (seed 000) or "passage_stance" (an extension: the prompts
     # ask for each passage's stance and the feedback credits each passage by it; docs/method.md §4)
     credit_rule: str = "cited_correct"
+    # settings.memory.families: passage -> memory family (None: seed 000's news / sec_filing, the
+    # passage's source_family; a finer scheme is an extension, memory/families.py)
+    family_of: FamilyMap | None = None
 
 
 @dataclass
@@ -208,6 +212,7 @@ def matured_on(prev_day: str, v: Variant, env: LoopEnv, recent: dict[str, Past],
             past.keys,
             v.credit,
             env.credit_rule,
+            env.family_of,
         )
         frames.append(fb.filter(pl.col("maturity_day") == dt.date.fromisoformat(prev_day)))
     return pl.concat(frames) if frames else empty_feedback(env.credit_rule)
@@ -234,7 +239,7 @@ def step(
     params = env.params_of(d) if env.params_of is not None else env.params
     if v.uses_memory:
         if d == start:
-            memory = SourceMemory(params)
+            memory = SourceMemory(params, env.family_of.families if env.family_of is not None else FAMILIES)
         elif memory is None:
             raise ValueError(f"{v.name}: no memory snapshot for the day before {d} (split started {start}); run from the split start")
         if d != start:
@@ -242,7 +247,7 @@ def step(
             applied = matured_on(prev, v, env, recent, start)
             memory.apply(applied)
         snapshot = memory.to_frame()
-    contexts = rerank(data.candidates, keys, memory if v.uses_memory else None, params.lam if v.uses_memory else v.lam, env.m)
+    contexts = rerank(data.candidates, keys, memory if v.uses_memory else None, params.lam if v.uses_memory else v.lam, env.m, env.family_of)
     principles, selections, updates = None, None, None
     if v.toe:
         if env.toe is None:

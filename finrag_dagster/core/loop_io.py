@@ -27,6 +27,7 @@ from .experience.store import known_before, read_tree, write_rows
 from .experience.tree import ExperienceTree, ToEParams
 from .labels import labels_from_lake
 from .loop import DayData, LoopEnv, Past, ToEEnv, Variant, memory_keys, run_days
+from .memory.families import FamilyMap, load_publisher_classes
 from .memory.feedback import build_feedback, label_frequencies, shuffle_labels
 from .memory.source_memory import MemoryParams, SourceMemory, class_weights
 from .reader.cache import PromptCache
@@ -102,6 +103,45 @@ def evidence_items(lake: Lake, passage_ids: list[str]) -> dict[str, EvidenceItem
     return {r[0]: EvidenceItem(r[0], r[1], r[2], r[3], r[4].isoformat(), r[5], r[6]) for r in rows}
 
 
+def family_map(s: Settings) -> FamilyMap:
+    """An empty passage -> memory-family map under ``memory.families`` (its publisher classes read
+    and checked here, so that a bad mapping file fails before the loop starts)."""
+    if s.memory.families == "seed000":
+        return FamilyMap("seed000")
+    return FamilyMap(s.memory.families, load_publisher_classes(s.memory.publisher_classes))
+
+
+def families_note(fm: FamilyMap) -> dict:
+    """What a finer scheme did, for the assets' metadata: passages per family and the news passages
+    whose publisher the mapping file does not list (mapped to news:other, counted here)."""
+    per = dict.fromkeys(fm.families, 0)
+    for f in fm.of.values():
+        per[f] = per.get(f, 0) + 1
+    top = dict(sorted(fm.unknown_publishers.items(), key=lambda kv: (-kv[1], kv[0]))[:10])
+    return {"scheme": fm.scheme, "passages": per, "unlisted_publisher_passages": sum(fm.unknown_publishers.values()), "unlisted_publishers": top}
+
+
+def map_passages(fm: FamilyMap, lake: Lake, passage_ids) -> FamilyMap:
+    """Add the passages of ``passage_ids`` that ``fm`` does not know yet (their publisher from
+    news_raw, their form and item from evidence, their filing's items from filings_raw); nothing to
+    read under seed 000's families."""
+    if fm.identity:
+        return fm
+    want = sorted({p for p in passage_ids if p not in fm.of})
+    if not want:
+        return fm
+    con = lake.duckdb(tables=["evidence", "news_raw", "filings_raw"])
+    con.register("wanted", pa.table({"passage_id": pa.array(want)}))
+    rows = con.execute(
+        "SELECT e.passage_id, e.source_family, n.publisher, e.form_type, e.item, e.text, f.items FROM evidence e JOIN wanted w USING (passage_id) "
+        "LEFT JOIN (SELECT DISTINCT news_id, publisher FROM news_raw) n ON e.source_family = 'news' AND n.news_id = e.doc_id "
+        "LEFT JOIN (SELECT DISTINCT accession, items FROM filings_raw) f ON e.source_family = 'sec_filing' AND f.accession = e.doc_id"
+    ).fetchall()
+    con.close()
+    fm.add(rows)
+    return fm
+
+
 def _by_day(df: pl.DataFrame) -> dict[str, pl.DataFrame]:
     return {d.isoformat(): g.drop("date") for (d,), g in df.group_by(["date"])} if df.height else {}
 
@@ -144,6 +184,7 @@ def build_env(
         pids += c["passage_id"].to_list()
     # contexts of the days before the range are re-read from the lake when feedback needs them
     evidence = evidence_items(lake, pids)
+    fmap = map_passages(family_map(s), lake, pids)
     empty_a = pl.from_arrow(lake.spec("anchors").schema.empty_table())
     empty_c = pl.from_arrow(lake.spec("candidates").schema.empty_table())
 
@@ -159,6 +200,7 @@ def build_env(
             raise MissingInput(f"{v.name}: reader outputs of {d} are needed for feedback but not materialised; run the loop from the split start")
         out = _drop_hive(lake.read("reader_outputs", dates=[d], variant=v.name))
         ctx = _drop_hive(lake.read("contexts", dates=[d], variant=v.name))
+        map_passages(fmap, lake, ctx["passage_id"].to_list())
         a = lake.read("anchors", dates=[d])
         return Past(out, ctx, memory_keys(a, v))
 
@@ -187,6 +229,7 @@ def build_env(
         m=s.retrieval.m,
         params=params,
         credit_rule=s.memory.credit,
+        family_of=fmap,
     )
 
 
@@ -264,7 +307,8 @@ def initial_memory(lake: Lake, cal: TradingCalendar, s: Settings, v: Variant, fi
     prev = cal.offset(first, -1).isoformat()
     if not lake.exists("memory_snapshot", variant=v.name, date=prev):
         raise MissingInput(f"{v.name}: memory_snapshot for {prev} is missing; materialise from the split start {split_start_of(s, cal, first)}")
-    return SourceMemory.from_frame(_drop_hive(lake.read("memory_snapshot", dates=[prev], variant=v.name)), params)
+    snap = _drop_hive(lake.read("memory_snapshot", dates=[prev], variant=v.name))
+    return SourceMemory.from_frame(snap, params, family_map(s).families)
 
 
 # ------------------------------------------------------------------ a family's loop, written
@@ -293,6 +337,7 @@ class FamilyRun:
     feedback_applied: int = 0
     stats: DayStats = field(default_factory=DayStats)
     skipped: dict[str, int] = field(default_factory=dict)  # LoRA variants: days before the test split, not read
+    families: dict = field(default_factory=dict)  # memory.families other than seed000: the scheme, passages per family, unlisted publishers
 
 
 def run_family(
@@ -320,6 +365,8 @@ def run_family(
     else:
         test_note = "no source memory in this family"
     run = FamilyRun(test_note)
+    if env.family_of is not None and not env.family_of.identity:
+        run.families = families_note(env.family_of)
     written, toe_outcomes, previews = run.written, run.toe_outcomes, run.previews
     for v in variants:
         v = replace(v, lam=params.lam if v.uses_memory else 0.0)
@@ -379,6 +426,7 @@ class FamilyFeedback:
     as_of: dt.date
     outcomes: dict[str, int]
     correct: list
+    families: dict = field(default_factory=dict)  # as FamilyRun.families
 
 
 def family_feedback(s: Settings, lake: Lake, cal: TradingCalendar, variants: list[Variant], days: list[str]) -> FamilyFeedback:
@@ -393,6 +441,7 @@ def family_feedback(s: Settings, lake: Lake, cal: TradingCalendar, variants: lis
     correct = []
     weights: dict[str, dict] = {}  # by split start: the labels behind them are read once, not once per day and variant
     labels_of, anchors_of = _read_once(lake, "labels"), _read_once(lake, "anchors")  # a day's, shared by the variants
+    fmap = family_map(s)
     for v in variants:
         for d in lora_days(s, cal, days) if v.lora_seed is not None else days:
             out = _drop_hive(lake.read("reader_outputs", dates=[d], variant=v.name))
@@ -405,13 +454,14 @@ def family_feedback(s: Settings, lake: Lake, cal: TradingCalendar, variants: lis
             if start not in weights:
                 weights[start] = weights_for(s, cal, lake, start)[0]
             w = weights[start]
-            fb = build_feedback(out, lab, ctx, as_of, w, memory_keys(a, v), v.credit if v.uses_memory else "cited", s.memory.credit)
+            map_passages(fmap, lake, ctx["passage_id"].to_list())
+            fb = build_feedback(out, lab, ctx, as_of, w, memory_keys(a, v), v.credit if v.uses_memory else "cited", s.memory.credit, fmap)
             lake.write("feedback", fb, variant=v.name, date=d)
             n += fb.height
             for o, k in fb.group_by("outcome").len().rows():
                 outcomes[o] = outcomes.get(o, 0) + k
             correct += fb.filter(pl.col("correct").is_not_null())["correct"].to_list()
-    return FamilyFeedback(n, as_of, outcomes, correct)
+    return FamilyFeedback(n, as_of, outcomes, correct, {} if fmap.identity else families_note(fmap))
 
 
 def _read_once(lake: Lake, table: str) -> Callable[[str], pl.DataFrame]:

@@ -50,6 +50,11 @@ class WorldSettings(_M):
     # Event 8-Ks restate the anchor's headline (minus its sentiment words), as real press releases
     # do. Off by default (the demo's world); configs/oracle.toml turns it on (docs/synthetic_world.md).
     press_release_echo: bool = False
+    # News publishers chosen by whether the document's tone is right (= d_short): wire publishers
+    # carry right tones more often than the base rate, opinion publishers wrong ones, aggregators the
+    # base rate, so utilities differ by publisher class (memory.families = "fine"; truth rows
+    # "news:<class>" in source_utility.parquet). Off by default: the demo's world keeps its bytes.
+    publisher_utility: bool = False
 
 
 class SourceSettings(_M):
@@ -129,13 +134,21 @@ class MemorySettings(_M):
     ``top5_all_source``, to every family of the top 5). ``passage_stance`` is an extension beyond
     the paper (docs/method.md §4, "Credit by passage stance"): the reader reports each passage's own
     stance (−1/0/+1) and every passage with a stance is credited to its family by whether that
-    stance equals the label, whatever the answer was."""
+    stance equals the label, whatever the answer was.
+
+    ``families``: the source families the memory's cells are keyed by. ``seed000`` is the paper's
+    two (news, SEC filing); ``fine`` is an extension beyond it (docs/method.md §4, "Finer source
+    families"): news by publisher class (wire, opinion, aggregator, other) and filings by form and
+    item (8-K Item 2.02, other 8-K items, 10-Q, 10-K). ``publisher_classes``: a CSV
+    ``publisher,class`` of your own (None: the one shipped, ``finrag_dagster/data/publisher_classes.csv``)."""
 
     kappa: float = 30.0
     delta: float = 0.20
     lam: float = 0.30
     test_params: Literal["selected", "settings"] = "selected"
     credit: Literal["cited_correct", "passage_stance"] = "cited_correct"
+    families: Literal["seed000", "fine"] = "seed000"
+    publisher_classes: Path | None = None
 
 
 class LabelSettings(_M):
@@ -337,6 +350,9 @@ def _resolve_paths(raw: dict, base: Path) -> dict:
                 src[key] = [str((base / p)) if isinstance(p, str) and not Path(p).is_absolute() else p for p in src[key]]
         if src.get("universe") and not Path(src["universe"]).is_absolute():
             src["universe"] = str(base / src["universe"])
+    mem = raw.get("memory")
+    if isinstance(mem, dict) and isinstance(mem.get("publisher_classes"), str) and not Path(mem["publisher_classes"]).is_absolute():
+        mem["publisher_classes"] = str(base / mem["publisher_classes"])
     if "lake_dir" in raw and not is_remote(raw["lake_dir"]) and not Path(raw["lake_dir"]).is_absolute():
         raw["lake_dir"] = str(base / raw["lake_dir"])
     return raw

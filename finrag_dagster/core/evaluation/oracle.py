@@ -21,9 +21,21 @@ def planted_table(utility: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _broad_families(snapshot: pl.DataFrame) -> None:
+    """These checks compare seed 000's two families: a snapshot of a finer scheme (memory.families =
+    "fine") is refused rather than joined with the broad truth rows."""
+    other = sorted(set(snapshot["source_family"].to_list()) - set(FAMILIES)) if snapshot.height else []
+    if other:
+        raise ValueError(
+            f"this check compares {list(FAMILIES)}; the snapshot has {other} (memory.families = 'fine'): compare its "
+            "news:<class> cells with the rows of that name in source_utility.parquet (world.publisher_utility)"
+        )
+
+
 def family_ordering(snapshot: pl.DataFrame, planted: pl.DataFrame, min_n: float = 100) -> pl.DataFrame:
     """Per (event type, horizon) where both families have n >= min_n: does the family with the
     higher learned û have the higher planted utility?"""
+    _broad_families(snapshot)
     j = snapshot.join(planted, on=["source_family", "event_type", "horizon"])
     rows = []
     for (c, h), g in j.group_by(["event_type", "horizon"], maintain_order=True):
@@ -117,6 +129,7 @@ def changed_contexts(memory_ctx: pl.DataFrame, static_ctx: pl.DataFrame) -> tupl
 def memory_terms(snapshot: pl.DataFrame, lam: float) -> pl.DataFrame:
     """Per (event type, family): λ·mean_h adj, the term eq. 6 adds to every passage of that family,
     and the news-minus-SEC difference that decides whether the memory can swap them."""
+    _broad_families(snapshot)
     t = snapshot.group_by(["event_type", "source_family"]).agg((lam * pl.col("adjustment").mean()).alias("term"))
     w = t.pivot(on="source_family", index="event_type", values="term").sort("event_type")
     return w.with_columns((pl.col("news") - pl.col("sec_filing")).alias("news_minus_sec"))

@@ -18,6 +18,7 @@ from jinja2 import Environment, select_autoescape
 
 from .. import families
 from ..formatting import fmt
+from ..memory.families import FINE, SEED000
 from ..settings import HORIZON_KEYS
 from ..storage.lake import Lake
 from .experience import task_tables, tree_tables
@@ -93,8 +94,15 @@ def memory_heatmap(snap: pl.DataFrame) -> str | None:
         return None
     snap = snap.with_columns(pl.col("date").dt.truncate("1w").alias("week"))
     weekly = snap.group_by(["week", "source_family", "event_type", "horizon"]).agg(pl.col("u_hat").last(), pl.col("n").last())
-    fams = ["news", "sec_filing"]
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    have = set(weekly["source_family"].to_list())
+    # seed 000's two families, or a finer scheme's (memory.families, memory/families.py) in its order
+    fams = [f for f in (*SEED000, *FINE) if f in have] + sorted(have - {*SEED000, *FINE})
+    ncol = max(2, len(fams)) if len(fams) <= 3 else 3
+    nrow = -(-len(fams) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(6 * ncol, 4.5 * nrow), sharey=True, squeeze=False)
+    axes = axes.ravel()
+    for ax in axes[len(fams) :]:
+        ax.set_visible(False)
     for ax, fam in zip(axes, fams):
         w = weekly.filter(pl.col("source_family") == fam).with_columns((pl.col("event_type") + " · " + pl.col("horizon")).alias("cell"))
         cells = sorted(w["cell"].unique().to_list())
@@ -109,7 +117,7 @@ def memory_heatmap(snap: pl.DataFrame) -> str | None:
         ax.set_yticks(range(len(cells)), cells, fontsize=7)
         step = max(1, len(weeks) // 8)
         ax.set_xticks(range(0, len(weeks), step), [weeks[i].isoformat() for i in range(0, len(weeks), step)], rotation=45, fontsize=7)
-    fig.colorbar(im, ax=axes, shrink=0.8)
+    fig.colorbar(im, ax=list(axes[: len(fams)]), shrink=0.8)
     return _png(fig)
 
 

@@ -118,6 +118,7 @@ def build_feedback(
     memory_key: dict[str, str],
     credit: str = "cited",
     rule: str = "cited_correct",
+    family_of=None,
 ) -> pl.DataFrame:
     """Feedback rows of one decision day's reader outputs whose labels matured by ``as_of_day``.
 
@@ -127,7 +128,10 @@ def build_feedback(
     ``credit`` picks the families the answer's correctness credits under seed 000's rule
     (``cited``/``top5``); ``rule = "passage_stance"`` credits every context passage the answer gave a
     stance instead, cited or not (so ``cited`` and ``top5`` credit the same passages under it).
+    ``family_of``: a :class:`.families.FamilyMap` naming the memory family each credited passage
+    counts for (None or ``seed000``: its ``source_family``, seed 000's two families).
     """
+    fine = family_of is not None and not family_of.identity
     schema = _schema(rule)
     stance = rule == "passage_stance"
     if outputs.height == 0:
@@ -141,7 +145,13 @@ def build_feedback(
         return empty_feedback(rule)
     top5 = {}
     if credit == "top5" and contexts.height:
-        top5 = {a: sorted(set(g["source_family"].to_list())) for (a,), g in contexts.group_by(["anchor_id"])}
+        if fine:
+            top5 = {
+                a: sorted({family_of.family(p, f) for p, f in zip(g["passage_id"].to_list(), g["source_family"].to_list())})
+                for (a,), g in contexts.group_by(["anchor_id"])
+            }
+        else:
+            top5 = {a: sorted(set(g["source_family"].to_list())) for (a,), g in contexts.group_by(["anchor_id"])}
     ctx: dict[str, list[tuple[str, str]]] = {}
     if stance and contexts.height:
         c = contexts.sort(["anchor_id", "position"])
@@ -157,12 +167,18 @@ def build_feedback(
         if stance:
             key = (r["anchor_id"], r["raw_json"])
             if key not in stanced_of:
-                stanced_of[key] = context_stances(r["raw_json"], ctx.get(r["anchor_id"], []))
+                st_ = context_stances(r["raw_json"], ctx.get(r["anchor_id"], []))
+                stanced_of[key] = [(p, family_of.family(p, f), v) for p, f, v in st_] if fine else st_
             stanced = stanced_of[key]
             right, wrong = stance_credit(stanced, y) if ok else ([], [])
             fams = sorted({fam for _, fam, _ in stanced})
         else:
-            fams = sorted(set(r["cited_families"])) if credit == "cited" else top5.get(r["anchor_id"], [])
+            if credit != "cited":
+                fams = top5.get(r["anchor_id"], [])
+            elif fine:
+                fams = sorted({family_of.family(p, f) for p, f in zip(r["valid_passages"], r["cited_families"])})
+            else:
+                fams = sorted(set(r["cited_families"]))
         if not ok:
             outcome = "label_unavailable"
         elif not fams:

@@ -7,7 +7,8 @@ Feedback after maturity: a correct prediction adds w_y to ``a`` of each cited fa
 wrong one to ``b``; credit is split equally across the distinct cited families; w_y = 1/(3π_y).
 Invalid IDs are ignored and no valid citation means no update. ``memory.credit = "passage_stance"``
 (an extension beyond the paper, docs/method.md §4) credits each passage by its own stance instead
-(:mod:`.feedback`).
+(:mod:`.feedback`). ``memory.families = "fine"`` (an extension, :mod:`.families`) keys the cells by
+finer families (news by publisher class, filings by form and item) instead of the two broad ones.
 """
 
 from __future__ import annotations
@@ -81,10 +82,12 @@ def class_weights(freq: dict[str, dict[int, float]]) -> dict[str, dict[int, floa
 
 
 class SourceMemory:
-    """Counts of every (family, event type, horizon) cell."""
+    """Counts of every (family, event type, horizon) cell; ``families``: those the snapshot lists
+    (seed 000's two, or a finer scheme's, :mod:`.families`)."""
 
-    def __init__(self, params: MemoryParams = MemoryParams()):
+    def __init__(self, params: MemoryParams = MemoryParams(), families: tuple[str, ...] = FAMILIES):
         self.params = params
+        self.families = tuple(families)
         self.a: dict[tuple[str, str, str], float] = {}
         self.b: dict[tuple[str, str, str], float] = {}
         self.updates: dict[tuple[str, str, str], int] = {}
@@ -131,7 +134,7 @@ class SourceMemory:
 
     def to_frame(self) -> pl.DataFrame:
         rows = []
-        for f in FAMILIES:
+        for f in self.families:
             for c in EVENT_TYPES:
                 for h in HKEYS:
                     a, b = self.cell(f, c, h)
@@ -153,8 +156,11 @@ class SourceMemory:
         return pl.DataFrame(rows)
 
     @staticmethod
-    def from_frame(df: pl.DataFrame, params: MemoryParams = MemoryParams()) -> "SourceMemory":
-        m = SourceMemory(params)
+    def from_frame(df: pl.DataFrame, params: MemoryParams = MemoryParams(), families: tuple[str, ...] = FAMILIES) -> "SourceMemory":
+        have = set(df["source_family"].to_list()) if df.height else set()
+        if have - set(families):
+            raise ValueError(f"memory snapshot has families {sorted(have - set(families))} outside memory.families {list(families)}")
+        m = SourceMemory(params, families)
         for r in df.iter_rows(named=True):
             k = (r["source_family"], r["event_type"], r["horizon"])
             if r["a"]:
@@ -172,10 +178,12 @@ def shuffled_event_type(anchor_id: str, seed: int) -> str:
     return EVENT_TYPES[h[0] % len(EVENT_TYPES)]
 
 
-def rerank(candidates: pl.DataFrame, memory_key: dict[str, str], memory: SourceMemory | None, lam: float, m: int) -> pl.DataFrame:
+def rerank(candidates: pl.DataFrame, memory_key: dict[str, str], memory: SourceMemory | None, lam: float, m: int, family_of=None) -> pl.DataFrame:
     """Top-M context per anchor by final score r + λ·mean_h adj (eq. 6, shared context).
 
     Ties keep the static rank order. ``memory_key``: anchor_id → event type used for the cells.
+    ``family_of``: a :class:`.families.FamilyMap` giving each passage its memory family (None: its
+    ``source_family``, seed 000's two families).
     """
     if candidates.height == 0:
         return candidates.select("anchor_id", "passage_id", "source_family", "relevance").with_columns(
@@ -186,7 +194,10 @@ def rerank(candidates: pl.DataFrame, memory_key: dict[str, str], memory: SourceM
     else:
         cache: dict[tuple[str, str], float] = {}
         adj = []
-        for a, f in zip(candidates["anchor_id"].to_list(), candidates["source_family"].to_list()):
+        fams = candidates["source_family"].to_list()
+        if family_of is not None and not family_of.identity:
+            fams = [family_of.family(p, f) for p, f in zip(candidates["passage_id"].to_list(), fams)]
+        for a, f in zip(candidates["anchor_id"].to_list(), fams):
             k = (f, memory_key[a])
             if k not in cache:
                 cache[k] = memory.mean_adj(*k)

@@ -1,7 +1,6 @@
 """Sources: the embedded world, the universe, and the raw tables partitioned by trading day."""
 
 import datetime as dt
-import json
 import time
 
 import dagster as dg
@@ -35,12 +34,13 @@ def build_world_asset(partitions_def, settings) -> dg.AssetsDefinition:
     )
     def synthetic_world(context: dg.AssetExecutionContext, config: WorldConfig, finrag: FinragResource) -> dg.MaterializeResult:
         from ...sources.synthetic import generate_world
+        from ...sources.synthetic.world import settings_stamp
 
         s = finrag.settings()
         ws = s.world.model_copy(update={k: v for k, v in {"seed": config.seed, "n_tickers": config.n_tickers}.items() if v is not None})
         out = s.world_dir
         stamp = out / "world_settings.json"
-        want = json.dumps(ws.model_dump(mode="json"), sort_keys=True)
+        want = settings_stamp(ws)
         t0 = time.perf_counter()
         reused = stamp.exists() and stamp.read_text() == want and not config.force
         if not reused:

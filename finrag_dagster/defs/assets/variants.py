@@ -233,6 +233,7 @@ def _contexts_result(family: str, names: list[str], run: FamilyRun, params: Memo
             "delta": params.delta,
             "kappa": params.kappa,
             "test_split_params": run.test_note,
+            **({"memory_families": dg.MetadataValue.json(run.families)} if run.families else {}),
             "preview": dg.MetadataValue.md(preview_md(run.previews.get("contexts", pl.DataFrame()))),
         },
     )
@@ -311,6 +312,7 @@ def _feedback_asset(family: str, vs: list[Variant], partitions_def) -> dg.Assets
                 "matured_as_of": str(fb.as_of),
                 "outcomes": dg.MetadataValue.json(fb.outcomes),
                 "accuracy_matured": round(float(np.mean(fb.correct)), 4) if fb.correct else 0.0,
+                **({"memory_families": dg.MetadataValue.json(fb.families)} if fb.families else {}),
             }
         )
 

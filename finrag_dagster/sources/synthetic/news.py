@@ -89,8 +89,10 @@ class NewsBuilder:
         closes: dict[str, np.ndarray],
         fin: dict[str, dict[dt.date, QuarterFin]],
         peers: dict[str, list[str]],
+        publisher_utility: bool = False,
     ):
         self.rng = rng
+        self.publisher_utility = publisher_utility  # world.publisher_utility: the class follows the tone's rightness
         self.wd = wd
         self.co = companies
         self.closes = closes
@@ -103,7 +105,11 @@ class NewsBuilder:
         i = int(np.searchsorted(self.wd.closes, ns, side="right")) - 1
         return float(self.closes[ticker][max(i, 0)])
 
-    def _publisher(self, avoid: str | None = None) -> tuple[str, str]:
+    def _publisher(self, avoid: str | None = None, right: bool | None = None) -> tuple[str, str]:
+        if self.publisher_utility and right is not None:
+            cls = P.PUBLISHER_CLASSES[int(self.rng.choice(3, p=P.CLASS_GIVEN_RIGHT if right else P.CLASS_GIVEN_WRONG))]
+            pubs = [p for p in T.PUBLISHERS if P.PUBLISHER_CLASS[p[0]] == cls and p[0] != avoid]
+            return _pick(self.rng, pubs)
         while True:
             p = _pick(self.rng, T.PUBLISHERS)
             if p[0] != avoid:
@@ -216,7 +222,7 @@ class NewsBuilder:
         else:
             titles, leads = T.TITLES[ev.event_type], T.LEADS[ev.event_type]
         details = T.DETAILS[ev.event_type]
-        pub, base = self._publisher()
+        pub, base = self._publisher(right=ev.news_tone == ev.d_short)
         for _attempt in range(40):
             title = _pick(rng, titles[ev.news_tone]).format(**kw)
             lead = _pick(rng, leads[ev.news_tone]).format(**kw)
@@ -383,7 +389,7 @@ class NewsBuilder:
         self, c: Company, ev: Event, kw: dict, tone: int, ns: int, day: dt.date | None, role: str, titles: dict, ticker: str, k: int
     ) -> NewsRow:
         rng = self.rng
-        pub, base = self._publisher()
+        pub, base = self._publisher(right=tone == ev.d_short)
         subj = kw["subject"]
         title = _pick(rng, titles[tone]).format(**dict(kw, subject=headline_case(subj)))
         lead = _pick(rng, T.COMPANION_LEADS[tone]).format(**dict(kw, subject=subj))

@@ -146,6 +146,41 @@ def planted_utility(family: str, c: str, h: int) -> float:
     return total
 
 
+# world.publisher_utility: each news document's publisher class is drawn given whether its tone
+# is right (= d_short), P(class | right) and P(class | wrong), then a publisher of that class
+# uniformly. By Bayes P(tone right | class k) = rho·a_k / (rho·a_k + (1 − rho)·b_k), the same for
+# every configuration of the event, so a class's planted utility is planted_utility's formula with
+# that reliability. Aggregators keep the base rate (a = b).
+PUBLISHER_CLASS = {
+    "Example Newswire": "wire",
+    "Summit Street Report": "wire",
+    "Northbridge Financial Times": "wire",
+    "Lakeside Investor": "opinion",
+    "Bluewater Equity Brief": "opinion",
+    "Copperfield Capital News": "opinion",
+    "Acme Markets Daily": "aggregator",
+    "Granite Ledger": "aggregator",
+}
+PUBLISHER_CLASSES = ("wire", "opinion", "aggregator")
+CLASS_GIVEN_RIGHT = (0.55, 0.20, 0.25)
+CLASS_GIVEN_WRONG = (0.15, 0.60, 0.25)
+
+
+def class_reliability(cls: str, rho: float) -> float:
+    """P(tone right | publisher class) under world.publisher_utility."""
+    i = PUBLISHER_CLASSES.index(cls)
+    a, b = CLASS_GIVEN_RIGHT[i], CLASS_GIVEN_WRONG[i]
+    return rho * a / (rho * a + (1.0 - rho) * b)
+
+
+def planted_class_utility(cls: str, c: str, h: int) -> float:
+    """Exact P(tone == dir_h) of a news document of publisher class ``cls`` (world.publisher_utility)."""
+    p = TYPE_PARAMS[c]
+    hi = HORIZONS.index(h)
+    rho = class_reliability(cls, p.rho_news)
+    return sum(w * p_tone(true_dirs(ds, dl)[hi], ds, rho) for w, ds, dl in config_probs(c))
+
+
 def mean_sq_abnormal(c: str) -> float:
     """E[sum over days of squared abnormal returns] per event of type c, in u^2."""
 

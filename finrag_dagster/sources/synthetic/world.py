@@ -129,7 +129,9 @@ def build_world(s: WorldSettings) -> _World:
     prices[market.ticker], event_price_ids[market.ticker] = _market_proxy(seed, market, mk, n)
     by_ticker = _events_by_ticker(stocks, events)
     fin = _fundamentals(seed, wd, stocks, by_ticker)
-    news, anchor_title, subject = _news(seed, wd, companies, stocks, prices, fin, by_ticker, first_idx, s.background_per_ticker_year)
+    news, anchor_title, subject = _news(
+        seed, wd, companies, stocks, prices, fin, by_ticker, first_idx, s.background_per_ticker_year, s.publisher_utility
+    )
     filings, texts = _filings(s, wd, stocks, fin, by_ticker, anchor_title, subject)
     events.sort(key=lambda e: (e.d_idx, e.ticker))
     filings.sort(key=lambda f: (f.accept_ns, f.accession))
@@ -220,7 +222,18 @@ def _fundamentals(seed: int, wd: WorldDays, stocks: list[Company], by_ticker) ->
     return fin
 
 
-def _news(seed: int, wd: WorldDays, companies: list[Company], stocks: list[Company], prices, fin, by_ticker, first_idx: int, background_rate: float):
+def _news(
+    seed: int,
+    wd: WorldDays,
+    companies: list[Company],
+    stocks: list[Company],
+    prices,
+    fin,
+    by_ticker,
+    first_idx: int,
+    background_rate: float,
+    publisher_utility: bool = False,
+):
     """Event and background news of every stock, published by the world's end and in file order;
     returns (rows, anchor title per event, subject per event)."""
     cmap = {c.ticker: c for c in companies}
@@ -231,7 +244,7 @@ def _news(seed: int, wd: WorldDays, companies: list[Company], stocks: list[Compa
     subject: dict[str, str] = {}
     years = (wd.days[-1] - wd.days[first_idx]).days / 365.25
     for c in stocks:
-        nb = NewsBuilder(rng_for(seed, S_NEWS, c.uid), wd, cmap, closes, fin, peers)
+        nb = NewsBuilder(rng_for(seed, S_NEWS, c.uid), wd, cmap, closes, fin, peers, publisher_utility)
         for e in by_ticker[c.ticker]:
             rows, title, subj = nb.event_rows(e)
             anchor_title[e.event_id], subject[e.event_id] = title, subj
@@ -473,7 +486,10 @@ def events_table(w: _World) -> pa.Table:
     )
 
 
-def utility_table(w: _World, docs: pa.Table) -> pa.Table:
+def utility_table(w: _World, docs: pa.Table, publisher_classes: bool = False) -> pa.Table:
+    """One row per (family, event type, horizon): planted and empirical P(tone == dir_h). With
+    ``publisher_classes`` (world.publisher_utility) also one per news publisher class
+    ("news:wire", "news:opinion", "news:aggregator", the families of memory.families = "fine")."""
     dirs = {e.event_id: e.dirs for e in w.events}
     fam = docs.column("source_family").to_pylist()
     use = docs.column("in_utility").to_pylist()
@@ -500,6 +516,27 @@ def utility_table(w: _World, docs: pa.Table) -> pa.Table:
                         "d_short" if s == "news" else "d_long",
                     )
                 )
+    if publisher_classes:
+        news = [r for r in w.news if r.in_utility]
+        for k in P.PUBLISHER_CLASSES:
+            for c in P.EVENT_TYPES:
+                rs = [r for r in news if r.event_type == c and P.PUBLISHER_CLASS[r.publisher] == k]
+                for hi, h in enumerate(P.HORIZONS):
+                    agree = [r.tone == dirs[r.event_id][hi] for r in rs]
+                    rel = P.class_reliability(k, P.TYPE_PARAMS[c].rho_news)
+                    rows.append(
+                        (
+                            f"news:{k}",
+                            c,
+                            h,
+                            P.planted_class_utility(k, c, h),
+                            float(np.mean(agree)) if agree else None,
+                            len(rs),
+                            len({r.event_id for r in rs}),
+                            rel,
+                            "d_short",
+                        )
+                    )
     cols = list(zip(*rows))
     return pa.table(
         {
@@ -547,12 +584,27 @@ def prices_truth_table(w: _World) -> pa.Table:
     )
 
 
+def _settings_doc(s: WorldSettings) -> dict:
+    """The settings as world.json records them; publisher_utility only when on, so that the default
+    world's truth files keep the bytes they had before the setting existed."""
+    d = json.loads(s.model_dump_json())
+    if not s.publisher_utility:
+        d.pop("publisher_utility")
+    return d
+
+
+def settings_stamp(s: WorldSettings) -> str:
+    """The text of ``<world>/world_settings.json``, by which a built world is reused: the default
+    world keeps the stamp it had before publisher_utility existed (no rebuild of existing lakes)."""
+    return json.dumps(_settings_doc(s), sort_keys=True)
+
+
 def world_json(w: _World, s: WorldSettings, counts: dict, files: dict[str, str]) -> str:
     doc = {
         "synthetic": True,
         "disclaimer": DISCLAIMER,
         "seed": s.seed,
-        "settings": json.loads(s.model_dump_json()),
+        "settings": _settings_doc(s),
         "span": {"first_day": w.wd.days[0].isoformat(), "last_day": w.wd.days[-1].isoformat(), "sessions": len(w.wd)},
         "universe": [
             {
@@ -610,7 +662,7 @@ def generate_world(settings: WorldSettings, out_dir: Path) -> WorldManifest:
     docs = documents_table(w)
     _write_parquet(truth / "documents.parquet", docs)
     _write_parquet(truth / "events.parquet", events_table(w))
-    _write_parquet(truth / "source_utility.parquet", utility_table(w, docs))
+    _write_parquet(truth / "source_utility.parquet", utility_table(w, docs, settings.publisher_utility))
     _write_parquet(truth / "prices_truth.parquet", prices_truth_table(w))
     counts.update({"events": len(w.events), "documents": docs.num_rows, "tickers": len(w.companies)})
     files = {p.relative_to(tmp).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(raw.rglob("*")) if p.is_file()}
