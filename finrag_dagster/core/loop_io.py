@@ -454,7 +454,8 @@ def family_feedback(s: Settings, lake: Lake, cal: TradingCalendar, variants: lis
             if start not in weights:
                 weights[start] = weights_for(s, cal, lake, start)[0]
             w = weights[start]
-            map_passages(fmap, lake, ctx["passage_id"].to_list())
+            if not fmap.identity:
+                map_passages(fmap, lake, ctx["passage_id"].to_list())
             fb = build_feedback(out, lab, ctx, as_of, w, memory_keys(a, v), v.credit if v.uses_memory else "cited", s.memory.credit, fmap)
             lake.write("feedback", fb, variant=v.name, date=d)
             n += fb.height

@@ -298,7 +298,7 @@ def test_run_family_reads_no_lora_day_before_the_test_split(monkeypatch):
     from finrag_dagster.core.memory.source_memory import MemoryParams
 
     stepped, loaded = [], []
-    monkeypatch.setattr(loop_io, "build_env", lambda *a, **k: type("Env", (), {"params_of": None, "backend": None})())
+    monkeypatch.setattr(loop_io, "build_env", lambda *a, **k: type("Env", (), {"params_of": None, "backend": None, "family_of": None})())
     monkeypatch.setattr(loop_io, "initial_memory", lambda *a, **k: None)
     monkeypatch.setattr(loop_io, "initial_tree", lambda *a, **k: None)
     monkeypatch.setattr(loop_io, "run_days", lambda days, v, env, mem, tree, on_day=None: stepped.append((v.name, list(days))) or [])
