@@ -191,6 +191,21 @@ def read(be, lake, anchors):
     return read_day(DAY, anchors, NO_CONTEXT, {}, {}, {}, be, PromptCache(lake, DAY), {"temperature": 0.0})
 
 
+def test_json_schema_requests_carry_the_schema_without_unique_items():
+    """vLLM's OpenAI server refuses a schema with ``uniqueItems`` (HTTP 400, "Grammar error:
+    Unimplemented keys"), and no grammar enforces it: the request carries the prompt's schema without
+    it, its ID enum kept; the prompt (and so the cache key) keeps the schema as it was."""
+    p = build_prompt(
+        AnchorInfo("a0", "AAPL", "Apple Inc.", "Apple beats estimates", "", DAY, "Earnings & Guidance", "after_close"),
+        [EvidenceItem("n1", "news", "Apple beats", "Apple beat estimates.", "2021-01-01T12:00:00Z")],
+        "card",
+    )
+    be = OpenAIBackend(BackendConfig(backend="openai", model="m", response_format="json_schema"))
+    sent = be._body(Request(p))["response_format"]["json_schema"]["schema"]
+    assert "uniqueItems" in json.dumps(p.schema) and "uniqueItems" not in json.dumps(sent)
+    assert p.allowed_ids and json.dumps(p.allowed_ids) in json.dumps(sent)  # the ID enum is kept
+
+
 def test_retries_through_every_fault_then_answers(monkeypatch):
     script = ["timeout", "500", "429:0", "malformed", "nochoices", "drop", "ok"]
     with FaultServer(script) as srv:

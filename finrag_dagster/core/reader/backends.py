@@ -308,7 +308,10 @@ class OpenAIBackend(Backend):
         if self.cfg.response_format == "json_object":
             body["response_format"] = {"type": "json_object", "schema": r.prompt.schema}
         else:
-            body["response_format"] = {"type": "json_schema", "json_schema": {"name": "finrag_reader", "schema": r.prompt.schema, "strict": True}}
+            # without uniqueItems, which grammar-constrained servers refuse (vLLM: "Grammar error:
+            # Unimplemented keys") or cannot enforce; a repeated ID is dropped by the parser
+            schema = vllm_grammar_schema(r.prompt.schema)
+            body["response_format"] = {"type": "json_schema", "json_schema": {"name": "finrag_reader", "schema": schema, "strict": True}}
         return body
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
