@@ -38,7 +38,7 @@ def adapter(prompts, tmp_path_factory):
     ys = [{"1D": 1, "3D": 1, "5D": 1}, {"1D": -1, "3D": -1, "5D": -1}]
     ex = [encode_example(tok, f"a{i}", p, "Earnings & Guidance", y, h.max_length) for i, (p, y) in enumerate(zip(prompts, ys))]
     pm = wrap_lora(model, h, seed=0)
-    res = train_lora(pm, tok, ex, ex[:1], h, seed=0)
+    res = train_lora(pm, tok, ex, [], h, seed=0)  # no validation set: the last step's adapter is kept
     assert res.steps == 2
     out = tmp_path_factory.mktemp("adapters") / "lora-s0-vllmtest"
     return save_adapter(pm, out, {"adapter_id": "lora-s0-vllmtest", "seed": 0, "steps": res.steps})
