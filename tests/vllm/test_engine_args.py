@@ -91,6 +91,21 @@ def test_one_engine_per_process_shared_by_equal_settings_and_replaced_by_others(
     assert len(recording) == 3 and recording[2] == recording[0]
 
 
+def test_an_engine_is_shut_down_at_exit(recording, tmp_path, monkeypatch):
+    """A process that ends with an engine held would wait for ever on its engine-core child
+    (multiprocessing joins its children at exit): the first engine registers its shutdown with
+    atexit, once, after multiprocessing's own handler, so that it runs first."""
+    registered = []
+    monkeypatch.setattr(B.atexit, "register", registered.append)
+    monkeypatch.setitem(B._ENGINE, "atexit", False)
+    d = str(_folder(tmp_path))
+    B.make_backend(B.BackendConfig(backend="vllm", model=d)).llm
+    B.make_backend(B.BackendConfig(backend="vllm", model=d, max_model_len=1024)).llm  # a second engine
+    assert registered == [B.close_vllm_engine]
+    registered[0]()
+    assert B._ENGINE["llm"] is None
+
+
 def test_a_lora_reader_enables_lora_and_names_its_adapter(recording, tmp_path):
     d = str(_folder(tmp_path))
     ad = tmp_path / "lora-s0-abc"

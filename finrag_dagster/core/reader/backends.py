@@ -24,6 +24,7 @@ Decoding is greedy everywhere (temperature 0), so a prompt's answer is reproduci
 from __future__ import annotations
 
 import asyncio
+import atexit
 import hashlib
 import importlib.util
 import json
@@ -514,6 +515,12 @@ def vllm_engine(kwargs: dict):
         close_vllm_engine()
         _ENGINE["llm"] = llm_class()(**kwargs)
         _ENGINE["key"] = key
+        if not _ENGINE.get("atexit"):
+            # registered after multiprocessing's own exit handler, so it runs first: an engine left
+            # running at exit keeps its engine-core process alive, and the interpreter then waits on
+            # that child for ever (a script or pytest session that ends with an engine held hung)
+            atexit.register(close_vllm_engine)
+            _ENGINE["atexit"] = True
     return _ENGINE["llm"]
 
 
