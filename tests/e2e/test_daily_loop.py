@@ -127,6 +127,27 @@ def _wait(ui: UI, what, cond, seconds: float = 600) -> None:
         time.sleep(3)
 
 
+def _wait_sensor_settled(ui: UI, name: str, quiet_s: float = 12, seconds: float = 120) -> None:
+    """After a stop: the daemon reads sensor states at the start of an iteration, so a tick it began
+    from the state read before the stop may still start and evaluate; wait until the last tick has
+    ended and no new one has appeared for `quiet_s` (more than the sensor's 5 s interval)."""
+    q = (
+        '{ sensorOrError(sensorSelector: {repositoryLocationName: "finrag", repositoryName: "__repository__", '
+        f'sensorName: "{name}"}}) {{ ... on Sensor {{ sensorState {{ ticks(limit: 1) {{ id status }} }} }} }} }}'
+    )
+    t0 = last_change = time.time()
+    last = None
+    while True:
+        ticks = ui.gql(q)["sensorOrError"]["sensorState"]["ticks"]
+        now = (ticks[0]["id"], ticks[0]["status"]) if ticks else None
+        if now != last:
+            last, last_change = now, time.time()
+        if (now is None or now[1] != "STARTED") and time.time() - last_change >= quiet_s:
+            return
+        assert time.time() - t0 < seconds, f"sensor {name} still ticking {seconds} s after its stop: {now}"
+        time.sleep(1)
+
+
 def _no_label_ahead_of_the_clock(lake: Lake, last_closed: str) -> None:
     if not (lake.root / "labels").exists():
         return
@@ -237,6 +258,7 @@ def test_the_daily_loop_runs_from_sensors_and_the_schedule(loop):
         "mutation($id: String!, $sid: String!) { stopSensor(id: $id, jobSelectorId: $sid) { __typename } }",
         {"id": state["id"], "sid": state["selectorId"]},
     )
+    _wait_sensor_settled(ui, "new_market_data")
     rep.release_until(CAL.close_time(SCHEDULE_DAY) + pd.Timedelta(minutes=5))
     ts = pd.Timestamp(f"{SCHEDULE_DAY} 18:30", tz="America/New_York").timestamp()
     dry = ui.gql(

@@ -210,16 +210,13 @@ def test_downloads_layout_and_user_agent_on_every_request(make, server, tmp_path
 
 def test_never_more_than_max_rps_in_any_one_second_window(make, server, tmp_path):
     max_rps = 5
-    t0 = time.monotonic()
     s = make(max_rps=max_rps).run(["AAPL"], SINCE, FORMS)
-    elapsed = time.monotonic() - t0
     assert s.fetched == 8 and s.failed == 0
     ts = sorted(server.times())
     assert len(ts) == 11
     for t in ts:  # every window [t, t + 1 s) that starts at a request, measured where the SEC would
         assert sum(1 for u in ts if t <= u < t + 1.0) <= max_rps
     assert ts[-1] - ts[0] >= (len(ts) - 1) / max_rps  # evenly spaced, not bursts
-    assert elapsed < 6
 
 
 def test_since_is_acceptance_day_and_skips_pages_that_end_before_it(make, server, tmp_path):
