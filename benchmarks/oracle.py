@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from finrag_dagster.core.evaluation.oracle import (  # noqa: E402
     changed_contexts,
     family_ordering,
+    planted_for,
     memory_terms,
     pairwise_concordance,
     planted_table,
@@ -55,12 +56,12 @@ def main() -> None:
     pl.Config.set_tbl_cols(12)
     print(f"snapshot {last} (test split {s.splits.test[0]}..{s.splits.test[1]}, memory reset at its start)")
     print(
-        snap.join(planted, on=["source_family", "event_type", "horizon"])
+        snap.join(planted_for(snap, planted), on=["source_family", "event_type", "horizon"])
         .select("source_family", "event_type", "horizon", "n", "u_hat", "planted")
         .sort("event_type", "horizon", "source_family")
     )
     print(
-        f"cells where both families have n >= {args.min_n:g}: {order.height}; family ordering agrees in {order['agree'].sum() if order.height else 0} "
+        f"cells where two families with different planted utilities have n >= {args.min_n:g}: {order.height}; family ordering agrees in {order['agree'].sum() if order.height else 0} "
         f"({(order['agree'].mean() if order.height else float('nan')):.0%})"
     )
     print(f"pairwise concordance of û with planted utility over cells with n >= {args.min_n:g}: {conc:.2f} over {pairs} pairs")

@@ -164,7 +164,9 @@ def main() -> None:
             _, _, ctx_0, _ = runs["no_memory"]
             order = family_ordering(snap, planted, args.min_n)
             agree = int(order["agree"].sum()) if order.height else 0
-            print(f"family ordering: {agree} of {order.height} cells with n >= {args.min_n:g} from both families agree with the planted order")
+            print(
+                f"family ordering: {agree} of {order.height} cells with n >= {args.min_n:g} from two families of different planted utility agree with the planted order"
+            )
             print(order)
             g = useful_share_gain(ctx_m, ctx_0, anchors, planted, "1y")
             print("useful-family share of the top 5 by year, with minus without memory:", [round(x, 4) for x in g["gain"].to_list()])

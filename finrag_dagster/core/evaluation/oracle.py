@@ -21,21 +21,35 @@ def planted_table(utility: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _broad_families(snapshot: pl.DataFrame) -> None:
-    """These checks compare seed 000's two families: a snapshot of a finer scheme (memory.families =
-    "fine") is refused rather than joined with the broad truth rows."""
-    other = sorted(set(snapshot["source_family"].to_list()) - set(FAMILIES)) if snapshot.height else []
-    if other:
+def _is_broad(snapshot: pl.DataFrame) -> bool:
+    return set(snapshot["source_family"].to_list()) <= set(FAMILIES) if snapshot.height else True
+
+
+def planted_for(snapshot: pl.DataFrame, planted: pl.DataFrame) -> pl.DataFrame:
+    """The planted utility of each family the snapshot holds. Seed 000's families as the truth file
+    names them; under memory.families = "fine", ``news:<class>`` by the truth rows of that name
+    (world.publisher_utility) and every ``sec:<kind>`` by the broad filing row (the world plants no
+    filing kind apart from the others). ``news:other`` has no planted utility and is left out."""
+    fams = set(snapshot["source_family"].to_list()) if snapshot.height else set()
+    have = set(planted["source_family"].to_list())
+    news_classes = sorted(f for f in fams if f.startswith("news:") and f != "news:other")
+    if news_classes and not set(news_classes) & have:
         raise ValueError(
-            f"this check compares {list(FAMILIES)}; the snapshot has {other} (memory.families = 'fine'): compare its "
-            "news:<class> cells with the rows of that name in source_utility.parquet (world.publisher_utility)"
+            f"the snapshot keeps news by publisher class ({', '.join(news_classes)}; memory.families = 'fine') but the "
+            "world's source_utility.parquet plants none: build the world with world.publisher_utility = true"
         )
+    parts = [planted.filter(pl.col("source_family").is_in(sorted(fams & have)))]
+    for f in sorted(x for x in fams - have if x.startswith("sec:")):
+        parts.append(planted.filter(pl.col("source_family") == "sec_filing").with_columns(pl.lit(f).alias("source_family")))
+    return pl.concat(parts)
 
 
 def family_ordering(snapshot: pl.DataFrame, planted: pl.DataFrame, min_n: float = 100) -> pl.DataFrame:
     """Per (event type, horizon) where both families have n >= min_n: does the family with the
-    higher learned û have the higher planted utility?"""
-    _broad_families(snapshot)
+    higher learned û have the higher planted utility? A snapshot of the finer families: every pair
+    of the cell's families with n >= min_n and different planted utilities (:func:`fine_ordering`)."""
+    if not _is_broad(snapshot):
+        return fine_ordering(snapshot, planted, min_n)
     j = snapshot.join(planted, on=["source_family", "event_type", "horizon"])
     rows = []
     for (c, h), g in j.group_by(["event_type", "horizon"], maintain_order=True):
@@ -60,9 +74,33 @@ def family_ordering(snapshot: pl.DataFrame, planted: pl.DataFrame, min_n: float 
     return pl.DataFrame(rows) if rows else pl.DataFrame(schema={"event_type": pl.Utf8, "horizon": pl.Utf8, "agree": pl.Boolean})
 
 
+def fine_ordering(snapshot: pl.DataFrame, planted: pl.DataFrame, min_n: float = 100) -> pl.DataFrame:
+    """Per (event type, horizon): the pairs of families (n >= min_n, different planted utility, see
+    :func:`planted_for`) whose learned û order is their planted order; ``agree`` when every pair is."""
+    j = snapshot.join(planted_for(snapshot, planted), on=["source_family", "event_type", "horizon"]).filter(pl.col("n") >= min_n)
+    rows = []
+    for (c, h), g in j.sort("source_family").group_by(["event_type", "horizon"], maintain_order=True):
+        pairs = [(a, b) for a, b in itertools.combinations(g.iter_rows(named=True), 2) if a["planted"] != b["planted"]]
+        if not pairs:
+            continue
+        good = [a for a, b in pairs if (a["u_hat"] - b["u_hat"]) * (a["planted"] - b["planted"]) > 0]
+        rows.append(
+            {
+                "event_type": c,
+                "horizon": h,
+                "families": ",".join(g["source_family"].to_list()),
+                "pairs": len(pairs),
+                "pairs_in_order": len(good),
+                "agree": len(good) == len(pairs),
+            }
+        )
+    schema = {"event_type": pl.Utf8, "horizon": pl.Utf8, "families": pl.Utf8, "pairs": pl.Int64, "pairs_in_order": pl.Int64, "agree": pl.Boolean}
+    return pl.DataFrame(rows, schema=schema).sort("event_type", "horizon")
+
+
 def pairwise_concordance(snapshot: pl.DataFrame, planted: pl.DataFrame, min_n: float = 100) -> tuple[float, int]:
     """Share of cell pairs (n >= min_n) whose û order matches their planted order, and the pair count."""
-    j = snapshot.join(planted, on=["source_family", "event_type", "horizon"]).filter(pl.col("n") >= min_n)
+    j = snapshot.join(planted_for(snapshot, planted), on=["source_family", "event_type", "horizon"]).filter(pl.col("n") >= min_n)
     good = total = 0
     for a, b in itertools.combinations(j.iter_rows(named=True), 2):
         if a["planted"] == b["planted"] or a["u_hat"] == b["u_hat"]:
@@ -74,8 +112,9 @@ def pairwise_concordance(snapshot: pl.DataFrame, planted: pl.DataFrame, min_n: f
 
 def useful_family(planted: pl.DataFrame) -> dict[str, str]:
     """Per event type, the family with the higher planted utility averaged over horizons
-    (the context is shared across horizons, seed 000 §3.5)."""
-    m = planted.group_by(["event_type", "source_family"]).agg(pl.col("planted").mean())
+    (the context is shared across horizons, seed 000 §3.5). Seed 000's two families, which the
+    contexts' ``source_family`` names, whatever finer rows the truth file also holds."""
+    m = planted.filter(pl.col("source_family").is_in(list(FAMILIES))).group_by(["event_type", "source_family"]).agg(pl.col("planted").mean())
     out = {}
     for (c,), g in m.group_by(["event_type"]):
         out[c] = g.sort(["planted", "source_family"], descending=[True, False])["source_family"][0]
@@ -128,11 +167,13 @@ def changed_contexts(memory_ctx: pl.DataFrame, static_ctx: pl.DataFrame) -> tupl
 
 def memory_terms(snapshot: pl.DataFrame, lam: float) -> pl.DataFrame:
     """Per (event type, family): λ·mean_h adj, the term eq. 6 adds to every passage of that family,
-    and the news-minus-SEC difference that decides whether the memory can swap them."""
-    _broad_families(snapshot)
+    and (seed 000's two families) the news-minus-SEC difference that decides whether the memory can
+    swap them."""
     t = snapshot.group_by(["event_type", "source_family"]).agg((lam * pl.col("adjustment").mean()).alias("term"))
-    w = t.pivot(on="source_family", index="event_type", values="term").sort("event_type")
-    return w.with_columns((pl.col("news") - pl.col("sec_filing")).alias("news_minus_sec"))
+    w = t.sort("source_family").pivot(on="source_family", index="event_type", values="term").sort("event_type")
+    if {"news", "sec_filing"} <= set(w.columns):
+        w = w.with_columns((pl.col("news") - pl.col("sec_filing")).alias("news_minus_sec"))
+    return w
 
 
 def planted_memory(planted: pl.DataFrame, params: MemoryParams, n: float = 1e9) -> SourceMemory:
