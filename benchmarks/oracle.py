@@ -64,6 +64,8 @@ def main() -> None:
         f"cells where two families with different planted utilities have n >= {args.min_n:g}: {order.height}; family ordering agrees in {order['agree'].sum() if order.height else 0} "
         f"({(order['agree'].mean() if order.height else float('nan')):.0%})"
     )
+    if "pairs" in order.columns:  # memory.families = "fine": a cell agrees when every pair of its families does
+        print(f"pairs of families in the planted order: {int(order['pairs_in_order'].sum())} of {int(order['pairs'].sum())}")
     print(f"pairwise concordance of û with planted utility over cells with n >= {args.min_n:g}: {conc:.2f} over {pairs} pairs")
     print(order)
     anchors = lake.read("anchors", dates=test)

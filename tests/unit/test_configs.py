@@ -1,4 +1,5 @@
-"""Every shipped settings file loads, and the oracle's GPU twin differs from it only in the reader and lake."""
+"""Every shipped settings file loads, and the oracle's GPU and publisher-class twins differ from it only in the reader, the
+world's publisher utilities and the lake."""
 
 from pathlib import Path
 
@@ -24,6 +25,11 @@ def test_oracle_configs(monkeypatch):
     assert (cpu.memory.lam, cpu.memory.delta, cpu.memory.kappa) == (0.30, 0.20, 30.0)
     assert cpu.reader.backend == "embedded" and gpu.reader.backend == "vllm" and gpu.lake_dir != cpu.lake_dir
     assert cpu.model_dump(exclude={"reader", "lake_dir"}) == gpu.model_dump(exclude={"reader", "lake_dir"})
+    # the publisher-class oracle: the same world and settings, plus utilities planted per publisher class
+    pub = load_settings(root / "oracle_publishers.toml")
+    assert pub.world.publisher_utility and not cpu.world.publisher_utility and pub.lake_dir != cpu.lake_dir
+    assert pub.model_dump(exclude={"world", "lake_dir"}) == cpu.model_dump(exclude={"world", "lake_dir"})
+    assert pub.world.model_dump(exclude={"publisher_utility"}) == cpu.world.model_dump(exclude={"publisher_utility"})
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.name for p in CONFIGS])
