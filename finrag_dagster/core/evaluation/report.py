@@ -205,6 +205,23 @@ def valid_citation_by_month(lake: Lake, variants: list[str]) -> pl.DataFrame:
     return pl.concat(frames) if frames else pl.DataFrame()
 
 
+def memory_note(credit: str, scheme: str) -> str:
+    """What the report says when the source memory runs an extension beyond seed 000 (empty for the
+    paper's own: "cited_correct" credit over the two families "seed000")."""
+    parts = []
+    if credit != "cited_correct":
+        parts.append(f"memory.credit = {credit!r} (each passage credited by its own stance against the matured label)")
+    if scheme != "seed000":
+        parts.append(f"memory.families = {scheme!r} (news by publisher class, filings by form and item)")
+    if not parts:
+        return ""
+    return (
+        "Source memory: an extension beyond seed 000 (Point-in-Time Financial RAG, §3.5 and App. C), "
+        + "; ".join(parts)
+        + ". The memory rows of Tables 2-4 and 6 and the heatmap are this extension's, not the paper's method."
+    )
+
+
 def report_path(s: Settings) -> Path:
     """Where the report is written: ``reports/finrag_report.html`` beside the lake folder (inside the
     local working folder when the lake is on object storage)."""
@@ -238,17 +255,21 @@ def _table1(t1: pl.DataFrame) -> dict:
     }
 
 
-def _test_tables(test: pl.DataFrame) -> list[dict]:
-    """Tables 2-4 (seed 000) of the test split: prediction quality, validity checks, portfolio."""
+def _test_tables(test: pl.DataFrame, memory: str = "") -> list[dict]:
+    """Tables 2-4 (seed 000) of the test split: prediction quality, validity checks, portfolio
+    (``memory``: the note of :func:`memory_note` under Tables 2 and 3)."""
     t3rows = [VARIANT_LABEL[f] for f in families.rows_of("validity")]
     t4rows = sorted(set(test.filter(pl.col("table") == "Table 4")["row"].to_list()))
     return [
-        _table(test.filter(pl.col("table") == "Table 2"), "Table 2. Event-level prediction quality (test split)", table2_rows(test), METRICS),
+        _table(
+            test.filter(pl.col("table") == "Table 2"), "Table 2. Event-level prediction quality (test split)", table2_rows(test), METRICS, note=memory
+        ),
         _table(
             test.filter(pl.col("table") == "Table 3"),
             "Table 3. Source-memory validity checks (test split, mean ± std over shuffles)",
             t3rows,
             ["Non-neutral F1", "Macro-F1", "Rank IC"],
+            note=memory,
         ),
         _table(
             test.filter(pl.col("table") == "Table 4"),
@@ -309,7 +330,8 @@ def write_report(s: Settings, lake: Lake) -> Path:
     t1 = lake.read("table1_audit") if lake.has_table("table1_audit") else pl.DataFrame()
     test = ev.filter(pl.col("split") == "test")
     tables = [_table1(t1)] if t1.height else []
-    tables += _test_tables(test)
+    memory = memory_note(s.memory.credit, s.memory.families)
+    tables += _test_tables(test, memory)
     tables.append(_table6(s, sens))
     tables += task_tables(lake)
     tables += tree_tables(s, lake)
@@ -318,5 +340,5 @@ def write_report(s: Settings, lake: Lake) -> Path:
         universe_note(s.sources.membership)
         if s.sources.kind == "files"
         else "Universe: the embedded world's companies, each listed over the whole calendar."
-    ]
+    ] + ([memory] if memory else [])
     return render(lake, report_path(s), s.splits.ranges(), tables, figures, notes)
