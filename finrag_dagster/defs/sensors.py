@@ -5,10 +5,11 @@
   m-5: it requests exactly those ``labels`` and ``<family>/feedback`` partitions, never earlier.
   (The memory snapshot that uses this feedback is part of the next decision day's run.)
 * ``new_market_data`` — cursor = a fingerprint (path, size, mtime) of the configured source
-  files; when it changes, it requests the ingest job for the sessions after the last materialised
-  ``evidence`` partition (from the first price day on an empty lake), up to the last completed
-  session (by the wall clock, or by the replay clock of a landing folder that `finrag replay`
-  fills), as one single-run range. Days that an ingest run not yet finished already covers are left
+  files; when it changes, it requests the ingest job for the sessions without an ``evidence``
+  partition from the first materialised one (the first price day on an empty lake) up to the last
+  completed session (by the wall clock, or by the replay clock of a landing folder that `finrag
+  replay` fills): the new days, and an earlier day whose run failed while a later one's succeeded,
+  as single-run ranges of consecutive missing sessions. Days that an ingest run not yet finished already covers are left
   out (a gap splits the range in two runs); while it leaves days to another run it keeps the old
   cursor, so it looks again next tick and requests them if that run failed.
 * ``finrag_daily_schedule`` — weekdays 18:30 New York: the day's ingest, if it is a session, unless
@@ -82,6 +83,13 @@ def _segments(days: list[str], keep: set[str]) -> list[tuple[str, str]]:
                 out.append((d, d))
         prev_kept = d in keep
     return out
+
+
+def missing_sessions(sessions: list[str], done: list[str]) -> list[str]:
+    """The ``sessions`` (ISO days, in order) whose ingest is not in the lake: the new ones after the
+    last materialised day and any earlier one whose run failed while a later day's succeeded."""
+    have = set(done)
+    return [d for d in sessions if d not in have]
 
 
 def latest_market_day(lake: Lake, market: str) -> str | None:
@@ -185,11 +193,12 @@ def build_new_market_data_sensor(job: dg.UnresolvedAssetJobDefinition, interval_
         today = replayed.to_pydatetime() if replayed is not None else dt.datetime.now(dt.timezone.utc)
         last_complete = cal.decision_day(today) if cal.close_time(cal.decision_day(today)) <= today else cal.previous_session(cal.decision_day(today))
         last = min(last_complete, s.calendar.end)
-        start = cal.next_session(done[-1]) if done else s.calendar.start
-        if start > last:
+        start = dt.date.fromisoformat(done[0]) if done else s.calendar.start
+        sessions = [d.isoformat() for d in cal.sessions_in_range(start, last)] if start <= last else []
+        days = missing_sessions(sessions, done)
+        if not days:
             context.update_cursor(fp)
             return dg.SkipReason("every completed session is materialised")
-        days = [d.isoformat() for d in cal.sessions_in_range(start, last)]
         busy = in_flight_ingest_days(context.instance, job.name)  # e.g. the schedule's run of the day
         todo = [d for d in days if d not in busy]
         if not todo:
@@ -200,7 +209,9 @@ def build_new_market_data_sensor(job: dg.UnresolvedAssetJobDefinition, interval_
             context.update_cursor(fp)
         # else the cursor stays, for the same reason; a request repeated next tick has the same run
         # key, and Dagster does not launch a run key twice
-        requests = [dg.RunRequest(run_key=f"new-data:{fp[:16]}:{a}:{b}", tags={RANGE_START: a, RANGE_END: b}) for a, b in _segments(days, set(todo))]
+        requests = [
+            dg.RunRequest(run_key=f"new-data:{fp[:16]}:{a}:{b}", tags={RANGE_START: a, RANGE_END: b}) for a, b in _segments(sessions, set(todo))
+        ]
         return requests[0] if len(requests) == 1 else requests
 
     return new_market_data

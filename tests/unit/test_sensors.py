@@ -270,3 +270,22 @@ def test_new_market_data_skips_when_the_schedule_run_covers_its_only_day_and_ret
         assert isinstance(req, dg.RunRequest)
         assert (req.tags["dagster/asset_partition_range_start"], req.tags["dagster/asset_partition_range_end"]) == ("2019-02-05", "2019-02-05")
         assert ctx.cursor != "old"
+
+
+def test_new_market_data_refills_a_day_whose_run_failed_before_a_later_day_succeeded(tmp_path):
+    """The schedule's run of Feb 4 failed, Feb 5's succeeded: when the files change, the sensor
+    requests Feb 4 again (alone: Feb 5 is in the lake) with the new days after Feb 5."""
+    s, landing, _, sensor = _chain(tmp_path, evidence_days=("2019-01-31", "2019-02-01", "2019-02-05"))
+    after_feb7_close = "2019-02-07T22:00:00+00:00"
+    with dg.instance_for_test() as instance:
+        _ingest_run(instance, status=dg.DagsterRunStatus.FAILURE, **{"dagster/partition": "2019-02-04"})
+        reqs, ctx = _sensor_tick(sensor, instance, s, landing, after_feb7_close, cursor="old")
+        reqs = reqs if isinstance(reqs, list) else [reqs]
+        spans = [(r.tags["dagster/asset_partition_range_start"], r.tags["dagster/asset_partition_range_end"]) for r in reqs]
+        assert spans == [("2019-02-04", "2019-02-04"), ("2019-02-06", "2019-02-07")]
+        assert ctx.cursor != "old"
+    with dg.instance_for_test() as instance:  # all filled: nothing to request
+        for d in ("2019-02-04", "2019-02-06", "2019-02-07"):
+            _materialise_evidence(s.lake_dir, d)
+        skip, _ = _sensor_tick(sensor, instance, s, landing, after_feb7_close, cursor="old")
+        assert isinstance(skip, dg.SkipReason) and skip.skip_message == "every completed session is materialised"
