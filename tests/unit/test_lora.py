@@ -9,6 +9,7 @@ optimiser steps on four short examples and checks what must hold.
 import datetime as dt
 import importlib.util
 import json
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -194,7 +195,14 @@ def test_cpu_lora_training_changes_only_adapters_and_loads_back(tmp_path):
 
     torch.set_num_threads(2)
     gguf = default_gguf()
-    model, tok = load_base(gguf)
+    model, tok = load_base(gguf)  # through the GGUF's converted float32 folder (the model cache)
+    # ... whose tokenizer encodes the reader's chat prompts and targets as the GGUF's own does
+    from transformers import AutoTokenizer
+
+    g = AutoTokenizer.from_pretrained(str(Path(gguf).parent), gguf_file=Path(gguf).name)
+    g.pad_token = g.pad_token or g.eos_token
+    ex = [(f"a{i}", _prompt(i, 'Revenue beat — ünïcode 2.5% {"x": 1}'), "Earnings & Guidance", {"1D": 1, "3D": 0, "5D": -1}, 10_000) for i in (0, 1)]
+    assert [encode_example(g, *e) for e in ex] == [encode_example(tok, *e) for e in ex]
     base_before = {n: p.detach().clone() for n, p in model.named_parameters()}
     h = LoraHyper(effective_batch=2, micro_batch=2, epochs=1, max_steps=2, max_length=160, learning_rate=5e-3)
     ys = [{"1D": 1, "3D": 1, "5D": 1}, {"1D": -1, "3D": -1, "5D": -1}, {"1D": 1, "3D": 0, "5D": 1}, {"1D": 0, "3D": -1, "5D": 0}]

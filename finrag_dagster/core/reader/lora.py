@@ -214,24 +214,31 @@ def placement(cuda: bool | None = None) -> tuple[str, str]:
 
 
 def load_base(model: str, device: str | None = None, dummy_weights: bool = False):
-    """(model, tokenizer) from a GGUF file (dequantised; needs ``gguf``) or a HF folder/id, placed by
-    :func:`placement` unless ``device`` is given (a GPU in bfloat16, the CPU in float32).
+    """(model, tokenizer) from a GGUF file or a HF folder/id, placed by :func:`placement` unless
+    ``device`` is given (a GPU in bfloat16, the CPU in float32). A GGUF file is read through its
+    dequantised float32 folder (:func:`~finrag_dagster.core.reader.model_path.gguf_folder`: converted
+    once per file into the model cache, the folder the ``vllm`` reader loads too; the same weights and
+    tokenizer as reading the GGUF, which costs ~18 s of dequantising for SmolLM2-135M on every load).
     ``dummy_weights``: the folder's config with random weights (seeded; for throughput only)."""
     _require()
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
+    from .model_path import gguf_folder
+
     dev, dtype = placement() if device is None else placement(device.startswith("cuda"))
     p = Path(model)
-    kw = {"gguf_file": p.name} if p.suffix == ".gguf" else {}
-    where = str(p.parent) if kw else model
-    tok = AutoTokenizer.from_pretrained(where, **kw)
-    if dummy_weights:
+    if dummy_weights:  # the config and tokenizer only: a GGUF's are read from the file, nothing converted
+        kw = {"gguf_file": p.name} if p.suffix == ".gguf" else {}
+        where = str(p.parent) if kw else model
+        tok = AutoTokenizer.from_pretrained(where, **kw)
         torch.manual_seed(0)
         with torch.device(device or dev):
             m = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(where, **kw), dtype=getattr(torch, dtype))
     else:
-        m = AutoModelForCausalLM.from_pretrained(where, dtype=getattr(torch, dtype), **kw).to(device or dev)
+        where = str(gguf_folder(p)) if p.suffix == ".gguf" else model
+        tok = AutoTokenizer.from_pretrained(where)
+        m = AutoModelForCausalLM.from_pretrained(where, dtype=getattr(torch, dtype)).to(device or dev)
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     return m, tok
