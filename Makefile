@@ -9,6 +9,10 @@ export DAGSTER_HOME := $(CURDIR)/.dagster_home
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
+# Python caches bytecode (an environment's PYTHONDONTWRITEBYTECODE=1 would make every process compile
+# the package again, and pytest rewrite every test module again: the suite starts hundreds of Python
+# processes; docs/scale.md, "The tests' budget")
+export PYTHONDONTWRITEBYTECODE :=
 # the demo's settings (compact splits over 2019); `make dev` shows the same lake
 DEMO_CONFIG ?= configs/demo.toml
 # make test: three pytest-xdist workers on two cores. Two left about a quarter of the cores idle

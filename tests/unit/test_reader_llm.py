@@ -79,8 +79,10 @@ def _check(prompt, text):
 @needs_llama
 def test_llama_cpp_backend_gives_schema_valid_answers(real_prompts):
     be = make_backend(BackendConfig(backend="llama_cpp", max_tokens=300, n_ctx=4096))
-    gens = be.generate([Request(p) for p in real_prompts])
-    for p, g in zip(real_prompts, gens):
+    prompts = real_prompts[:2]  # two anchors, each with the injected passage: decoding is the cost here
+    gens = be.generate([Request(p) for p in prompts])
+    assert len(gens) == 2
+    for p, g in zip(prompts, gens):
         assert g.output_tokens > 0 and g.prompt_tokens > 200
         _check(p, g.text)
     # greedy decoding: the same prompt gives the same answer
