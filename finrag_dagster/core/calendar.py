@@ -15,8 +15,13 @@ next session and are never visible to a decision on their own date.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import os
+import tempfile
+import zipfile
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -44,12 +49,8 @@ class TradingCalendar:
     @staticmethod
     @lru_cache(maxsize=1)
     def nyse() -> "TradingCalendar":
-        import exchange_calendars as xc
-
-        cal = xc.get_calendar(CALENDAR_NAME, start=_CAL_START, end=_CAL_END)
-        sessions = cal.sessions.values.astype("datetime64[D]")
-        closes = cal.closes.values.astype("datetime64[ns]").astype(np.int64)
-        opens = cal.opens.values.astype("datetime64[ns]").astype(np.int64)
+        """XNYS from exchange_calendars, through a file cache of its three arrays (:func:`_cached_arrays`)."""
+        sessions, closes, opens = _cached_arrays()
         return TradingCalendar(sessions=sessions, closes_ns=closes, opens_ns=opens)
 
     # ----------------------------------------------------------------- sessions
@@ -177,3 +178,52 @@ def lookback_days(cal: TradingCalendar, first: str, n: int, earliest: dt.date) -
 
 def nyse() -> TradingCalendar:
     return TradingCalendar.nyse()
+
+
+def _fabricate() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sessions, closes ns, opens ns) of XNYS over the calendar's window, from exchange_calendars."""
+    import exchange_calendars as xc
+
+    cal = xc.get_calendar(CALENDAR_NAME, start=_CAL_START, end=_CAL_END)
+    sessions = cal.sessions.values.astype("datetime64[D]")
+    closes = cal.closes.values.astype("datetime64[ns]").astype(np.int64)
+    opens = cal.opens.values.astype("datetime64[ns]").astype(np.int64)
+    return sessions, closes, opens
+
+
+def calendar_cache_file() -> Path:
+    """Where the arrays of :func:`_fabricate` are kept: one file per exchange_calendars and pandas
+    release (their holiday rules) and calendar window, under ``$XDG_CACHE_HOME/finrag`` or
+    ``~/.cache/finrag``."""
+    from importlib.metadata import version
+
+    key = f"{CALENDAR_NAME}|{_CAL_START}|{_CAL_END}|exchange_calendars {version('exchange_calendars')}|pandas {pd.__version__}|v1"
+    tag = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "finrag" / "calendars" / f"{CALENDAR_NAME}-{tag}.npz"
+
+
+def _cached_arrays() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The calendar's arrays from the cache file, else fabricated (about 0.4 s: importing
+    exchange_calendars and computing 31 years of holidays, in every process that needs the calendar:
+    each CLI command, each Dagster step) and written there atomically. A file that does not read back
+    as three arrays of the expected kinds is fabricated again; an unwritable cache is only slower."""
+    path = calendar_cache_file()
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = z["sessions"], z["closes_ns"], z["opens_ns"]
+        if arrays[0].dtype == np.dtype("datetime64[D]") and arrays[1].dtype == arrays[2].dtype == np.int64 and len({len(a) for a in arrays}) == 1:
+            return arrays
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        pass
+    arrays = _fabricate()
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".npz", delete=False) as f:
+            tmp = f.name
+            np.savez(f, sessions=arrays[0], closes_ns=arrays[1], opens_ns=arrays[2])
+        os.replace(tmp, path)
+    except OSError:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+    return arrays
