@@ -5,6 +5,7 @@ from __future__ import annotations
 import dagster as dg
 
 from .core.settings import Settings, load_settings
+from .defs.executor import read_step_events_promptly
 from .defs.resources import FinragResource
 from .defs.sensors import build_daily_schedule, build_decisions_after_ingest_sensor, build_matured_feedback_sensor, build_new_market_data_sensor
 from .defs.stages import DECISIONS, HISTORY, keys_of, parts_of, staged_assets
@@ -12,6 +13,7 @@ from .defs.stages import DECISIONS, HISTORY, keys_of, parts_of, staged_assets
 
 def build_definitions(settings: Settings | None = None, resource: FinragResource | None = None) -> dg.Definitions:
     s = settings or load_settings()
+    read_step_events_promptly()  # runs of these definitions (UI, daemon, finrag demo) read step events promptly
     # every stage's assets (defs/stages.py): history (look-back) assets partitioned from the first
     # price day, decision-day assets from the first decision day, the rest unpartitioned
     p = parts_of(s)
