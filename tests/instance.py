@@ -25,9 +25,9 @@ def pooled_instance(**overrides):
 
 def instance_yaml(home) -> str:
     """A dagster.yaml for a test's DAGSTER_HOME (webserver, daemon, runs): the shipped instance's
-    event log storage, run monitoring on, telemetry off."""
+    event log storage, run monitoring on, Dagster's own DEBUG lines off the terminal, telemetry off."""
     return (
         "event_log_storage:\n  module: finrag_dagster.defs.event_log\n  class: PooledSqliteEventLogStorage\n"
         f"  config:\n    base_dir: {home}\n"
-        "run_monitoring:\n  enabled: true\ntelemetry:\n  enabled: false\nnux:\n  enabled: false\n"
+        "run_monitoring:\n  enabled: true\npython_logs:\n  python_log_level: INFO\ntelemetry:\n  enabled: false\nnux:\n  enabled: false\n"
     )

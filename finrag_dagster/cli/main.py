@@ -60,6 +60,8 @@ run_monitoring:
   start_timeout_seconds: 180
   cancel_timeout_seconds: 180
   poll_interval_seconds: 30
+python_logs:
+  python_log_level: INFO
 telemetry:
   enabled: false
 nux:

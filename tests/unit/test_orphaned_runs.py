@@ -93,3 +93,16 @@ def test_the_shipped_instance_turns_run_monitoring_on():
     from finrag_dagster.cli import DAGSTER_YAML
 
     assert yaml.safe_load(DAGSTER_YAML)["run_monitoring"] == cfg["run_monitoring"]
+
+
+def test_every_shipped_instance_keeps_dagster_debug_lines_off_the_terminal():
+    """The instances finrag ships (the demo's, the one `finrag demo` writes, PostgreSQL's) set the
+    same Python log level (test_stage_processes checks what it does)."""
+    from finrag_dagster.cli import DAGSTER_YAML
+
+    levels = [
+        yaml.safe_load(DAGSTER_YAML)["python_logs"],
+        yaml.safe_load((REPO / ".dagster_home" / "dagster.yaml").read_text())["python_logs"],
+        yaml.safe_load((REPO / "deploy" / "postgres" / "dagster.yaml").read_text())["python_logs"],
+    ]
+    assert levels == [{"python_log_level": "INFO"}] * 3
