@@ -10,8 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from datasketch import LeanMinHash, MinHash, MinHashLSH
+if (
+    TYPE_CHECKING
+):  # datasketch imports scipy.integrate (0.3 s): loaded by the first step that deduplicates, not by every process that loads the definitions
+    from datasketch import LeanMinHash
 
 from .text import shingles
 
@@ -25,6 +29,8 @@ class DupItem:
 
 
 def minhash(text: str, num_perm: int) -> LeanMinHash:
+    from datasketch import LeanMinHash, MinHash
+
     m = MinHash(num_perm=num_perm, seed=1)
     sh = shingles(text)
     if sh:
@@ -38,6 +44,8 @@ class ClusterIndex:
     def __init__(self, threshold: float = 0.8, num_perm: int = 128):
         self.threshold = threshold
         self.num_perm = num_perm
+        from datasketch import MinHashLSH
+
         self._lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
         self._sig: dict[str, LeanMinHash] = {}
         self._cluster: dict[str, str] = {}
