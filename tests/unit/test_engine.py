@@ -51,6 +51,12 @@ def test_cpu_backends_take_one_cpu_per_replica():
     assert (n, res) == (6, {"num_cpus": 1})
 
 
+def test_a_llama_cpp_replica_runs_as_many_threads_as_its_cpus():
+    assert D.replica_config(BackendConfig(backend="llama_cpp"), 1).n_threads == 1
+    assert D.replica_config(BackendConfig(backend="llama_cpp", n_threads=3), 1).n_threads == 3  # a set n_threads stands
+    assert D.replica_config(BackendConfig(backend="embedded"), 1) == BackendConfig(backend="embedded")
+
+
 def test_vllm_cpu_replicas_share_each_nodes_cpus(monkeypatch):
     monkeypatch.setattr(D, "vllm_on_cpu", lambda: True)
     cfg = BackendConfig(backend="vllm", model="m")

@@ -10,6 +10,7 @@ requests concurrently to a server, which scales on its own.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 from collections.abc import Sequence
 
@@ -23,8 +24,7 @@ class ReaderReplica:
     """One backend in a Ray actor (the class is wrapped by ``ray.remote`` at placement)."""
 
     def __init__(self, cfg: BackendConfig):
-        pin_torch_threads()
-        self.backend = make_backend(cfg)
+        self.backend = make_backend(replica_config(cfg, pin_torch_threads()))
 
     def model(self) -> str:
         return self.backend.model
@@ -57,6 +57,15 @@ def pin_torch_threads() -> int:
 
         torch.set_num_threads(n)
     return n
+
+
+def replica_config(cfg: BackendConfig, cpus: int) -> BackendConfig:
+    """The backend settings of a replica on ``cpus`` CPUs: a llama.cpp model without ``n_threads``
+    runs that many threads (llama.cpp's own default, half the machine's cores, in every one-CPU
+    replica of a node would put cores/2 threads on each CPU)."""
+    if cfg.backend == "llama_cpp" and cfg.n_threads is None:
+        return dataclasses.replace(cfg, n_threads=cpus)
+    return cfg
 
 
 def replica_resources(
