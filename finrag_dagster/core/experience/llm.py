@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from ..reader.backends import Backend, BackendUnavailable, Request
+from ..reader.backends import Backend, BackendUnavailable, Request, key_decoding, prompt_key
 from ..reader.prompt import Prompt
 from .tree import ExperienceTree, Leaf
 
@@ -137,7 +137,7 @@ def llm_updates(backend: Backend, items: list[tuple[Leaf, str, float, float]], q
     for (leaf, h, _, _), p, g in zip(items, prompts, gens):
         q_old = float(leaf.q[h])
         cfg = getattr(backend, "cfg", None)
-        key = p.key(backend.name, backend.model, cfg.decoding() if cfg is not None else {})
+        key = prompt_key(p, backend, cfg.decoding() if cfg is not None else {})
         if g.error:
             out.append(LLMUpdate(leaf.leaf_id, h, q_old, q_old, False, g.text, f"backend error: {g.error}", False, key))
             continue
@@ -306,7 +306,8 @@ def llm_judge(backend: Backend, cache=None, decoding: dict | None = None):
     def judge(items: list[tuple[str, str, list[tuple[str, str, float]]]], day_cache=None) -> list[Judgement]:
         c = day_cache if day_cache is not None else cache
         prompts = [judge_prompt(st, fac, cands) for st, fac, cands in items]
-        keys = [p.key(backend.name, backend.model, dec) for p in prompts]
+        kd = key_decoding(backend, dec)
+        keys = [p.key(backend.name, backend.model, kd) for p in prompts]
         texts: dict[str, str | None] = {}
         todo = []
         for p, k in zip(prompts, keys):

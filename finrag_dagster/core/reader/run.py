@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from ..settings import HORIZON_KEYS
 from ..storage.schemas import TableSpec
-from .backends import Backend, Request, redact_secrets
+from .backends import Backend, Request, key_decoding, redact_secrets
 from .cache import PromptCache
 from .embedded import ReaderInput
 from .parse import parse_output
@@ -145,6 +145,7 @@ def _build_prompts(
 ) -> list[tuple[dict, object, str, ReaderInput]]:
     """(anchor row, prompt, cache key, structured input) of each anchor, by anchor_id."""
     built = []
+    key_dec = key_decoding(backend, decoding)
     for r in anchors.sort("anchor_id").iter_rows(named=True):
         items = [evidence[p] for p in ctx.get(r["anchor_id"], [])]
         card_text, risk = cards.get(r["ticker"], ("", ""))
@@ -158,7 +159,7 @@ def _build_prompts(
         structured = ReaderInput(
             r["headline"], r["summary"], r["event_type"], tuple(zip(p.allowed_ids, items)), risk, day, p_weights, info.company, stances
         )
-        key = p.key(backend.name, backend.model, decoding)
+        key = p.key(backend.name, backend.model, key_dec)
         built.append((r, p, key, structured))
     return built
 
