@@ -58,26 +58,36 @@ def _wait_for_cpus(address: str, cpus: int, env: dict[str, str], timeout: float 
 
 
 @pytest.fixture
-def ray_cluster(monkeypatch, fresh_ray):
+def ray_cluster(monkeypatch, fresh_ray, tmp_path):
     """A head node and one more worker node on 127.0.0.1, one CPU each, with token authentication
     (Ray's default for ``ray start``: every node and the driver share the token); stopped after.
-    The driver of the test runs in this process: fresh_ray makes its Ray read this token, and drops
-    the token and restores the environment after, for the next Ray started in this process."""
+    Each node is a ``ray start --block`` process of its own, stopped by a signal that ends that
+    node's processes only: ``ray stop`` would also stop any other Ray of the machine's user. The
+    driver of the test runs in this process: fresh_ray makes its Ray read this token, and drops the
+    token and restores the environment after, for the next Ray started in this process."""
     port = _free_port()
     monkeypatch.setenv("RAY_AUTH_MODE", "token")
     monkeypatch.setenv("RAY_AUTH_TOKEN", secrets.token_hex(32))
     fresh_ray()  # a Ray imported earlier in this process has cached the mode (and maybe a token) already
     env = dict(os.environ)
-    common = ["--num-cpus", "1", "--object-store-memory", str(200 * 2**20), "--disable-usage-stats"]
+    common = ["--num-cpus", "1", "--object-store-memory", str(200 * 2**20), "--disable-usage-stats", "--block"]
     head = [RAY, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--include-dashboard", "false", *common]
+    worker = [RAY, "start", "--address", f"127.0.0.1:{port}", "--node-ip-address", "127.0.0.1", *common]
+    nodes: list[subprocess.Popen] = []
     try:
-        subprocess.run(head, check=True, timeout=180, env=env, capture_output=True)
-        worker = [RAY, "start", "--address", f"127.0.0.1:{port}", "--node-ip-address", "127.0.0.1", *common]
-        subprocess.run(worker, check=True, timeout=180, env=env, capture_output=True)
-        _wait_for_cpus(f"127.0.0.1:{port}", 2, env)
+        for cmd, cpus in ((head, 1), (worker, 2)):
+            log = open(tmp_path / f"ray_node_{len(nodes)}.log", "w")
+            nodes.append(subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+            _wait_for_cpus(f"127.0.0.1:{port}", cpus, env)
         yield f"127.0.0.1:{port}"
     finally:
-        subprocess.run([RAY, "stop", "--force"], timeout=120, env=env, capture_output=True)
+        for node in reversed(nodes):  # SIGTERM: the node's own handler stops its raylet, GCS and workers
+            node.terminate()
+            try:
+                node.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(node.pid, 9)
+                node.wait(timeout=30)
 
 
 def lake_files(root: Path) -> dict[str, str]:
