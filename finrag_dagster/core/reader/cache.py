@@ -1,4 +1,5 @@
-"""The prompt cache: key = sha256(backend, model, prompt, schema, decoding) → stored output.
+"""The prompt cache: key = sha256(backend, model, prompt, schema, decoding, engine) → stored output
+(the engine part: :func:`.backends.key_decoding`).
 
 Stored in the lake as ``reader_cache/date=D/part-0.parquet`` (D = the anchor's decision day,
 which is part of every prompt), so a re-run of a day, or a memory variant that produced the same
@@ -35,7 +36,7 @@ READER_CACHE = TableSpec(
     ),
     ("date",),
     ("key",),
-    "Reader answers by prompt hash (backend, model, prompt, schema, decoding), with tokens and latency.",
+    "Reader answers by prompt hash (backend, model, prompt, schema, decoding, and the engine where answers depend on it), with tokens and latency.",
 )
 
 
