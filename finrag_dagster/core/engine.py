@@ -82,7 +82,8 @@ class RayEngine:
             kw["runtime_env"] = {"env_vars": env} if env else None
             if self.spec.address:
                 kw["address"] = self.spec.address
-            else:
+            else:  # "local": a Ray of its own, never a running one that ray.init() would join (address "auto" does)
+                kw["address"] = "local"
                 kw["num_cpus"] = self.spec.num_cpus or (os.cpu_count() or 1)
             try:
                 ray.init(**kw)

@@ -88,6 +88,11 @@ def ray_cluster(monkeypatch, fresh_ray, tmp_path):
             except subprocess.TimeoutExpired:
                 os.killpg(node.pid, 9)
                 node.wait(timeout=30)
+        # `ray start --head` wrote the cluster's address where a plain ray.init() looks for a running
+        # Ray (`ray stop` would remove it): left behind, it names a cluster that is gone
+        current = Path(os.environ.get("RAY_TMPDIR", "/tmp")) / "ray" / "ray_current_cluster"
+        if current.exists() and current.read_text().strip().endswith(f":{port}"):
+            current.unlink()
 
 
 def lake_files(root: Path) -> dict[str, str]:

