@@ -44,8 +44,15 @@ def load_model(max_seq_length: int = 128):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as hf_logging
 
-    m = SentenceTransformer(model_path(), device="cpu")
+    bar = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # a "Loading weights" bar from every process that embeds says nothing
+    try:
+        m = SentenceTransformer(model_path(), device="cpu")
+    finally:
+        if bar:
+            hf_logging.enable_progress_bar()
     m.max_seq_length = max_seq_length
     lock, tokenize = threading.Lock(), m.tokenize
 
