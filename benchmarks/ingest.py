@@ -28,22 +28,12 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from finrag_dagster.sources.fnspid import FNSPID_COLUMNS
+
 ROOT = Path(__file__).resolve().parents[1]
 UNIVERSE = [f"U{i:03d}" for i in range(89)]
 OTHERS = [f"X{i:04d}" for i in range(3911)]
-COLUMNS = [
-    "Date",
-    "Article_title",
-    "Stock_symbol",
-    "Url",
-    "Publisher",
-    "Author",
-    "Article",
-    "Lsa_summary",
-    "Luhn_summary",
-    "Textrank_summary",
-    "Lexrank_summary",
-]
+COLUMNS = list(FNSPID_COLUMNS)  # the news file's header, as the loader reads it
 WORDS = (
     'revenue grew strongly in the quarter , the company said ; margins "expanded" while guidance '
     "was raised and analysts upgraded the stock after the earnings call"

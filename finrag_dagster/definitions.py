@@ -19,7 +19,6 @@ def build_definitions(settings: Settings | None = None, resource: FinragResource
     p = parts_of(s)
     staged = staged_assets(s, p)
     assets = [a for _, built in staged for a in built]
-    days, dec = p.days, p.dec
     history_keys, decision_keys = keys_of(staged, HISTORY), keys_of(staged, DECISIONS)
     # One run covers one partitions definition, so the day's chain is two runs: the ingest of the
     # day's sources (history partitions), then its decisions (decision-day partitions), chained by
@@ -27,13 +26,11 @@ def build_definitions(settings: Settings | None = None, resource: FinragResource
     ingest = dg.define_asset_job(
         "finrag_ingest",
         selection=dg.AssetSelection.assets(*history_keys),
-        partitions_def=days,
         description="The day's sources: prices, news, filings, returns and evidence (one trading day or a range, as one run).",
     )
     daily = dg.define_asset_job(
         "finrag_daily",
         selection=dg.AssetSelection.assets(*decision_keys),
-        partitions_def=dec,
         description="The day's decisions: anchors, cards, pools, labels, the variant loops and stock-day signals (one decision day or a range, as one run).",
     )
     return dg.Definitions(

@@ -81,6 +81,8 @@ assert {"returns", "stock_day_signals", "table1_audit"} <= set(models), f"SQL mo
 print(f"   {where.parent}; SQL models {models}")
 PY
 
+# `dg check defs` works inside a dg project (the checkout's pyproject.toml); an installed wheel with
+# no project around it is validated by module, as a user deploying the wheel does
 step "dagster definitions validate -m finrag_dagster.definitions"
 "$V/dagster" definitions validate -m finrag_dagster.definitions
 

@@ -90,7 +90,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("decisions", DECISIONS, _decisions),
     Stage("selection", None, lambda s, p: [_evaluation_asset(s, "sensitivity")]),  # Table 6 on validation: the test split runs with its choice
     # the LoRA families read with adapters trained on the train split: run only when a family asks for them
-    Stage("lora", None, lambda s, p: [build_lora_asset()], runs=lambda s: bool(set(s.variants.families) & set(LORA_FAMILIES))),
+    Stage("lora", None, lambda s, p: [build_lora_asset(s)], runs=lambda s: bool(set(s.variants.families) & set(LORA_FAMILIES))),
     Stage("loop", DECISIONS, _loop, parallel=True),
     Stage("evaluation", None, _evaluation),
 )

@@ -109,6 +109,25 @@ def shuffle_labels(labels: pl.DataFrame, seed: int) -> pl.DataFrame:
     return pl.concat(out) if out else labels
 
 
+def _families_in_context(contexts: pl.DataFrame, family_of=None) -> dict[str, list[str]]:
+    """anchor_id -> the sorted families of its final top-M (credit="top5"), by ``family_of`` when given."""
+    if family_of is None:
+        return {a: sorted(set(g["source_family"].to_list())) for (a,), g in contexts.group_by(["anchor_id"])}
+    return {
+        a: sorted({family_of.family(p, f) for p, f in zip(g["passage_id"].to_list(), g["source_family"].to_list())})
+        for (a,), g in contexts.group_by(["anchor_id"])
+    }
+
+
+def _contexts_in_order(contexts: pl.DataFrame) -> dict[str, list[tuple[str, str]]]:
+    """anchor_id -> its context's (passage_id, source_family) in prompt order (the IDs stances name)."""
+    c = contexts.sort(["anchor_id", "position"])
+    out: dict[str, list[tuple[str, str]]] = {}
+    for a, p, f in zip(c["anchor_id"].to_list(), c["passage_id"].to_list(), c["source_family"].to_list()):
+        out.setdefault(a, []).append((p, f))
+    return out
+
+
 def build_feedback(
     outputs: pl.DataFrame,
     labels: pl.DataFrame,
@@ -143,20 +162,8 @@ def build_feedback(
     j = outputs.join(lab, on=["ticker", "horizon"], how="inner")
     if j.height == 0:
         return empty_feedback(rule)
-    top5 = {}
-    if credit == "top5" and contexts.height:
-        if fine:
-            top5 = {
-                a: sorted({family_of.family(p, f) for p, f in zip(g["passage_id"].to_list(), g["source_family"].to_list())})
-                for (a,), g in contexts.group_by(["anchor_id"])
-            }
-        else:
-            top5 = {a: sorted(set(g["source_family"].to_list())) for (a,), g in contexts.group_by(["anchor_id"])}
-    ctx: dict[str, list[tuple[str, str]]] = {}
-    if stance and contexts.height:
-        c = contexts.sort(["anchor_id", "position"])
-        for a, p, f in zip(c["anchor_id"].to_list(), c["passage_id"].to_list(), c["source_family"].to_list()):
-            ctx.setdefault(a, []).append((p, f))
+    top5 = _families_in_context(contexts, family_of if fine else None) if credit == "top5" and contexts.height else {}
+    ctx = _contexts_in_order(contexts) if stance and contexts.height else {}
     stanced_of: dict[tuple[str, str], list] = {}  # (anchor, raw answer) -> its stances: parsed once for the horizons
     cols: dict[str, list] = {name: [] for name in schema}  # built by column: one DataFrame at the end
     for r in j.iter_rows(named=True):
@@ -172,19 +179,13 @@ def build_feedback(
             stanced = stanced_of[key]
             right, wrong = stance_credit(stanced, y) if ok else ([], [])
             fams = sorted({fam for _, fam, _ in stanced})
+        elif credit != "cited":
+            fams = top5.get(r["anchor_id"], [])
+        elif fine:
+            fams = sorted({family_of.family(p, f) for p, f in zip(r["valid_passages"], r["cited_families"])})
         else:
-            if credit != "cited":
-                fams = top5.get(r["anchor_id"], [])
-            elif fine:
-                fams = sorted({family_of.family(p, f) for p, f in zip(r["valid_passages"], r["cited_families"])})
-            else:
-                fams = sorted(set(r["cited_families"]))
-        if not ok:
-            outcome = "label_unavailable"
-        elif not fams:
-            outcome = "no_stance" if stance else "no_valid_citation"
-        else:
-            outcome = "applied"
+            fams = sorted(set(r["cited_families"]))
+        outcome = "label_unavailable" if not ok else ("applied" if fams else ("no_stance" if stance else "no_valid_citation"))
         row = {
             "anchor_id": r["anchor_id"],
             "ticker": r["ticker"],

@@ -2,6 +2,7 @@
 
 import datetime as dt
 import time
+from dataclasses import dataclass, field
 
 import dagster as dg
 import polars as pl
@@ -114,7 +115,45 @@ def _chunks(days: list[str], n: int):
         yield days[i : i + n]
 
 
-# Long because it defines the nested `_raw` asset closure (its decorator spec, checks and metadata); loading is in sources/.
+@dataclass
+class Written:
+    """What one source table's load wrote over a range of partitions, for its checks and metadata."""
+
+    quarantine: pl.DataFrame
+    flags: pl.DataFrame
+    rows_in: int
+    accepted_n: int  # accepted rows over the whole source
+    counts: dict[str, int]  # rows written per partition
+    preview: pl.DataFrame | None
+    in_range_n: int  # accepted rows inside these partitions
+    extra: dict = field(default_factory=dict)
+
+
+def load_and_write(s, table: str, universe: pl.DataFrame, lake, days: list[str]) -> Written:
+    """Load ``table``'s source files and write its partitions ``days``: news streamed through its
+    staging folder, a month of decision days at a time; the other sources read whole."""
+    staged = stage_news_table(s, universe, lake.work / STAGING / table) if table == "news_raw" else None
+    if staged is None:
+        res = load_table(s, table, universe)
+        lo, hi = dt.date.fromisoformat(days[0]), dt.date.fromisoformat(days[-1])
+        in_range = res.accepted.filter(pl.col("date").is_between(lo, hi))
+        counts = lake.write_partitions(table, in_range, days, keep_same=True)
+        return Written(res.quarantine, res.flags, res.rows_in, res.accepted.height, counts, in_range, in_range.height)
+    quarantine, flags, accepted_n = staged.quarantine(), staged.flags(), staged.accepted_count()
+    counts: dict[str, int] = {}
+    preview = None
+    for chunk in _chunks(days, CHUNK_DAYS):
+        part = staged.accepted_between(dt.date.fromisoformat(chunk[0]), dt.date.fromisoformat(chunk[-1]))
+        counts.update(lake.write_partitions(table, part, chunk, keep_same=True))
+        preview = part if preview is None or not preview.height else preview
+    extra = {
+        "source_rows_read_this_run": staged.rows_read,
+        "source_files": dg.MetadataValue.json(staged.actions),
+        "staged_files_pruned": staged.pruned,
+    }
+    return Written(quarantine, flags, staged.rows_in, accepted_n, counts, preview, sum(counts.values()), extra)
+
+
 def build_raw_asset(table: str, partitions_def, description: str) -> dg.AssetsDefinition:
     @dg.asset(
         name=table,
@@ -139,33 +178,17 @@ def build_raw_asset(table: str, partitions_def, description: str) -> dg.AssetsDe
         days = days_of(context)
         universe = lake.read("universe")
         s = finrag.settings()
-        lo, hi = dt.date.fromisoformat(days[0]), dt.date.fromisoformat(days[-1])
-        staged = None
-        if table == "news_raw":
-            staged = stage_news_table(s, universe, lake.work / STAGING / table)
-        if staged is not None:
-            # streamed: the accepted rows are read back a month of decision days at a time
-            quarantine, flags, rows_in = staged.quarantine(), staged.flags(), staged.rows_in
-            accepted_n = staged.accepted_count()
-            counts: dict[str, int] = {}
-            preview = None
-            for chunk in _chunks(days, CHUNK_DAYS):
-                part = staged.accepted_between(dt.date.fromisoformat(chunk[0]), dt.date.fromisoformat(chunk[-1]))
-                counts.update(lake.write_partitions(table, part, chunk, keep_same=True))
-                preview = part if preview is None or not preview.height else preview
-            in_range_n = sum(counts.values())
-            extra = {
-                "source_rows_read_this_run": staged.rows_read,
-                "source_files": dg.MetadataValue.json(staged.actions),
-                "staged_files_pruned": staged.pruned,
-            }
-        else:
-            res = load_table(s, table, universe)
-            quarantine, flags, rows_in = res.quarantine, res.flags, res.rows_in
-            accepted_n = res.accepted.height
-            in_range = res.accepted.filter(pl.col("date").is_between(lo, hi))
-            counts = lake.write_partitions(table, in_range, days, keep_same=True)
-            preview, in_range_n, extra = in_range, in_range.height, {}
+        w = load_and_write(s, table, universe, lake, days)
+        quarantine, flags, rows_in, accepted_n, counts, preview, in_range_n, extra = (
+            w.quarantine,
+            w.flags,
+            w.rows_in,
+            w.accepted_n,
+            w.counts,
+            w.preview,
+            w.in_range_n,
+            w.extra,
+        )
         quarantined = quarantined_rows(quarantine)
         lake.write("quarantine", quarantine, source_table=table, keep_same=True)
         _, nflags = lake.write("source_flags", flags.select(list(FLAG_COLUMNS)), source_table=table, keep_same=True)

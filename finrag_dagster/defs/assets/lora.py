@@ -4,19 +4,22 @@ or sensor): one adapter per seed in settings.lora.seeds, trained by core/lora_tr
 import dagster as dg
 
 from ...core.lora_train import train_adapters
+from ...core.settings import LoraHyper, Settings
 from ..context import step_errors_as_failures
 from ..resources import FinragResource
 
 
-def build_lora_asset() -> dg.AssetsDefinition:
+def build_lora_asset(s: Settings) -> dg.AssetsDefinition:
+    h = LoraHyper.from_settings(s)
+
     @dg.asset(
         name="lora_adapters",
         group_name="lora",
         kinds={"pytorch"},
         deps=["anchors", "candidates", "context_cards", "labels"],
         description=(
-            "seed 000's supervised LoRA reader: adapters (rank 16, alpha 32, dropout 0.05, lr 2e-4, effective batch 64, "
-            "q/k/v/o projections) trained on train-split anchors whose labels matured before the validation split starts, "
+            f"seed 000's supervised LoRA reader: adapters (rank {h.rank}, alpha {h.alpha}, dropout {h.dropout}, lr {h.learning_rate:g}, "
+            f"effective batch {h.effective_batch}, {'/'.join(h.target_modules)}) trained on train-split anchors whose labels matured before the validation split starts, "
             "checkpoint chosen by validation macro-F1; written to <lake>/lora_adapters/<adapter_id>/ with their metadata. "
             "On demand (GPU for the full run, docs/gpu.md)."
         ),

@@ -12,7 +12,6 @@ from ..resources import FinragResource
 from .evidence import require_partitions
 
 
-# Long because it defines the nested `candidates` asset closure (its decorator spec and metadata roll-up); the pool itself is core.retrieval.
 def build_candidates_asset(partitions_def) -> dg.AssetsDefinition:
     @dg.asset(
         name="candidates",
@@ -49,50 +48,17 @@ def build_candidates_asset(partitions_def) -> dg.AssetsDefinition:
             anchors,
             days,
             cal,
-            rs.m0,
-            rs.peer_share,
-            rs.pool_lookback_sessions,
-            rs.bm25_k1,
-            rs.bm25_b,
-            rs.bm25_epsilon,
+            m0=rs.m0,
+            peer_share=rs.peer_share,
+            lookback_sessions=rs.pool_lookback_sessions,
+            k1=rs.bm25_k1,
+            b=rs.bm25_b,
+            epsilon=rs.bm25_epsilon,
             log=context.log.info,
         )
-        counts, first = {}, None
-        n_anchor = n_empty = n_sec = 0
-        sizes, peers, future = [], [], 0
-        pub = lambda pids: store.public_ns[[store.row_of[p] for p in pids]]  # noqa: E731
-        for d in days:
-            c = out[d]
-            _, counts[d] = lake.write("candidates", c, date=d)
-            a = anchors.filter(pl.col("date") == pl.lit(d).str.to_date())
-            n_anchor += a.height
-            got = set(c["anchor_id"].unique().to_list())
-            n_empty += a.height - len(got)
-            if c.height:
-                g = c.group_by("anchor_id").agg(
-                    pl.len().alias("n"), (pl.col("source_family") == "sec_filing").any().alias("sec"), pl.col("is_peer").mean().alias("peer")
-                )
-                sizes += g["n"].to_list()
-                peers += g["peer"].to_list()
-                n_sec += int(g["sec"].sum())
-                close = int(cal.closes_ns[cal.session_index(d)])
-                future += int((pub(c["passage_id"].to_list()) >= close).sum())
-                if first is None:
-                    first = c
-        meta = partition_meta(
-            counts,
-            first if first is not None else pl.DataFrame(),
-            lake,
-            "candidates",
-            columns=["anchor_id", "passage_id", "rank", "bm25", "dense", "relevance", "is_peer", "source_family"],
-        )
+        meta, future = write_pools(lake, store, cal, anchors, days, out)
         meta.update(
             {
-                "anchors": n_anchor,
-                "anchors_with_empty_pool": n_empty,
-                "mean_pool_size": float(np.mean(sizes)) if sizes else 0.0,
-                "mean_peer_share": float(np.mean(peers)) if peers else 0.0,
-                "sec_coverage": (n_sec / (n_anchor - n_empty)) if n_anchor > n_empty else 0.0,
                 "store_passages": rep.rows,
                 "store_evidence_rows_read": rep.rows_read,
                 "store_segments": rep.segments,
@@ -103,3 +69,41 @@ def build_candidates_asset(partitions_def) -> dg.AssetsDefinition:
         return dg.MaterializeResult(metadata=meta, check_results=[check, check_schema(lake, "candidates", days)])
 
     return candidates
+
+
+def write_pools(lake, store, cal, anchors: pl.DataFrame, days: list[str], out: dict[str, pl.DataFrame]) -> tuple[dict, int]:
+    """Write each day's pools; (the materialisation's metadata: partition counts, pool sizes, peer
+    share, SEC coverage; how many candidates were public at or after their day's close, which the
+    ``no_future_evidence`` check requires to be 0)."""
+    counts, first = {}, None
+    n_anchor = n_empty = n_sec = 0
+    sizes, peers, future = [], [], 0
+    for d in days:
+        c = out[d]
+        _, counts[d] = lake.write("candidates", c, date=d)
+        a = anchors.filter(pl.col("date") == pl.lit(d).str.to_date())
+        n_anchor += a.height
+        n_empty += a.height - c["anchor_id"].n_unique()
+        if c.height:
+            g = c.group_by("anchor_id").agg(
+                pl.len().alias("n"), (pl.col("source_family") == "sec_filing").any().alias("sec"), pl.col("is_peer").mean().alias("peer")
+            )
+            sizes += g["n"].to_list()
+            peers += g["peer"].to_list()
+            n_sec += int(g["sec"].sum())
+            close = int(cal.closes_ns[cal.session_index(d)])
+            future += int((store.public_ns[[store.row_of[p] for p in c["passage_id"].to_list()]] >= close).sum())
+            if first is None:
+                first = c
+    columns = ["anchor_id", "passage_id", "rank", "bm25", "dense", "relevance", "is_peer", "source_family"]
+    meta = partition_meta(counts, first if first is not None else pl.DataFrame(), lake, "candidates", columns=columns)
+    meta.update(
+        {
+            "anchors": n_anchor,
+            "anchors_with_empty_pool": n_empty,
+            "mean_pool_size": float(np.mean(sizes)) if sizes else 0.0,
+            "mean_peer_share": float(np.mean(peers)) if peers else 0.0,
+            "sec_coverage": (n_sec / (n_anchor - n_empty)) if n_anchor > n_empty else 0.0,
+        }
+    )
+    return meta, future
