@@ -382,3 +382,19 @@ def test_redact_secrets_in_every_encoding_a_server_may_echo():
         out = redact_secrets(echo, [key])
         assert "[REDACTED]" in out and "Ab" not in out, (echo, out)
     assert redact_secrets("", ["k"]) == ""
+
+
+def test_redact_secrets_echoed_in_base64():
+    """A server that echoes the credential base64-encoded (an HTTP Basic header, a debug dump): the
+    key alone, ``user:key`` for any user (each of the three byte alignments), URL-safe alphabet."""
+    import base64
+
+    key = "zq-SeCrEt/tok+en=9981~"
+    for raw in (key, f":{key}", f"u:{key}", f"us:{key}", f"someone@example.com:{key}"):
+        for enc in (base64.b64encode, base64.urlsafe_b64encode):
+            b = enc(raw.encode()).decode()
+            out = redact_secrets(f'{{"error": "bad credential", "echo": "{b}"}}', [key])
+            assert b not in out and out == '{"error": "bad credential", "echo": "[REDACTED]"}', (raw, out)
+    other = base64.b64encode(b"user:another-secret-entirely").decode()
+    assert redact_secrets(f"echo {other}", [key]) == f"echo {other}"  # another value's base64 stays
+    assert redact_secrets("aGVsbG8gd29ybGQ=", ["k"]) == "aGVsbG8gd29ybGQ="  # a 1-byte key has no core to match
