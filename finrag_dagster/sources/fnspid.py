@@ -81,6 +81,7 @@ R_BEFORE_START = "decision day before the calendar's start (calendar.start)"
 R_RAGGED = "ragged row"  # followed by ": 3 fields where the header has 11"
 R_OVERSIZED = "record over the size limit, not read"  # followed by ": 209,715,200 bytes (limit 8,388,608)"
 F_NAIVE_TIME = "naive_time"
+F_TITLE_FROM_URL = "title_from_url"
 
 _TZ_SUFFIX = re.compile(r"\s*(?:UTC|GMT|Z)$", re.IGNORECASE)
 _NO_OFFSET = re.compile(r"^(?:\.\d+)?\s*$")  # what follows a wall time that gives no offset
@@ -462,6 +463,26 @@ def _repair_flags(good: pl.DataFrame, cal) -> pl.DataFrame:
         },
         schema=FLAG_COLUMNS,
     ).sort("source_file", "source_row")
+
+
+def _title_flags(good: pl.DataFrame, cal) -> pl.DataFrame:
+    """``title_from_url`` flags: a row without ``Article_title`` whose title was read from its URL's
+    last path segment (kept: the headline is what BM25, the embeddings and the anchor see)."""
+    rows = good.filter((pl.col("Article_title") == "") & ~pl.col("slug_title"))
+    if rows.height == 0:
+        return empty_flags()
+    days = cal.decision_days(rows["public_ns"].to_numpy()).astype("datetime64[D]")
+    return pl.DataFrame(
+        {
+            "source_file": rows["source_file"],
+            "source_row": rows["source_row"],
+            "ticker": rows["ticker"],
+            "date": pl.Series(days).cast(pl.Date),
+            "flag": [F_TITLE_FROM_URL] * rows.height,
+            "detail": [f"no Article_title: the title {slug_title(u)!r} was read from the Url {u!r}" for u in rows["Url"].to_list()],
+        },
+        schema=FLAG_COLUMNS,
+    )
 
 
 def _naive_flags(good: pl.DataFrame, cal) -> pl.DataFrame:

@@ -47,7 +47,7 @@ from ..core.storage.atomic import atomic_file
 from . import csvcheck, fnspid
 from .base import FLAG_COLUMNS, LoadResult, SourceError, empty_flags, empty_quarantine, expand_paths
 
-STAGE_VERSION = 2
+STAGE_VERSION = 3  # bump when what a staged segment holds changes (3: title_from_url flags)
 BATCH_BYTES = 48 << 20  # bytes of kept rows checked and shaped at once
 KEPT_ROW_GROUP = 2048  # rows per row group of the kept-rows parquet (bounds a batch's read)
 HEAD_BYTES = 1 << 20
@@ -219,7 +219,7 @@ class NewsStage:
         dups = self.duplicates()
         if dups.height:
             df = df.join(dups, on=["source_file", "source_row"], how="anti")
-        return df.select(list(FLAG_COLUMNS)).sort("source_file", "source_row")
+        return df.select(list(FLAG_COLUMNS)).sort("source_file", "source_row", "flag")
 
     def load_all(self) -> LoadResult:
         """Everything in memory (for files that fit once loaded)."""
@@ -537,6 +537,7 @@ def _write_months(rd: _SegmentRead, kept: pq.ParquetFile, tmp_dir: Path, minute:
                 continue
             flag_parts.append(fnspid._repair_flags(good, cal))
             flag_parts.append(fnspid._naive_flags(good, cal))
+            flag_parts.append(fnspid._title_flags(good, cal))
             acc = fnspid._accepted_frame(good, cal, keep_order=True).with_columns(good["ts_ns"].alias("_ts_ns"), fnspid.raw_json(good).alias("_raw"))
             accepted += acc.height
             for (month,), g in acc.group_by(pl.col("date").dt.strftime("%Y-%m"), maintain_order=True):

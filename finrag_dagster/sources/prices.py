@@ -59,6 +59,9 @@ from .csvcheck import MAX_PRICE_RECORD_BYTES, gzip_named_csv, scan_records
 
 FIELDS = ("open", "high", "low", "close", "adj_close", "volume")
 R_BAD_DATE = "unparseable or missing date"
+# A bar's date: YYYY-MM-DD, optionally with the time part exporters add (``2023-07-12 00:00:00-04:00``,
+# ``2023-07-12T00:00:00Z``); anything else after the date (``2023-07-12xyz``, ``2023-07-123``) is not one.
+BAR_DATE = r"^\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?$"
 R_NO_TICKER = "missing ticker"
 R_NOT_UNIVERSE = "ticker not in universe"
 R_NOT_SESSION = "date is not an XNYS session"
@@ -69,6 +72,7 @@ R_BAD_CLOSE = "non-positive or NaN close with a valid adj_close"
 R_HIGH_LOW = "high below low"
 R_OUTSIDE_RANGE = "open or close outside [low, high]"
 R_DUPLICATE = "duplicate (ticker, date)"
+R_DUPLICATE_DIFFERS = "duplicate (ticker, date) whose values differ from the kept first row's: "  # + the fields
 R_NON_FINITE = "infinite price"
 R_NONPOSITIVE_OHL = "non-positive open, high or low"
 R_NEGATIVE_VOLUME = "negative volume"
@@ -324,8 +328,9 @@ def _read_files(files: list[Path]) -> pl.DataFrame:
 
 def _with_dates(df: pl.DataFrame) -> pl.DataFrame:
     """The bar ``date`` parsed from ``date_raw`` (null when unparseable), and the row's input order (``_order``)."""
+    d = pl.col("date_raw").str.strip_chars()
     return df.with_columns(
-        pl.col("date_raw").str.strip_chars().str.slice(0, 10).str.to_date("%Y-%m-%d", strict=False).alias("date"),
+        pl.when(d.str.contains(BAR_DATE)).then(d.str.slice(0, 10).str.to_date("%Y-%m-%d", strict=False)).alias("date"),
         pl.int_range(0, pl.len(), dtype=pl.Int64).alias("_order"),
     )
 
@@ -368,7 +373,11 @@ def _with_reasons(df: pl.DataFrame, universe: list[str], ohlc_tolerance: float) 
     df = df.with_columns(_reason(universe, ohlc_tolerance).alias("reason"))
     ok = pl.col("reason").is_null()
     first = pl.struct("ticker", "date").is_first_distinct().over(ok)
-    return df.with_columns(pl.when(ok & ~first).then(pl.lit(R_DUPLICATE)).otherwise(pl.col("reason")).alias("reason"))
+    # a duplicate that disagrees with the kept row says in which fields (two sources of one bar that differ)
+    kept = [pl.col(f).first().over("ticker", "date", ok) for f in FIELDS]
+    differs = pl.concat_list([pl.when(pl.col(f).ne_missing(k)).then(pl.lit(f)) for f, k in zip(FIELDS, kept)]).list.drop_nulls()
+    dup = pl.when(differs.list.len() > 0).then(pl.lit(R_DUPLICATE_DIFFERS) + differs.list.join(", ")).otherwise(pl.lit(R_DUPLICATE))
+    return df.with_columns(pl.when(ok & ~first).then(dup).otherwise(pl.col("reason")).alias("reason"))
 
 
 def _reason(universe: list[str], ohlc_tolerance: float) -> pl.Expr:

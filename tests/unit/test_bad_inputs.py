@@ -148,6 +148,14 @@ CASES = [
     ),
     # values no market prints: an infinite close, a negative low or volume, a thousands separator
     Case(
+        "price_date_with_junk_after_it",
+        "prices",
+        (P + "junk_date/aapl.csv",),
+        quarantined=(("aapl.csv", 1, prices.R_BAD_DATE), ("aapl.csv", 2, prices.R_BAD_DATE)),
+        flagged=(("AAPL", "2021-01-05", GAP), ("AAPL", "2021-01-06", GAP)),
+        kept=(("AAPL", "2021-01-07"), ("AAPL", "2021-01-08")),  # an exporter's time part after the date is read
+    ),
+    Case(
         "price_impossible_values",
         "prices",
         (P + "impossible_values/aapl.csv",),
@@ -202,6 +210,15 @@ CASES = [
         flagged=(("INTC", "2022-01-03", fnspid.F_NAIVE_TIME),),
         kept=(("INTC", "2022-01-03"),),
         detail=("'2021-12-31 14:05:00' has a time of day but no UTC offset",),
+    ),
+    # no title: the URL's slug becomes the title, and a flag says so (never a silent repair)
+    Case(
+        "news_title_from_url",
+        "news",
+        ("news/no_title.csv",),
+        flagged=(("INTC", "2022-01-03", fnspid.F_TITLE_FROM_URL),),
+        kept=(("INTC", "2022-01-03"),),
+        detail=("the title 'september 2022 options now available for intel intc' was read from the Url",),
     ),
     Case(
         "news_before_calendar_start",

@@ -123,11 +123,12 @@ def test_malformed_rows_are_quarantined(tmp_path):
         + "2021-01-07,10,11,9,10.5,nan,100\n"  # 4 NaN adj close
         + "2021-01-04,10,11,9,10.6,10.1,100\n"  # 5 duplicate date
         + "01/08/2021,10,11,9,10.5,10.0,100\n"  # 6 unparseable date
+        + "2021-01-04,10,11,9,10.5,10.0,100\n"  # 7 duplicate date, the same bar
     )
     (tmp_path / "b" / "aapl.csv").write_text(FNSPID_HEADER + "2021-01-11,10,11,9,10.5,10.0,100\n")
     (tmp_path / "b" / "zzzz.csv").write_text(FNSPID_HEADER + "2021-01-11,10,11,9,10.5,10.0,100\n")
     r = load_prices([tmp_path / "b", tmp_path / "a" / "*.csv"], UNIVERSE)
-    assert r.rows_in == 9 and r.accepted.height == 1
+    assert r.rows_in == 10 and r.accepted.height == 1
     assert r.accepted.row(0, named=True)["date"] == dt.date(2021, 1, 4)
     got = {(f, i): reason for f, i, reason in r.quarantine.select("source_file", "source_row", "reason").iter_rows()}
     assert got == {
@@ -135,8 +136,9 @@ def test_malformed_rows_are_quarantined(tmp_path):
         ("aapl.csv", 2): prices.R_BAD_ADJ,
         ("aapl.csv", 3): prices.R_BAD_ADJ,
         ("aapl.csv", 4): prices.R_BAD_ADJ,
-        ("aapl.csv", 5): prices.R_DUPLICATE,
+        ("aapl.csv", 5): prices.R_DUPLICATE_DIFFERS + "close, adj_close",  # two versions of one bar: which fields differ
         ("aapl.csv", 6): prices.R_BAD_DATE,
+        ("aapl.csv", 7): prices.R_DUPLICATE,
         ("aapl.csv", 0): "ticker already supplied by an earlier source: aapl.csv",  # b/aapl.csv: a/ sorts first
         ("zzzz.csv", 0): prices.R_NOT_UNIVERSE,
     }

@@ -127,6 +127,13 @@ def main() -> None:
     rows = aapl_lines("2021-01-04", "2021-01-08")
     write("prices/blank_line/aapl.csv", [HEADER, *rows[:2], "", *rows[2:]])  # line 4 is empty
 
+    # dates with something after them: junk and a third day digit are not dates; an exporter's time part is
+    rows = aapl_lines("2021-01-04", "2021-01-11")
+    rows[1] = rows[1].replace("2021-01-05,", "2021-01-05xyz,", 1)
+    rows[2] = rows[2].replace("2021-01-06,", "2021-01-063,", 1)
+    rows[3] = rows[3].replace("2021-01-07,", "2021-01-07 00:00:00-05:00,", 1)
+    write("prices/junk_date/aapl.csv", [HEADER, *rows])
+
     # cells that are not numbers
     rows = aapl_lines("2021-01-04", "2021-01-08")
     rows[1] = set_field(rows[1], 4, "#N/A")  # 2021-01-05
@@ -163,6 +170,7 @@ def news_fixtures() -> None:
     out("ragged.csv", [a, b[:3], [*b[:3], b[3] + "-2", *b[4:], "extra"]])  # rows 1 and 2: 3 and 12 fields
     out("junk_date.csv", [a, [b[0].replace(" 00:00:00+00:00", "xyz"), *b[1:]]])
     out("naive_trusted.csv", [a, ["2021-12-31 14:05:00", *b[1:]]])  # a time of day with no offset
+    out("no_title.csv", [a, [b[0], "", *b[2:]]])  # row 1: no Article_title, its URL has a slug
     out("early.csv", [a, ["2021-12-01 00:00:00+00:00", *b[1:3], b[3] + "-early", *b[4:]]])
     long = [b[0], b[1], b[2], b[3] + "-long", b[4], b[5], (b[6] + " ") * (5000 // len(b[6]) + 1), *b[7:]]
     out("long_record.csv", [a, long, b])  # row 1: an article of about 5 KB
