@@ -256,6 +256,19 @@ class SplitSettings(_M):
     validation: tuple[dt.date, dt.date] = (dt.date(2020, 1, 1), dt.date(2020, 12, 31))
     test: tuple[dt.date, dt.date] = (dt.date(2021, 1, 1), dt.date(2023, 12, 31))
 
+    @model_validator(mode="after")
+    def _ordered(self):
+        """Each split is a range, and train < validation < test without overlap: a day in two splits
+        would let the validation's selection or the training see a test day (seed 000 §4.1)."""
+        r = self.ranges()
+        for name, (lo, hi) in r.items():
+            if hi < lo:
+                raise ValueError(f"splits.{name} ends ({hi}) before it starts ({lo})")
+        for (a, (_, a_hi)), (b, (b_lo, _)) in zip(list(r.items()), list(r.items())[1:]):
+            if b_lo <= a_hi:
+                raise ValueError(f"splits.{b} starts ({b_lo}) on or before the end of splits.{a} ({a_hi}): the splits must follow each other without overlap")
+        return self
+
     def ranges(self) -> dict[str, tuple[dt.date, dt.date]]:
         """{split name: (first day, last day)} in SPLIT_NAMES order."""
         return {name: getattr(self, name) for name in SPLIT_NAMES}

@@ -52,6 +52,8 @@ R_NO_TICKER = "ticker not in universe"
 R_NO_TIME = "no acceptance time"
 R_OUT_OF_CALENDAR = "public time outside the trading calendar"
 R_UNEQUAL_ARRAYS = "submissions JSON arrays of unequal length"
+R_MISSING_ARRAYS = "submissions JSON without the arrays a filing needs"  # followed by ": form"
+NEEDED_ARRAYS = ("form", "acceptanceDateTime", "filingDate")  # what a filing's type, public time and its cross-check read
 R_CORRUPT = "unreadable filing file"
 R_ACCEPTANCE_VS_FILED = "acceptance time inconsistent with the filing date"
 # EDGAR dates a filing accepted after 17:30 New York time (or on a holiday) on the next business
@@ -558,6 +560,9 @@ def read_submissions_json(path: Path, file_index: int) -> list[FilingRecord]:
         # parallel arrays that do not line up cannot be zipped: a time would go to another filing
         why = f"{R_UNEQUAL_ARRAYS} (accessionNumber {n}, " + ", ".join(f"{k} {m}" for k, m in sorted(short.items())) + ")"
         return _json_problem_records(block, path, file_index, cik_i, why)
+    missing = [k for k in NEEDED_ARRAYS if not isinstance(block.get(k), list)]
+    if missing:  # not one filing of this file has a form, a time or a date: say that, not "form not used" on each
+        return _json_problem_records(block, path, file_index, cik_i, f"{R_MISSING_ARRAYS}: {', '.join(missing)}")
     if cik_conflict:  # whose filings these are is in doubt: none of them is used
         return _json_problem_records(block, path, file_index, cik_i, cik_conflict)
     names = _former_names(doc)

@@ -248,6 +248,35 @@ CASES = [
         quarantined=tuple(("CIK0000320193.json", i, f"{edgar.R_UNEQUAL_ARRAYS} (accessionNumber 12, acceptanceDateTime 11)") for i in range(12)),
     ),
     Case(
+        "filings_without_the_form_array",
+        "filings",
+        ("edgar/missing_form/CIK0000320193.json",),
+        quarantined=tuple(("CIK0000320193.json", i, f"{edgar.R_MISSING_ARRAYS}: form") for i in range(12)),
+    ),
+    # an acceptance a month before its filing date would decide the filing a month early; days after it is as wrong
+    Case(
+        "filings_acceptance_vs_filing_date",
+        "filings",
+        ("edgar/acceptance_vs_filed/CIK0000320193.json",),
+        quarantined=(
+            (
+                "CIK0000320193.json",
+                1,
+                f"{edgar.R_ACCEPTANCE_VS_FILED}: accepted 2024-10-02 (New York), 29 days before its filing date 2024-10-31 in "
+                "CIK0000320193.json (allowed: the filing date or up to 4 days before)",
+            ),
+            (
+                "CIK0000320193.json",
+                2,
+                f"{edgar.R_ACCEPTANCE_VS_FILED}: accepted 2024-08-05 (New York), 3 days after its filing date 2024-08-02 in "
+                "CIK0000320193.json (allowed: the filing date or up to 4 days before)",
+            ),
+            ("CIK0000320193.json", 4, edgar.R_FORM),
+            ("CIK0000320193.json", 6, edgar.R_FORM),
+        ),
+        kept=(("AAPL", "2024-11-01"), ("AAPL", "2024-05-03")),
+    ),
+    Case(
         "filings_corrupt_submission",
         "filings",
         ("edgar/sec-edgar-filings",),

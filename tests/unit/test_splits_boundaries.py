@@ -75,3 +75,22 @@ def test_the_table6_selection_is_used_from_the_first_test_session_and_never_on_a
         "2021-01-06": (0.7, 0.05),
     }
     assert all(params_of(d).kappa == 30.0 for d in days)
+
+
+@pytest.mark.parametrize(
+    "splits, needle",
+    [
+        ({"train": ["2019-07-31", "2019-07-01"]}, "splits.train ends (2019-07-01) before it starts (2019-07-31)"),
+        ({"validation": ["2019-12-31", "2020-12-31"]}, "splits.validation starts (2019-12-31) on or before the end of splits.train"),
+        ({"test": ["2020-06-01", "2023-12-31"]}, "splits.test starts (2020-06-01) on or before the end of splits.validation"),
+    ],
+    ids=["inverted", "validation-overlaps-train", "test-overlaps-validation"],
+)
+def test_splits_out_of_order_are_refused(splits, needle):
+    """A split that ends before it starts, or overlaps the one before it (a test day that the
+    validation's selection or the training could see), is a settings error naming it."""
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=needle.replace("(", r"\(").replace(")", r"\)")):
+        Settings.model_validate({"splits": splits})
+    Settings.model_validate({"splits": {"train": ["2019-01-01", "2019-06-30"], "validation": ["2019-07-01", "2019-09-30"]}})  # adjacent: fine
