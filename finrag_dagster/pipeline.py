@@ -108,7 +108,19 @@ def run_range(
     all_assets = list(defs.assets)
     instance = instance or dg.DagsterInstance.ephemeral()
     with planned_as_ranges():
-        return _run_stages(settings, instance, all_assets, resource, own_resource, hist_days, dec_days, only, on_stage, log_level, world_config)
+        return _run_stages(
+            settings,
+            instance,
+            all_assets,
+            resource=resource,
+            own_resource=own_resource,
+            hist_days=hist_days,
+            dec_days=dec_days,
+            only=only,
+            on_stage=on_stage,
+            log_level=log_level,
+            world_config=world_config,
+        )
 
 
 PLANNED_AS_RANGE = "DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS"

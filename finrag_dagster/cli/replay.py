@@ -58,7 +58,7 @@ def replay(
     from ..sources.replay import Replayer, ReplayError, write_settings_snippet
 
     d0, d1 = _day(from_, "--from"), _day(to, "--to")
-    _check_options(d0, d1, to, from_, speed, post_close, pre_open, intraday_hours)
+    _check_options(d0, d1, to, from_=from_, speed=speed, post_close=post_close, pre_open=pre_open, intraday_hours=intraday_hours)
     try:
         s = load_settings(config)
     except Exception as e:  # a bad TOML: say which file and why, no traceback

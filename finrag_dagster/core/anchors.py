@@ -196,7 +196,7 @@ def anchors_for_days(
         day = dt.date.fromisoformat(d)
         own = day_window(clusters, lookback_days(cal, d, lookback_sessions, earliest) + [d])
         day_news = news.filter(pl.col("date") == day).drop("date")
-        out[d] = build_anchors(day_news, own, day, cal, benchmark, sectors, members_on(membership, day))
+        out[d] = build_anchors(day_news, own, day, cal=cal, benchmark=benchmark, sectors=sectors, members=members_on(membership, day))
     return out
 
 
@@ -215,4 +215,14 @@ def anchors_from_lake(s, lake, cal: TradingCalendar, days: list[str]) -> dict[st
     clusters = lake.read("evidence", dates=anchor_window(s, cal, days), columns=["passage_id", "ticker", "dup_cluster"])
     news = lake.read("news_raw", dates=days)
     membership = lake.read("membership") if s.sources.membership else None
-    return anchors_for_days(news, clusters, days, cal, bench, sectors, s.evidence.dup_lookback_sessions, s.calendar.start, membership)
+    return anchors_for_days(
+        news,
+        clusters,
+        days,
+        cal=cal,
+        benchmark=bench,
+        sectors=sectors,
+        lookback_sessions=s.evidence.dup_lookback_sessions,
+        earliest=s.calendar.start,
+        membership=membership,
+    )

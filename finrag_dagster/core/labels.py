@@ -252,4 +252,6 @@ def labels_from_lake(lake, cal: TradingCalendar, s, days: list[str]) -> pl.DataF
     prices = lake.read_range("prices", lo, hi, columns=["ticker", "adj_close"])
     uni = lake.read("universe")
     tickers = uni.filter(~pl.col("is_benchmark"))["ticker"].to_list()
-    return compute_labels(prices, days, cal, s.market_ticker, tickers, ls.window, ls.gap, ls.min_obs, ls.z_threshold)
+    return compute_labels(
+        prices, days, cal, market=s.market_ticker, tickers=tickers, window=ls.window, gap=ls.gap, min_obs=ls.min_obs, z_threshold=ls.z_threshold
+    )

@@ -207,12 +207,12 @@ def matured_on(prev_day: str, v: Variant, env: LoopEnv, recent: dict[str, Past],
             past.outputs.filter(pl.col("horizon") == hk),
             labels.filter(pl.col("horizon") == hk),
             past.contexts,
-            dt.date.fromisoformat(prev_day),
-            env.class_weights(split_start),
-            past.keys,
-            v.credit,
-            env.credit_rule,
-            env.family_of,
+            as_of_day=dt.date.fromisoformat(prev_day),
+            weights=env.class_weights(split_start),
+            memory_key=past.keys,
+            credit=v.credit,
+            rule=env.credit_rule,
+            family_of=env.family_of,
         )
         frames.append(fb.filter(pl.col("maturity_day") == dt.date.fromisoformat(prev_day)))
     return pl.concat(frames) if frames else empty_feedback(env.credit_rule)
@@ -265,18 +265,28 @@ def step(
     try:
         if v.toe:
             ids, f_texts, skels, vecs = env.toe.states(d)
-            selections, principles = choose_principles(tree, ids, f_texts, skels, vecs, env.toe.expansion_cap, env.toe.judge, env.toe.embed_fn, cache)
+            selections, principles = choose_principles(
+                tree,
+                ids,
+                f_texts,
+                skeletons=skels,
+                embeddings=vecs,
+                expansion_cap=env.toe.expansion_cap,
+                judge=env.toe.judge,
+                embed_fn=env.toe.embed_fn,
+                cache=cache,
+            )
         outputs, stats = read_day(
             d,
             data.anchors,
             contexts,
-            env.evidence,
-            data.cards,
-            env.companies,
-            env.backend,
-            cache,
-            env.decoding,
-            principles,
+            evidence=env.evidence,
+            cards=data.cards,
+            companies=env.companies,
+            backend=env.backend,
+            cache=cache,
+            decoding=env.decoding,
+            principles=principles,
             stances=env.credit_rule == "passage_stance",
         )
     finally:

@@ -359,7 +359,7 @@ def run_family(
     adapter; :func:`..lora_train.lora_backends`). Raises :class:`FamilyIncomplete` when the reader
     leaves anchors unanswered."""
     uses_memory, uses_toe = variants[0].uses_memory, variants[0].toe
-    env = build_env(s, lake, cal, days, backend, params, decoding, toe_needed=uses_toe)
+    env = build_env(s, lake, cal, days=days, backend=backend, params=params, decoding=decoding, toe_needed=uses_toe)
     if uses_memory:
         env.params_of, test_note = test_split_params(s, lake, cal, params, days, params_overridden)
     else:
@@ -456,7 +456,17 @@ def family_feedback(s: Settings, lake: Lake, cal: TradingCalendar, variants: lis
             w = weights[start]
             if not fmap.identity:
                 map_passages(fmap, lake, ctx["passage_id"].to_list())
-            fb = build_feedback(out, lab, ctx, as_of, w, memory_keys(a, v), v.credit if v.uses_memory else "cited", s.memory.credit, fmap)
+            fb = build_feedback(
+                out,
+                lab,
+                ctx,
+                as_of_day=as_of,
+                weights=w,
+                memory_key=memory_keys(a, v),
+                credit=v.credit if v.uses_memory else "cited",
+                rule=s.memory.credit,
+                family_of=fmap,
+            )
             lake.write("feedback", fb, variant=v.name, date=d)
             n += fb.height
             for o, k in fb.group_by("outcome").len().rows():

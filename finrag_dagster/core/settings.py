@@ -266,7 +266,9 @@ class SplitSettings(_M):
                 raise ValueError(f"splits.{name} ends ({hi}) before it starts ({lo})")
         for (a, (_, a_hi)), (b, (b_lo, _)) in zip(list(r.items()), list(r.items())[1:]):
             if b_lo <= a_hi:
-                raise ValueError(f"splits.{b} starts ({b_lo}) on or before the end of splits.{a} ({a_hi}): the splits must follow each other without overlap")
+                raise ValueError(
+                    f"splits.{b} starts ({b_lo}) on or before the end of splits.{a} ({a_hi}): the splits must follow each other without overlap"
+                )
         return self
 
     def ranges(self) -> dict[str, tuple[dt.date, dt.date]]:

@@ -1076,7 +1076,7 @@ def _merge_groups(groups: dict[str, list[FilingRecord]], by_cik, universe_set, c
         if reason:
             q_rows.append(_merge_quarantine_row(acc, g, form, cik, public, reason))
             continue
-        m = _merged_filing(acc, g, form, cik, ticker, times, public)
+        m = _merged_filing(acc, g, form, cik=cik, ticker=ticker, times=times, public=public)
         m["_head"], m["_shared"] = (g[0].source_file, g[0].source_row), (by_cik.get(cik, []) if cik is not None else [])
         merged.append(m)
     return merged

@@ -257,7 +257,7 @@ def stage_news(
     root.mkdir(parents=True, exist_ok=True)
     stages, rows_in, rows_read, actions = [], 0, 0, {}
     for path in files:
-        fs, read, action = _stage_file(Path(path), universe, clock, span, root, key, batch_bytes)
+        fs, read, action = _stage_file(Path(path), universe, clock, span=span, root=root, key=key, batch_bytes=batch_bytes)
         stages.append(fs)
         rows_in += sum(int(s["rows"]) for s in fs.segments)
         rows_read += read
@@ -325,7 +325,7 @@ def _stage_file(path: Path, universe, clock, span, root: Path, key: str, batch_b
             and old["tail"] == _sha(path, end - TAIL_BYTES, end)
             and _byte_at(path, end - 1) == b"\n"
         ):
-            appended = _stage_append(path, d, old, universe, clock, span, batch_bytes)
+            appended = _stage_append(path, d, old, universe=universe, clock=clock, span=span, batch_bytes=batch_bytes)
             if appended is not None:
                 manifest, read = appended
                 manifest.update(size=st.st_size, mtime_ns=st.st_mtime_ns, head=head, tail=_sha(path, st.st_size - TAIL_BYTES, st.st_size))
@@ -339,11 +339,15 @@ def _stage_file(path: Path, universe, clock, span, root: Path, key: str, batch_b
                     shutil.copyfileobj(src, out, 1 << 24)
             except (OSError, EOFError) as exc:
                 raise SourceError(f"{path.name}: not a readable gzip file ({exc})") from exc
-            seg, minute = _stage_segment(tmp, path, d, 0, universe, clock, span, batch_bytes, None)
+            seg, minute = _stage_segment(
+                tmp, path, d, row_offset=0, universe=universe, clock=clock, span=span, batch_bytes=batch_bytes, prior_minute=None
+            )
         finally:
             tmp.unlink(missing_ok=True)
     else:
-        seg, minute = _stage_segment(path, path, d, 0, universe, clock, span, batch_bytes, None)
+        seg, minute = _stage_segment(
+            path, path, d, row_offset=0, universe=universe, clock=clock, span=span, batch_bytes=batch_bytes, prior_minute=None
+        )
     manifest = {
         "version": STAGE_VERSION,
         "key": key,
@@ -383,7 +387,9 @@ def _stage_append(path: Path, d: Path, old: dict, universe, clock, span, batch_b
             src.seek(old["size"])
             shutil.copyfileobj(src, out, 1 << 24)
         offset = sum(int(s["rows"]) for s in old["segments"])
-        seg, minute = _stage_segment(tmp, path, d, offset, universe, clock, span, batch_bytes, old["minute"])
+        seg, minute = _stage_segment(
+            tmp, path, d, row_offset=offset, universe=universe, clock=clock, span=span, batch_bytes=batch_bytes, prior_minute=old["minute"]
+        )
     finally:
         tmp.unlink(missing_ok=True)
     if seg is None:
@@ -439,7 +445,20 @@ def _stage_segment(read_path: Path, source: Path, d: Path, row_offset: int, univ
     """
     lf, cols, repaired, reasons, blanked = _open_news(read_path, source, d, row_offset)
     try:
-        return _stage_rows(lf, cols, repaired, reasons, source, d, row_offset, universe, clock, span, batch_bytes, prior_minute)
+        return _stage_rows(
+            lf,
+            cols,
+            repaired,
+            reasons=reasons,
+            source=source,
+            d=d,
+            row_offset=row_offset,
+            universe=universe,
+            clock=clock,
+            span=span,
+            batch_bytes=batch_bytes,
+            prior_minute=prior_minute,
+        )
     finally:
         if blanked is not None:
             blanked.unlink(missing_ok=True)

@@ -129,12 +129,12 @@ def run_experience_task(s: Settings, lake: Lake, cal: TradingCalendar) -> TaskRu
         tdays,
         task_inputs(s, lake, cal, days, set(prices["ticker"].unique().to_list())),
         alphas,
-        prior,
-        methods,
-        s.experience.expansion_cap,
-        llm_fn,
-        s.experience.q0,
-        s.experience.eta,
+        prior=prior,
+        methods=methods,
+        expansion_cap=s.experience.expansion_cap,
+        llm_update=llm_fn,
+        q0=s.experience.q0,
+        eta=s.experience.eta,
     )
     for d in days:
         lake.write("experience_task_scores", scores.filter(pl.col("date") == dt.date.fromisoformat(d)).drop("date"), date=d)

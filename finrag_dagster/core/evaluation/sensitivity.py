@@ -90,7 +90,7 @@ def table6(s: Settings, lake: Lake, cal: TradingCalendar) -> Table6:
         lake.write("sensitivity", df)
         return Table6(df)
     bcfg = BackendConfig.from_settings(s)
-    env = build_env(s, lake, cal, days, make_backend(bcfg), MemoryParams.from_settings(s), bcfg.decoding())
+    env = build_env(s, lake, cal, days=days, backend=make_backend(bcfg), params=MemoryParams.from_settings(s), decoding=bcfg.decoding())
     # the selection is used from the test split's first session (whether or not its anchors are
     # in the lake yet): only labels matured before that session count
     test_sessions = cal.sessions_in_range(*s.splits.test)
@@ -101,7 +101,7 @@ def table6(s: Settings, lake: Lake, cal: TradingCalendar) -> Table6:
     rets = daily_returns(lake, days, [])
     results, rows = [], []
     for kind, lam, delta in grid(s.memory.lam, s.memory.delta):
-        m = run_setting(env, days, lam, delta, s.memory.kappa, labels, rets)
+        m = run_setting(env, days, lam, delta=delta, kappa=s.memory.kappa, labels=labels, returns=rets)
         m.update({"kind": kind, "lambda": lam, "delta": delta})
         results.append(m)
         rows += long_rows(

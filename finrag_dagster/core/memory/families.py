@@ -163,7 +163,9 @@ class FamilyMap:
         for pid, fam, pub, form, item, text, *rest in rows:
             if pid in self.of:
                 continue
-            f = memory_family(self.scheme, fam, pub, form, item, self.classes, text, rest[0] if rest else None)
+            f = memory_family(
+                self.scheme, fam, pub, form_type=form, item=item, classes=self.classes, text=text, filing_items=rest[0] if rest else None
+            )
             if f == "news:other":
                 self.unknown_publishers[(pub or "").strip() or "(none)"] += 1
             self.of[pid] = f

@@ -82,7 +82,7 @@ def candidates_for_days(
     with one_blas_thread(), ThreadPoolExecutor(workers) if workers > 1 else nullcontext() as ex:
         for d in sorted(days):
             a = by_day.get((dt.date.fromisoformat(d),), empty)
-            cfg = pool_config(m0, peer_share, lookback_sessions, cal, d, k1, b, epsilon)
+            cfg = pool_config(m0, peer_share, lookback_sessions, cal=cal, day=d, k1=k1, b=b, eps=epsilon)
             pending[d] = start_day_candidates(store, stats, a, int(cal.closes_ns[cal.session_index(d)]), cfg, kernel=kernel, executor=ex)
         return {d: p.frame() for d, p in track(pending.items(), len(pending), "candidate pools", log=log, every=20)}
 
