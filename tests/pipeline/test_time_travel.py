@@ -232,7 +232,7 @@ def train_and_read(settings, end: dt.date) -> None:
 
     with pooled_instance() as inst:
         dg.materialize(
-            [build_lora_asset()],
+            [build_lora_asset(settings)],
             instance=inst,
             resources={"finrag": FinragResource.from_settings(settings)},
             selection=["lora_adapters"],

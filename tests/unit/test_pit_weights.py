@@ -118,8 +118,8 @@ def test_feedback_uses_each_splits_weights_and_reads_them_once_per_split(lake, m
         def write(self, table, df, **k):
             assert table == "feedback"
 
-    def fake_feedback(out, lab, ctx, as_of, w, keys, credit, *rule_and_families):
-        seen.setdefault(lab["maturity_day"].min(), []).append(w)
+    def fake_feedback(out, lab, ctx, as_of_day, weights, memory_key, credit, **rule_and_families):
+        seen.setdefault(lab["maturity_day"].min(), []).append(weights)
         return pl.DataFrame({"outcome": ["x"], "correct": [True]})
 
     monkeypatch.setattr(loop_io, "weights_for", counting)
