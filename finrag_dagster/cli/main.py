@@ -328,7 +328,7 @@ def status(
     lake: Annotated[Optional[str], typer.Option(help="lake folder, or an object-store URI (s3://bucket/prefix)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of tables")] = False,
 ):
-    """Where the daily loop stands: last market day, last decision day per stage, pending horizons, sensors, quarantine."""
+    """Where the daily loop stands: last market day, last decision day per stage, pending horizons, sensors, quarantined and flagged input rows."""
     import json
 
     from ..core.status import lake_status
@@ -360,11 +360,12 @@ def status(
     for i in st["sensors"]:
         t.add_row(i["name"], i["kind"], i["status"], (i["cursor"] or "")[:40])
     console.print(t if st["sensors"] else "schedules and sensors: none started in this Dagster instance yet (make dev, then turn them on)")
-    t = Table(title="quarantine (rejected input rows, as of the last write of each source)")
-    for c in ("source table", "rows", "written at (UTC)", "most common reason"):
+    t = Table(title="input rows quarantined (rejected) and flagged (kept, for review), as of each source's last write")
+    for c in ("source", "written (UTC)", "quarantined", "most common reason", "flagged", "most common flag"):
         t.add_column(c)
     for q in st["quarantine"]:
-        t.add_row(q["source_table"], f"{q['rows']:,}", q["written_at"], q["top_reason"][:80])
+        when = q["written_at"][:16].replace("T", " ")
+        t.add_row(q["source_table"], when, f"{q['rows']:,}", q["top_reason"][:60], f"{q['flagged']:,}", q["top_flag"][:40])
     console.print(t)
 
 

@@ -52,19 +52,31 @@ def pending_horizons(lake: Lake) -> list[dict]:
     ]
 
 
+def _top(df: pl.DataFrame, col: str, weight: pl.Expr) -> str:
+    """The most common value of ``col`` with its count, "" for an empty frame."""
+    if not df.height:
+        return ""
+    top = df.group_by(col).agg(weight.alias("len")).sort(["len", col], descending=[True, False]).head(1)
+    return f"{top[col][0]} ({top['len'][0]})"
+
+
 def quarantine_summary(lake: Lake) -> list[dict]:
-    """Per source table: quarantined rows, when that table was last written, the most common reason."""
+    """Per source table: quarantined rows, when that table was last written, the most common reason;
+    the rows it flagged (kept, for review) and the most common flag."""
+    flags = {f.parent.name.split("=", 1)[1]: f for f in lake.partition_files("source_flags")} if lake.has_table("source_flags") else {}
     out = []
     for f in lake.partition_files("quarantine"):
         df = pl.from_arrow(lake.read_parquet(f))
-        w = pl.col("rows").sum() if "rows" in df.columns else pl.len()
-        top = df.group_by("reason").agg(w.alias("len")).sort(["len", "reason"], descending=[True, False]).head(1) if df.height else None
+        table = f.parent.name.split("=", 1)[1]
+        fl = pl.from_arrow(lake.read_parquet(flags[table])) if table in flags else pl.DataFrame({"flag": []}, schema={"flag": pl.Utf8})
         out.append(
             {
-                "source_table": f.parent.name.split("=", 1)[1],
+                "source_table": table,
                 "rows": int(df["rows"].sum()) if df.height and "rows" in df.columns else df.height,
                 "written_at": dt.datetime.fromtimestamp(lake.file_stamp(f)[1] / 1e9, dt.timezone.utc).isoformat(timespec="seconds"),
-                "top_reason": (f"{top['reason'][0]} ({top['len'][0]})" if top is not None and top.height else ""),
+                "top_reason": _top(df, "reason", pl.col("rows").sum() if "rows" in df.columns else pl.len()),
+                "flagged": fl.height,
+                "top_flag": _top(fl, "flag", pl.len()),
             }
         )
     return out
