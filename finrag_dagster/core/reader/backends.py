@@ -497,10 +497,12 @@ class VllmBackend(Backend):
         import torch
 
         where = {"cpu_threads": torch.get_num_threads()} if self._on_cpu else {"gpu": torch.cuda.get_device_name(0)}
-        from .model_path import weights_fingerprint
+        from .model_path import WEIGHT_SUFFIXES, weights_fingerprint
 
         args = {k: v for k, v in self.engine_kwargs.items() if k != "model"}
         weights = {"weights": weights_fingerprint(self._path)} if Path(self._path).exists() else {}
+        if self._lora:  # its id names how it was trained; its weights are what answers
+            weights["adapter_weights"] = weights_fingerprint(self._lora["lora_path"], suffixes=WEIGHT_SUFFIXES)
         return {"vllm": args, "version": vllm_version(), "deterministic": self.cfg.deterministic, **where, **weights}
 
     @property
@@ -787,16 +789,18 @@ class TransformersBackend(Backend):
         return with_adapter(Path(self._base).name, self._adapter)
 
     def engine_key(self) -> dict:
-        """The base model's content (its config alone with dummy weights), the adapter's id is in
-        the model's name; the versions of transformers, peft and torch; on a GPU, its model and the
+        """The base model's content (its config alone with dummy weights) and the adapter's weights
+        (its id is in the model's name); the versions of transformers, peft and torch; on a GPU, its model and the
         weights' dtype (bfloat16 there, float32 on the CPU, where torch's thread count left 12 of 12
         answers unchanged, docs/reader.md)."""
         import torch
 
-        from .model_path import weights_fingerprint
+        from .model_path import WEIGHT_SUFFIXES, weights_fingerprint
 
         libs = {d: dist_version(d) for d in ("transformers", "peft", "torch")}
         key = {"weights": weights_fingerprint(self._base), **({"dummy_weights": True} if self.cfg.dummy_weights else {}), **libs}
+        if self.cfg.lora_adapter:  # its id names how it was trained; its weights are what answers
+            key["adapter_weights"] = weights_fingerprint(self.cfg.lora_adapter, suffixes=WEIGHT_SUFFIXES)
         p = next(self._m.parameters())
         if p.device.type == "cpu":
             return key

@@ -65,12 +65,16 @@ ANSWER_FILE_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".json",
 NOT_ANSWER_FILES = ("finrag_gguf.json",)
 
 
-def weights_fingerprint(model: str | Path, memo_dir: Path | None = None) -> str:
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+
+
+def weights_fingerprint(model: str | Path, memo_dir: Path | None = None, suffixes: tuple[str, ...] = ANSWER_FILE_SUFFIXES) -> str:
     """16 hex of a sha256 over a local model's content (the prompt cache's key holds it, so weights
     replaced under the same name are a cache miss, not a stale answer): a file's bytes (a GGUF), or a
     folder's answer-deciding files by relative name (:data:`ANSWER_FILE_SUFFIXES`); each file hashed
     once per (path, size, mtime) and remembered in ``memo_dir`` (the model cache). "" for what is not
-    local (a hub id vLLM downloads itself)."""
+    local (a hub id vLLM downloads itself). ``suffixes=WEIGHT_SUFFIXES``: the weights alone (a LoRA
+    adapter, whose peft config names the base model's local path)."""
     p = Path(model).expanduser()
     memo = Path(memo_dir) if memo_dir is not None else model_cache_dir()
     if p.is_file():
@@ -80,7 +84,7 @@ def weights_fingerprint(model: str | Path, memo_dir: Path | None = None) -> str:
     h = hashlib.sha256()
     for f in sorted(p.rglob("*")):
         rel = f.relative_to(p).as_posix()
-        if not f.is_file() or f.name in NOT_ANSWER_FILES or f.suffix not in ANSWER_FILE_SUFFIXES:
+        if not f.is_file() or f.name in NOT_ANSWER_FILES or f.suffix not in suffixes:
             continue
         if any(part.startswith(".") for part in rel.split("/")):  # a download tool's own cache, a lock
             continue
