@@ -78,14 +78,25 @@ def embed_workers() -> int:
 def embed(texts: list[str], batch_size: int = 64, max_seq_length: int = 128, workers: int | None = None) -> np.ndarray:
     """(n, 384) float32, L2-normalised; an empty list gives a (0, 384) array.
 
-    Texts are grouped by token length and cut into batches of ``batch_size`` in input order;
-    ``workers`` batches are encoded at once (default :func:`embed_workers`), with the same bytes
-    for any number of workers.
+    A text given more than once is encoded once (news repeats itself: the demo's toe states are
+    4,204 texts of which 1,403 distinct). Texts are grouped by token length and cut into batches
+    of ``batch_size`` in input order; ``workers`` batches are encoded at once (default
+    :func:`embed_workers`), with the same bytes for any number of workers.
     """
     if not texts:
         return np.zeros((0, 384), dtype=np.float32)
-    m = load_model(max_seq_length)
     texts = list(texts)
+    unique = list(dict.fromkeys(texts))
+    if len(unique) < len(texts):  # a vector is a function of its text alone: encode each text once
+        vecs = _embed_unique(unique, batch_size, max_seq_length, workers)
+        where = {t: i for i, t in enumerate(unique)}
+        return vecs[[where[t] for t in texts]]
+    return _embed_unique(texts, batch_size, max_seq_length, workers)
+
+
+def _embed_unique(texts: list[str], batch_size: int, max_seq_length: int, workers: int | None) -> np.ndarray:
+    """:func:`embed` of distinct texts."""
+    m = load_model(max_seq_length)
     lengths = [len(ids) for ids in m.tokenizer(texts, truncation=True, max_length=max_seq_length)["input_ids"]]
     out = np.zeros((len(texts), 384), dtype=np.float32)
     by_len: dict[int, list[int]] = {}

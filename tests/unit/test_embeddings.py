@@ -25,3 +25,16 @@ def test_parallel_batches_give_the_same_bytes_as_one_worker():
     one = embed(texts, batch_size=8, workers=1)
     many = embed(texts, batch_size=8, workers=3)  # more workers than cores: order of completion varies
     assert one.tobytes() == many.tobytes()
+
+
+def test_a_repeated_text_is_encoded_once_and_gets_the_same_bytes(monkeypatch):
+    import finrag_dagster.core.embeddings as emb
+
+    texts = ["guidance raised", "ceo resigns after probe", "guidance raised", "dividend cut", "ceo resigns after probe"]
+    encoded = []
+    real = emb._embed_unique
+    monkeypatch.setattr(emb, "_embed_unique", lambda t, *a: encoded.append(list(t)) or real(t, *a))
+    vecs = embed(texts, batch_size=2)
+    assert encoded == [["guidance raised", "ceo resigns after probe", "dividend cut"]]
+    distinct = np.stack([embed([t])[0] for t in ("guidance raised", "ceo resigns after probe", "dividend cut")])
+    assert vecs.tobytes() == distinct[[0, 1, 0, 2, 1]].tobytes()
