@@ -58,7 +58,8 @@ def run_demo(tree: Path, work: Path, config: Path, end: str | None) -> dict:
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
         raise SystemExit(f"{tree}: finrag demo failed\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
-    stages = {m.group(1): float(m.group(2)) for m in STAGE.finditer(out.stdout)}
+    timings = out.stdout.split("stage timings", 1)[-1].split("done in", 1)[0]  # not the summary's tables below it
+    stages = {m.group(1): float(m.group(2)) for m in STAGE.finditer(timings)}
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {"wall": wall, "cpu": cpu, "stages": stages, "lake": str(work / "lake")}
 

@@ -438,48 +438,66 @@ def family_feedback(s: Settings, lake: Lake, cal: TradingCalendar, variants: lis
     as_of = last if last is not None else dt.date.fromisoformat(days[0]) - dt.timedelta(days=1)
     n = 0
     outcomes: dict[str, int] = {}
-    correct = []
+    correct: dict[str, list] = {v.name: [] for v in variants}
     weights: dict[str, dict] = {}  # by split start: the labels behind them are read once, not once per day and variant
-    labels_of, anchors_of = _read_once(lake, "labels"), _read_once(lake, "anchors")  # a day's, shared by the variants
     fmap = family_map(s)
-    for v in variants:
-        for d in lora_days(s, cal, days) if v.lora_seed is not None else days:
-            out = _drop_hive(lake.read("reader_outputs", dates=[d], variant=v.name))
-            ctx = _drop_hive(lake.read("contexts", dates=[d], variant=v.name))
-            lab = labels_of(d)
-            if v.shuffle_labels_seed is not None:
-                lab = shuffle_labels(lab, v.shuffle_labels_seed)
-            a = anchors_of(d)
-            start = split_start_of(s, cal, d)
-            if start not in weights:
-                weights[start] = weights_for(s, cal, lake, start)[0]
-            w = weights[start]
-            if not fmap.identity:
-                map_passages(fmap, lake, ctx["passage_id"].to_list())
-            fb = build_feedback(
-                out,
-                lab,
-                ctx,
-                as_of_day=as_of,
-                weights=w,
-                memory_key=memory_keys(a, v),
-                credit=v.credit if v.uses_memory else "cited",
-                rule=s.memory.credit,
-                family_of=fmap,
-            )
-            lake.write("feedback", fb, variant=v.name, date=d)
-            n += fb.height
-            for o, k in fb.group_by("outcome").len().rows():
-                outcomes[o] = outcomes.get(o, 0) + k
-            correct += fb.filter(pl.col("correct").is_not_null())["correct"].to_list()
-    return FamilyFeedback(n, as_of, outcomes, correct, {} if fmap.identity else families_note(fmap))
+    for block in _blocks(days):
+        labels_of, anchors_of = (
+            _day_reader(lake, "labels", block, hive=True),
+            _day_reader(lake, "anchors", block, hive=True),
+        )  # shared by the variants
+        for v in variants:
+            mine = lora_days(s, cal, block) if v.lora_seed is not None else block
+            outs, ctxs = _day_reader(lake, "reader_outputs", mine, variant=v.name), _day_reader(lake, "contexts", mine, variant=v.name)
+            for d in mine:
+                start = split_start_of(s, cal, d)
+                if start not in weights:
+                    weights[start] = weights_for(s, cal, lake, start)[0]
+                fb = _day_feedback(s, lake, fmap, v, outs(d), ctxs(d), labels_of(d), anchors_of(d), as_of, weights[start])
+                lake.write("feedback", fb, variant=v.name, date=d)
+                n += fb.height
+                for o, k in fb.group_by("outcome").len().rows():
+                    outcomes[o] = outcomes.get(o, 0) + k
+                correct[v.name] += fb.filter(pl.col("correct").is_not_null())["correct"].to_list()
+    return FamilyFeedback(n, as_of, outcomes, [c for v in variants for c in correct[v.name]], {} if fmap.identity else families_note(fmap))
 
 
-def _read_once(lake: Lake, table: str) -> Callable[[str], pl.DataFrame]:
-    """Day -> ``table``'s partition of that day, read from the lake once."""
+def _day_feedback(s: Settings, lake: Lake, fmap: FamilyMap, v: Variant, out, ctx, lab, anchors, as_of: dt.date, w: dict) -> pl.DataFrame:
+    """The feedback rows of one variant and decision day (seed 000 eq. 4-5 credit, per matured horizon)."""
+    if v.shuffle_labels_seed is not None:
+        lab = shuffle_labels(lab, v.shuffle_labels_seed)
+    if not fmap.identity:
+        map_passages(fmap, lake, ctx["passage_id"].to_list())
+    return build_feedback(
+        out,
+        lab,
+        ctx,
+        as_of_day=as_of,
+        weights=w,
+        memory_key=memory_keys(anchors, v),
+        credit=v.credit if v.uses_memory else "cited",
+        rule=s.memory.credit,
+        family_of=fmap,
+    )
 
-    @lru_cache(maxsize=None)
+
+BLOCK_DAYS = 64  # decision days read at once by family_feedback: one scan per table, memory bounded by the block
+
+
+def _blocks(days: list[str], size: int = BLOCK_DAYS) -> list[list[str]]:
+    return [days[i : i + size] for i in range(0, len(days), size)]
+
+
+def _day_reader(lake: Lake, table: str, days: list[str], hive: bool = False, **keys) -> Callable[[str], pl.DataFrame]:
+    """Day -> ``table``'s partition of that day, every day of ``days`` read in one scan: the same
+    frame as reading each day alone (its hive keys dropped unless ``hive``); a day with no
+    partition gives an empty frame."""
+    df = lake.read(table, dates=list(dict.fromkeys(days)), **keys)
+    parts = df.partition_by("date", as_dict=True, maintain_order=True) if df.height else {}
+    shape = df.clear() if hive else _drop_hive(df.clear())
+
     def of(d: str) -> pl.DataFrame:
-        return lake.read(table, dates=[d])
+        part = parts.get((dt.date.fromisoformat(d),))
+        return shape if part is None else part if hive else _drop_hive(part)
 
     return of
