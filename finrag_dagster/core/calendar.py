@@ -26,11 +26,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .settings import CALENDAR_FIRST, CALENDAR_LAST
+
 NY = "America/New_York"
 CALENDAR_NAME = "XNYS"
-# The calendar object is built once for a wide window; narrower ranges slice it.
-_CAL_START = "2000-01-03"
-_CAL_END = "2030-12-31"
+# The calendar object is built once for a wide window (settings.CALENDAR_FIRST .. CALENDAR_LAST,
+# which the settings check every calendar date against); narrower ranges slice it.
+_CAL_START = CALENDAR_FIRST.isoformat()
+_CAL_END = CALENDAR_LAST.isoformat()
 
 
 class CalendarError(ValueError):

@@ -84,12 +84,30 @@ class SourceSettings(_M):
     price_ohlc_tolerance: float = 1e-3
 
 
+# The window of XNYS sessions finrag builds its trading calendar over (core/calendar.py): every
+# calendar date of the settings must lie inside it.
+CALENDAR_FIRST = dt.date(2000, 1, 3)
+CALENDAR_LAST = dt.date(2030, 12, 31)
+
+
 class CalendarSettings(_M):
     """Trading-day partitions: prices from ``start``; decisions from ``decision_start``."""
 
     start: dt.date = dt.date(2017, 10, 2)
     end: dt.date = dt.date(2023, 12, 29)
     decision_start: dt.date = dt.date(2019, 1, 2)
+
+    @model_validator(mode="after")
+    def _inside_the_calendar(self):
+        """Each date inside the XNYS window the trading calendar covers (else an index past its end, deep in a run)."""
+        for name in ("start", "decision_start", "end"):
+            d = getattr(self, name)
+            if not CALENDAR_FIRST <= d <= CALENDAR_LAST:
+                raise ValueError(
+                    f"calendar.{name} {d} lies outside the XNYS calendar finrag builds ({CALENDAR_FIRST} .. {CALENDAR_LAST}); "
+                    "choose a date inside it"
+                )
+        return self
 
 
 class EvidenceSettings(_M):

@@ -94,3 +94,26 @@ def test_splits_out_of_order_are_refused(splits, needle):
     with pytest.raises(ValidationError, match=needle.replace("(", r"\(").replace(")", r"\)")):
         Settings.model_validate({"splits": splits})
     Settings.model_validate({"splits": {"train": ["2019-01-01", "2019-06-30"], "validation": ["2019-07-01", "2019-09-30"]}})  # adjacent: fine
+
+
+@pytest.mark.parametrize(
+    "calendar, needle",
+    [
+        ({"end": "2031-12-31"}, "calendar.end 2031-12-31 lies outside the XNYS calendar finrag builds (2000-01-03 .. 2030-12-31)"),
+        ({"start": "1999-12-31"}, "calendar.start 1999-12-31 lies outside"),
+        ({"decision_start": "2031-01-02", "end": "2030-12-31"}, "calendar.decision_start 2031-01-02 lies outside"),
+    ],
+    ids=["end-after", "start-before", "decision-start-after"],
+)
+def test_calendar_dates_outside_the_trading_calendar_are_refused(calendar, needle):
+    """A calendar date past the XNYS window finrag's trading calendar covers is a settings error
+    naming it (it was an IndexError deep in a run); the window's own first and last days are fine."""
+    from pydantic import ValidationError
+
+    from finrag_dagster.core.calendar import nyse
+
+    with pytest.raises(ValidationError, match=needle.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        Settings.model_validate({"calendar": calendar})
+    s = Settings.model_validate({"calendar": {"start": "2000-01-03", "decision_start": "2000-01-03", "end": "2030-12-31"}})
+    cal = nyse()
+    assert cal.sessions[0].item() == s.calendar.start and cal.sessions[-1].item() == s.calendar.end
