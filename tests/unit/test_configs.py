@@ -59,3 +59,27 @@ def test_a_string_where_a_list_of_paths_belongs_is_named_not_iterated(tmp_path, 
     assert "news/x.csv" in str(err.value) and "prices" not in str(err.value)
     cfg.write_text('[sources]\nkind = "files"\nnews = ["news/x.csv"]\n')
     assert load_settings(cfg).sources.news == [str(tmp_path / "news" / "x.csv")]
+
+
+@pytest.mark.parametrize(
+    "section, key, value, needle",
+    [
+        ("evidence", "embed_batch_size", -3, "greater than or equal to 1"),
+        ("evidence", "embed_max_seq_length", 4096, "less than or equal to 512"),
+        ("retrieval", "bm25_b", 1.5, "less than or equal to 1"),
+        ("memory", "kappa", 0, "greater than 0"),
+        ("reader", "gpu_memory_utilization", 1.2, "less than or equal to 1"),
+        ("variants", "shuffle_seeds", 0, "greater than or equal to 1"),
+    ],
+)
+def test_a_number_outside_its_domain_is_a_settings_error_naming_it(section, key, value, needle, tmp_path, monkeypatch):
+    """A batch size of -3 or a share above 1 is refused where the settings are read, with the key,
+    instead of running (a negative embedding batch ran the whole demo)."""
+    from pydantic import ValidationError
+
+    monkeypatch.delenv("FINRAG_LAKE", raising=False)
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text(f"[{section}]\n{key} = {value}\n")
+    with pytest.raises(ValidationError) as e:
+        load_settings(cfg)
+    assert f"{section}.{key}" in str(e.value) and needle in str(e.value)

@@ -129,3 +129,20 @@ def test_a_lora_familys_figure_line_is_the_seeds_mean_daily_book():
     assert out["net"].to_list() == pytest.approx([0.009, -0.011])
     assert out["gross"].to_list() == pytest.approx([0.01, -0.01]) and out["turnover"].to_list() == pytest.approx([0.6, 0.3])
     assert out["n_names"].to_list() == [12, 10] and out.schema["n_names"] == pl.Int64
+
+
+def test_a_metric_no_seed_could_score_is_nan_without_a_warning():
+    """Table 3's mean and std over seeds: NaN where no seed has a value, with no RuntimeWarning printed
+    into `finrag demo`'s output; otherwise numpy's nanmean and nanstd(ddof=1)."""
+    import math
+    import warnings
+
+    import numpy as np
+
+    from finrag_dagster.core.evaluation.tables import nanmean, nanstd
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert math.isnan(nanmean([math.nan, math.nan])) and math.isnan(nanstd([math.nan, 0.4]))
+        xs = [0.31, math.nan, 0.35, 0.29]
+        assert nanmean(xs) == float(np.nanmean(xs)) and nanstd(xs) == float(np.nanstd(xs, ddof=1))

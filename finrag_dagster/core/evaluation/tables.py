@@ -119,12 +119,24 @@ def long_rows(table: str, split: str, row: str, vals: dict, n: int, stds: dict |
     ]
 
 
+def nanmean(xs: list[float]) -> float:
+    """``np.nanmean``, NaN without a RuntimeWarning when every value is NaN (a metric no seed could score)."""
+    a = np.asarray(xs, dtype=float)
+    return float(np.nanmean(a)) if np.any(~np.isnan(a)) else math.nan
+
+
+def nanstd(xs: list[float], ddof: int = 1) -> float:
+    """``np.nanstd(ddof=1)``, NaN without a RuntimeWarning when fewer than two values are not NaN."""
+    a = np.asarray(xs, dtype=float)
+    return float(np.nanstd(a, ddof=ddof)) if np.count_nonzero(~np.isnan(a)) > ddof else math.nan
+
+
 def family_metrics(lake: Lake, family: str, names: list[str], days: list[str]) -> tuple[dict, dict, int]:
     """Mean (and std over seeds) of a variant family's metrics."""
     ms = [variant_metrics(lake, v, days) for v in names]
     keys = [k for k in ms[0] if k != "n"]
-    mean = {k: float(np.nanmean([m[k] for m in ms])) if ms else math.nan for k in keys}
-    std = {k: float(np.nanstd([m[k] for m in ms], ddof=1)) if len(ms) > 1 else None for k in keys}
+    mean = {k: nanmean([m[k] for m in ms]) if ms else math.nan for k in keys}
+    std = {k: nanstd([m[k] for m in ms]) if len(ms) > 1 else None for k in keys}
     return mean, std, int(np.mean([m["n"] for m in ms]))
 
 
@@ -210,8 +222,8 @@ def evaluate(s: Settings, lake: Lake, cal: TradingCalendar) -> tuple[pl.DataFram
             seed_books = portfolio_books(lake, names, days, market, uni["ticker"].to_list())
             sums = [summary(seed_books[n]) for n in names]
             keys = list(sums[0])
-            mean = {k: float(np.nanmean([x[k] for x in sums])) for k in keys}
-            std = {k: float(np.nanstd([x[k] for x in sums], ddof=1)) for k in keys} if len(sums) > 1 else None
+            mean = {k: nanmean([x[k] for x in sums]) for k in keys}
+            std = {k: nanstd([x[k] for x in sums]) for k in keys} if len(sums) > 1 else None
             rows += long_rows("Table 4", split, VARIANT_LABEL[f], mean, seed_books[names[0]].height, std)
             daily.append(
                 seed_mean_book(seed_books, names).with_columns(
