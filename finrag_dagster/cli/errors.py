@@ -19,6 +19,7 @@ HINTS = {
     "SourceError": "check the [sources] paths and files of your settings (finrag reads FNSPID CSV/parquet, price CSVs, EDGAR JSON and full-submission.txt)",
     "FileNotFoundError": "check the path; relative paths in a settings file are relative to that file",
     "TOMLDecodeError": "the settings file is not valid TOML",
+    "SettingsFileError": "fix the settings file named above (--config, or $FINRAG_CONFIG when no --config is given)",
     "ValidationError": "fix the setting named above (see finrag_dagster/core/settings.py for every key and its default)",
     "CalendarError": "the dates must fall inside the settings' [calendar] start .. end",
     "SettingsError": "fix the [calendar] dates of your settings or the --start/--end of the command",

@@ -391,6 +391,10 @@ def _resolve_paths(raw: dict, base: Path) -> dict:
     return raw
 
 
+class SettingsFileError(ValueError):
+    """A settings file that cannot be parsed (the message names the file: it may come from $FINRAG_CONFIG)."""
+
+
 def load_settings(path: str | os.PathLike | None = None) -> Settings:
     """Defaults, then the TOML (or JSON) file (``path`` or ``$FINRAG_CONFIG``), then ``$FINRAG_LAKE``."""
     path = path or os.environ.get("FINRAG_CONFIG") or None
@@ -400,10 +404,16 @@ def load_settings(path: str | os.PathLike | None = None) -> Settings:
         if p.suffix == ".json":  # a dumped Settings object (Settings.model_dump_json())
             import json
 
-            raw = _resolve_paths(json.loads(p.read_text()), p.parent)
+            try:
+                raw = _resolve_paths(json.loads(p.read_text()), p.parent)
+            except json.JSONDecodeError as e:
+                raise SettingsFileError(f"{p} is not valid JSON: {e}") from None
         else:
             with open(p, "rb") as fh:
-                raw = _resolve_paths(tomllib.load(fh), p.parent)
+                try:
+                    raw = _resolve_paths(tomllib.load(fh), p.parent)
+                except tomllib.TOMLDecodeError as e:
+                    raise SettingsFileError(f"{p} is not valid TOML: {e}") from None
     if os.environ.get("FINRAG_LAKE"):
         raw["lake_dir"] = os.environ["FINRAG_LAKE"]
     s = Settings.model_validate(raw)

@@ -83,3 +83,15 @@ def test_a_number_outside_its_domain_is_a_settings_error_naming_it(section, key,
     with pytest.raises(ValidationError) as e:
         load_settings(cfg)
     assert f"{section}.{key}" in str(e.value) and needle in str(e.value)
+
+
+@pytest.mark.parametrize("name, text", [("c.toml", "[evidence\nembed_batch_size = 8\n"), ("c.json", '{"evidence": ')])
+def test_a_settings_file_that_does_not_parse_is_named(name, text, tmp_path, monkeypatch):
+    """A syntax error names the file it is in: with $FINRAG_CONFIG the user may not know which file was read."""
+    from finrag_dagster.core.settings import SettingsFileError
+
+    cfg = tmp_path / name
+    cfg.write_text(text)
+    monkeypatch.setenv("FINRAG_CONFIG", str(cfg))
+    with pytest.raises(SettingsFileError, match=f"{cfg} is not valid {'TOML' if name.endswith('toml') else 'JSON'}: "):
+        load_settings()
