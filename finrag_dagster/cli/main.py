@@ -40,13 +40,33 @@ def main() -> None:
         sys.exit(report(e, _state["debug"] or "--debug" in sys.argv))
 
 
+class LakeMissing(ValueError):
+    """The lake a command should read (or write into) is not there, or is a file."""
+
+
 def _settings(config: Optional[Path], lake: Optional[str]):
     from ..core.settings import load_settings, with_lake
 
     s = load_settings(config)
     if lake:
         s = with_lake(s, lake)
+    if not s.lake_uri and Path(s.lake_dir).exists() and not Path(s.lake_dir).is_dir():
+        raise LakeMissing(f"the lake {s.lake_dir} is a file, not a folder")
     return s
+
+
+def _lake_to_read(s) -> None:
+    """A command that reads a lake (status, summary, search, report) stops on a lake that is not
+    there, instead of answering from nothing (a typo in --lake printed empty tables, exit 0)."""
+    if s.lake_uri:  # an object store: an empty prefix is a valid, empty lake
+        return
+    from ..core.tables import package_catalog
+
+    root = Path(s.lake_dir)
+    if not root.is_dir():
+        raise LakeMissing(f"no lake at {root}")
+    if not any((root / name).is_dir() for name in package_catalog()):
+        raise LakeMissing(f"{root} holds no finrag table")
 
 
 DAGSTER_YAML = """event_log_storage:
@@ -257,6 +277,7 @@ def report(
     from ..core.tables import open_lake
 
     s = _settings(config, lake)
+    _lake_to_read(s)
     lk = open_lake(s)
     run_evaluation(s, lk, nyse())
     path = write_report(s, lk)
@@ -273,6 +294,7 @@ def summary(
 ):
     """Rows and partitions per lake table."""
     s = _settings(config, lake)
+    _lake_to_read(s)
     print_summary(s, dt.date.fromisoformat(start), dt.date.fromisoformat(end))
 
 
@@ -297,6 +319,7 @@ def search(
     from ..core.tables import open_lake
 
     s = _settings(config, lake)
+    _lake_to_read(s)
     engine = SearchEngine(open_lake(s), as_of)
     res = engine.search(query, k=k, budget=budget, mode=mode)
     if as_json:
@@ -311,15 +334,23 @@ def search(
     for note in q.notes:  # how each named company's fiscal period was read
         console.print(f"period: {note}", markup=False, highlight=False)
     t = Table()
-    for col in ("#", "score", "ticker", "source", "period", "public", "title"):
+    for col in ("#", "score", "ticker", "source", "period", "public (NY)", "title"):
         t.add_column(col)
     for i, h in enumerate(res.hits, 1):
         src = h.form_type + (f" {h.item}" if h.item else "") if h.form_type else "news"
-        t.add_row(str(i), f"{h.score:.4f}", h.ticker, src, h.fiscal_period or "", h.public_time[:10], h.title[:70])
+        t.add_row(str(i), f"{h.score:.4f}", h.ticker, src, h.fiscal_period or "", _ny_date(h.public_time), h.title[:70])
     console.print(t)
     if show_context:
         console.print(f"[bold]context[/bold] ({res.context_tokens} of {budget} tokens, {len(res.citations)} citations)")
         console.print(res.context, markup=False, highlight=False)
+
+
+def _ny_date(public_time: str) -> str:
+    """The New York date of a UTC time: a date-only item (stamped at the end of its New York day,
+    04:59:59 or 03:59:59 UTC the next morning) shows the date its source gave."""
+    import pandas as pd
+
+    return pd.Timestamp(public_time).tz_convert("America/New_York").date().isoformat()
 
 
 @app.command()
@@ -335,6 +366,7 @@ def status(
     from ..core.tables import open_lake
 
     s = _settings(config, lake)
+    _lake_to_read(s)
     st = lake_status(open_lake(s), s.market_ticker, s.variants.families).to_dict()
     st["sensors"] = instigators()
     if as_json:

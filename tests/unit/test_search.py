@@ -5,6 +5,7 @@ import re
 
 import numpy as np
 import polars as pl
+import pytest
 
 from finrag_dagster.core.retrieval.query import parse_query
 from finrag_dagster.core.retrieval.search import (
@@ -479,3 +480,21 @@ def test_the_top_is_reranked_once_more_by_the_cosine_of_title_and_text():
     qn = parse_query("Intel foundry plan revenue", ALIASES, dt.date(2021, 7, 31))
     assert qn.is_quantitative
     assert all("second_stage" not in h.components for h in run_search(idx, qn, q_emb, [], SearchConfig(k=2), "full").hits)
+
+
+def test_an_as_of_outside_the_trading_calendar_reads_all_or_nothing_and_a_bad_one_is_named():
+    """An --as-of past the calendar's last close sees every evidence partition (all of it is public
+    before), one before its first day sees none: not an error that blames the settings' calendar."""
+    from finrag_dagster.core.calendar import nyse
+    from finrag_dagster.core.retrieval.engine import _as_of_ns, _last_evidence_day
+
+    cal = nyse()
+    assert _last_evidence_day(_as_of_ns("2031-01-01")) == cal.sessions[-1].item().isoformat()
+    assert _last_evidence_day(_as_of_ns("1999-06-01")) == ""
+    assert (
+        _last_evidence_day(_as_of_ns("2019-06-28")) == "2019-07-01"
+    )  # a date is the end of that New York day: after-close news decides on the next session
+    assert _last_evidence_day(_as_of_ns("2019-06-28T15:59:00-04:00")) == "2019-06-28"  # before the close: that day's partition
+    assert dt.date.fromisoformat(_last_evidence_day(_as_of_ns("2019-06-28T16:00:01-04:00"))) == dt.date(2019, 7, 1)
+    with pytest.raises(ValueError, match="as-of 'yesterday-ish' is not a date or a time"):
+        _as_of_ns("yesterday-ish")

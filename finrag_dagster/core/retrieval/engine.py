@@ -19,13 +19,29 @@ from .search import SearchConfig, SearchIndex, SearchResult, company_only, run_s
 def _as_of_ns(as_of: str | dt.datetime | pd.Timestamp | None) -> int:
     if as_of is None:
         return pd.Timestamp.now(tz="UTC").as_unit("ns").value
-    ts = pd.Timestamp(as_of)
+    try:
+        ts = pd.Timestamp(as_of)
+    except ValueError:
+        raise ValueError(f"as-of {as_of!r} is not a date or a time (YYYY-MM-DD, or an ISO time with its offset)") from None
+    if ts is pd.NaT:
+        raise ValueError(f"as-of {as_of!r} is not a date or a time (YYYY-MM-DD, or an ISO time with its offset)")
     if ts.tzinfo is None:
         # a bare date means "as of that day's end in New York" (so the day's close is included)
         if ts == ts.normalize() and isinstance(as_of, str) and len(as_of) <= 10:
             ts = ts + pd.Timedelta(hours=23, minutes=59, seconds=59)
         ts = ts.tz_localize("America/New_York")
     return ts.tz_convert("UTC").as_unit("ns").value
+
+
+def _last_evidence_day(as_of_ns: int) -> str:
+    """The last evidence partition that may hold a passage public before ``as_of_ns`` (its decision
+    day); past the trading calendar's last close, its last session; before its first day, none ("")."""
+    cal = nyse()
+    if as_of_ns > cal.closes_ns[-1]:
+        return cal.sessions[-1].item().isoformat()
+    if as_of_ns < cal.opens_ns[0]:
+        return ""
+    return cal.decision_day(pd.Timestamp(as_of_ns, tz="UTC")).isoformat()
 
 
 class SearchEngine:
@@ -38,9 +54,7 @@ class SearchEngine:
         self.aliases = {t: [a for a in al.split("|") if a] for t, al in zip(uni["ticker"], uni["aliases"])}
         self.names = NameIndex.from_universe(uni)
         if evidence is None:
-            cal = nyse()
-            last_day = cal.decision_day(pd.Timestamp(self.as_of_ns, tz="UTC"))
-            days = [d for d in lake.materialized_dates("evidence") if d <= last_day.isoformat()]
+            days = [d for d in lake.materialized_dates("evidence") if d <= _last_evidence_day(self.as_of_ns)]
             evidence = lake.read("evidence", dates=days)
         self.index = SearchIndex(evidence, self.as_of_ns)
         self._con = None
