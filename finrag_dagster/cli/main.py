@@ -12,6 +12,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from .options import day
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, help="finrag: point-in-time financial RAG on Dagster.")
 console = Console()
 _state = {"debug": False}
@@ -158,8 +160,8 @@ def demo(
     from ..sources.preflight import preflight
 
     s = _settings(config, lake)
-    end_d = dt.date.fromisoformat(end) if end else s.calendar.end
-    start_d = dt.date.fromisoformat(start) if start else s.calendar.decision_start
+    end_d = day(end, "--end") if end else s.calendar.end
+    start_d = day(start, "--start") if start else s.calendar.decision_start
     preflight(s, start_d, end_d)  # bad dates and missing files end here, before Dagster is imported or a run created
 
     import dagster as dg
@@ -295,7 +297,7 @@ def summary(
     """Rows and partitions per lake table."""
     s = _settings(config, lake)
     _lake_to_read(s)
-    print_summary(s, dt.date.fromisoformat(start), dt.date.fromisoformat(end))
+    print_summary(s, day(start, "--start"), day(end, "--end"))
 
 
 @app.command()

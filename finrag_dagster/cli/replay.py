@@ -8,14 +8,9 @@ from typing import Annotated, Optional
 
 import typer
 
+from .options import day
+
 replay_app = typer.Typer(add_completion=False)  # help: the docstring of `replay`
-
-
-def _day(value: str, name: str) -> dt.date:
-    try:
-        return dt.date.fromisoformat(value)
-    except ValueError:
-        raise typer.BadParameter(f"{value!r} is not a date (YYYY-MM-DD)", param_hint=name) from None
 
 
 @replay_app.callback(invoke_without_command=True)
@@ -57,7 +52,7 @@ def replay(
     from ..sources.registry import news_clock
     from ..sources.replay import Replayer, ReplayError, write_settings_snippet
 
-    d0, d1 = _day(from_, "--from"), _day(to, "--to")
+    d0, d1 = day(from_, "--from"), day(to, "--to")
     _check_options(d0, d1, to, from_=from_, speed=speed, post_close=post_close, pre_open=pre_open, intraday_hours=intraday_hours)
     try:
         s = load_settings(config)
