@@ -453,7 +453,7 @@ def family_feedback(s: Settings, lake: Lake, cal: TradingCalendar, variants: lis
                 start = split_start_of(s, cal, d)
                 if start not in weights:
                     weights[start] = weights_for(s, cal, lake, start)[0]
-                fb = _day_feedback(s, lake, fmap, v, outs(d), ctxs(d), labels_of(d), anchors_of(d), as_of, weights[start])
+                fb = _day_feedback(s, lake, fmap, v, out=outs(d), ctx=ctxs(d), lab=labels_of(d), anchors=anchors_of(d), as_of=as_of, w=weights[start])
                 lake.write("feedback", fb, variant=v.name, date=d)
                 n += fb.height
                 for o, k in fb.group_by("outcome").len().rows():
