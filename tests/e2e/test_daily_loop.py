@@ -127,24 +127,32 @@ def _wait(ui: UI, what, cond, seconds: float = 600) -> None:
         time.sleep(3)
 
 
-def _wait_sensor_settled(ui: UI, name: str, quiet_s: float = 12, seconds: float = 120) -> None:
-    """After a stop: the daemon reads sensor states at the start of an iteration, so a tick it began
-    from the state read before the stop may still start and evaluate; wait until the last tick has
-    ended and no new one has appeared for `quiet_s` (more than the sensor's 5 s interval)."""
+def _stop_sensor(ui: UI, name: str, quiet_s: float = 12, seconds: float = 120) -> None:
+    """Stop a sensor as the UI's toggle does, then wait until it has settled: the last tick ended and
+    no new one appeared for `quiet_s` (more than the sensor's 5 s interval). The daemon reads sensor
+    states at the start of an iteration, so a tick begun before the stop may still start and
+    evaluate, and a tick that was running can store its sensor's RUNNING state back over the stop:
+    seen as new ticks every 5 s, the sensor is stopped again, as a user would click again."""
     q = (
         '{ sensorOrError(sensorSelector: {repositoryLocationName: "finrag", repositoryName: "__repository__", '
-        f'sensorName: "{name}"}}) {{ ... on Sensor {{ sensorState {{ ticks(limit: 1) {{ id status }} }} }} }} }}'
+        f'sensorName: "{name}"}}) {{ ... on Sensor {{ sensorState {{ id selectorId status ticks(limit: 1) {{ id status }} }} }} }} }}'
     )
+    stop = "mutation($id: String!, $sid: String!) { stopSensor(id: $id, jobSelectorId: $sid) { __typename ... on PythonError { message } } }"
     t0 = last_change = time.time()
-    last = None
+    last, stops = None, 0
     while True:
-        ticks = ui.gql(q)["sensorOrError"]["sensorState"]["ticks"]
+        state = ui.gql(q)["sensorOrError"]["sensorState"]
+        if state["status"] == "RUNNING":
+            res = ui.gql(stop, {"id": state["id"], "sid": state["selectorId"]})["stopSensor"]
+            assert res["__typename"] != "PythonError", res
+            stops, last_change = stops + 1, time.time()
+        ticks = state["ticks"]
         now = (ticks[0]["id"], ticks[0]["status"]) if ticks else None
         if now != last:
             last, last_change = now, time.time()
         if (now is None or now[1] != "STARTED") and time.time() - last_change >= quiet_s:
             return
-        assert time.time() - t0 < seconds, f"sensor {name} still ticking {seconds} s after its stop: {now}"
+        assert time.time() - t0 < seconds, f"sensor {name} still ticking {seconds} s after its stop ({stops} stop requests): {now}"
         time.sleep(1)
 
 
@@ -250,15 +258,7 @@ def test_the_daily_loop_runs_from_sensors_and_the_schedule(loop):
         _no_label_ahead_of_the_clock(lake, day)
 
     # the schedule's run for the next session, launched as the UI's "test schedule" dialog does
-    state = ui.gql(
-        '{ sensorOrError(sensorSelector: {repositoryLocationName: "finrag", repositoryName: "__repository__", sensorName: "new_market_data"}) '
-        "{ ... on Sensor { sensorState { id selectorId } } } }"
-    )["sensorOrError"]["sensorState"]
-    ui.gql(
-        "mutation($id: String!, $sid: String!) { stopSensor(id: $id, jobSelectorId: $sid) { __typename } }",
-        {"id": state["id"], "sid": state["selectorId"]},
-    )
-    _wait_sensor_settled(ui, "new_market_data")
+    _stop_sensor(ui, "new_market_data")
     rep.release_until(CAL.close_time(SCHEDULE_DAY) + pd.Timedelta(minutes=5))
     ts = pd.Timestamp(f"{SCHEDULE_DAY} 18:30", tz="America/New_York").timestamp()
     dry = ui.gql(
