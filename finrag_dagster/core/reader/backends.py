@@ -306,6 +306,9 @@ class LlamaCppBackend(Backend):
         if not Path(path).exists():
             raise BackendUnavailable(f"GGUF model file {path} not found")
         self._path = path
+        from .native_check import check_llama_cpp
+
+        check_llama_cpp(path)  # a build that crashes on this CPU stops here with its paragraph, not in a segfault
         self._llm = Llama(model_path=path, n_ctx=cfg.n_ctx, n_threads=cfg.n_threads, seed=0, verbose=False, logits_all=False)
 
     @property
