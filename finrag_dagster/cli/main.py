@@ -368,13 +368,20 @@ def status(
     from ..core.tables import open_lake
 
     s = _settings(config, lake)
-    _lake_to_read(s)
+    killed = killed_runs()
+    try:
+        _lake_to_read(s)
+    except LakeMissing:  # a run killed before it wrote a table still says so
+        _print_interrupted({"killed_runs": killed, "interrupted_writes": [], "damaged": []})
+        raise
     st = lake_status(open_lake(s), s.market_ticker, s.variants.families).to_dict()
     st["sensors"] = instigators()
+    st["killed_runs"] = killed
     if as_json:
         print(json.dumps(st, indent=2, default=str))
         return
     console.print(f"[bold]lake[/bold] {st['lake']}")
+    _print_interrupted(st)
     console.print(f"last market day seen (close of {s.market_ticker} in prices): [bold]{st['last_market_day']}[/bold]")
     t = Table(title="last decision day materialised")
     t.add_column("stage")
@@ -401,6 +408,52 @@ def status(
         when = q["written_at"][:16].replace("T", " ")
         t.add_row(q["source_table"], when, f"{q['rows']:,}", q["top_reason"][:60], f"{q['flagged']:,}", q["top_flag"][:40])
     console.print(t)
+
+
+def _print_interrupted(st: dict) -> None:
+    """What `finrag status` says first when a run was killed or a lake file is damaged."""
+    from rich.markup import escape
+
+    for r in st["killed_runs"]:
+        console.print(
+            f"[bold red]run killed[/bold red]: run {r['run_id'][:8]} is {r['status']} but its finrag process (pid {r['pid']}) is gone: "
+            "it was killed before it finished. Partitions it did not reach keep their previous version (or are missing); "
+            "run the range again (the next `finrag demo` also marks the run FAILED)."
+        )
+    tmp = st["interrupted_writes"]
+    if tmp:
+        console.print(
+            f"[bold red]unfinished writes[/bold red]: {len(tmp)} temporary file(s) beside lake partitions, e.g. {escape(tmp[0])}: a write that "
+            "never finished, so a run was killed mid-write (unless one is writing now). Each partition keeps its previous "
+            "version; run the range again, then delete the .tmp-* files."
+        )
+    for d in st["damaged"][:10]:
+        console.print(f"[bold red]{escape(d['message'])}[/bold red]")
+    if len(st["damaged"]) > 10:
+        console.print(f"... and {len(st['damaged']) - 10} more damaged lake files (finrag status --json lists them all)")
+
+
+def killed_runs() -> list[dict]:
+    """Runs of the Dagster instance still NOT_STARTED, STARTING or STARTED whose finrag process on this
+    host is gone: killed before they finished (what `finrag demo` marks FAILED next time). Read only."""
+    home = Path(os.environ.get("DAGSTER_HOME") or ".dagster_home")
+    if not (home / "dagster.yaml").exists():
+        return []
+    import socket
+
+    import dagster as dg
+
+    from ..pipeline import HOST_TAG, PID_TAG, _alive
+
+    statuses = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
+    out = []
+    with dg.DagsterInstance.from_config(str(home.resolve())) as inst:
+        for run in inst.get_runs(dg.RunsFilter(statuses=statuses)):
+            pid, host = run.tags.get(PID_TAG), run.tags.get(HOST_TAG)
+            if pid is None or host != socket.gethostname() or _alive(int(pid)):
+                continue
+            out.append({"run_id": run.run_id, "status": run.status.value, "pid": int(pid)})
+    return out
 
 
 def instigators() -> list[dict]:

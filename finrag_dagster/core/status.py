@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 
 import polars as pl
 
-from .storage.lake import Lake
+from .storage.lake import DamagedLakeFile, Lake
 
 
 @dataclass
@@ -18,6 +18,8 @@ class LakeStatus:
     pending: list[dict] = field(default_factory=list)  # horizon, decision days, first/last maturity day
     next_maturity: str | None = None  # the first day on which a pending horizon matures
     quarantine: list[dict] = field(default_factory=list)  # source table, rows, written at, top reason
+    damaged: list[dict] = field(default_factory=list)  # file, why, what to do: partition files that cannot be read
+    interrupted_writes: list[str] = field(default_factory=list)  # temp files a killed writer left beside a partition
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -26,7 +28,11 @@ class LakeStatus:
 def last_market_day(lake: Lake, market: str) -> str | None:
     """The last trading day with a bar for the market proxy in the lake's prices."""
     for d in reversed(lake.materialized_dates("prices")):
-        if market in set(lake.read("prices", dates=[d], columns=["ticker"])["ticker"].to_list()):
+        try:
+            tickers = lake.read("prices", dates=[d], columns=["ticker"])["ticker"].to_list()
+        except DamagedLakeFile:
+            continue  # listed under ``damaged``
+        if market in set(tickers):
             return d
     return None
 
@@ -66,9 +72,12 @@ def quarantine_summary(lake: Lake) -> list[dict]:
     flags = {f.parent.name.split("=", 1)[1]: f for f in lake.partition_files("source_flags")} if lake.has_table("source_flags") else {}
     out = []
     for f in lake.partition_files("quarantine"):
-        df = pl.from_arrow(lake.read_parquet(f))
         table = f.parent.name.split("=", 1)[1]
-        fl = pl.from_arrow(lake.read_parquet(flags[table])) if table in flags else pl.DataFrame({"flag": []}, schema={"flag": pl.Utf8})
+        try:
+            df = pl.from_arrow(lake.read_parquet(f))
+            fl = pl.from_arrow(lake.read_parquet(flags[table])) if table in flags else pl.DataFrame({"flag": []}, schema={"flag": pl.Utf8})
+        except DamagedLakeFile:
+            continue  # listed under ``damaged``
         out.append(
             {
                 "source_table": table,
@@ -82,6 +91,11 @@ def quarantine_summary(lake: Lake) -> list[dict]:
     return out
 
 
+def damaged_files(lake: Lake) -> list[dict]:
+    """Every partition file of the lake that is not a whole parquet file, with what to do about it."""
+    return [{"table": t, "file": lake.url(f), "why": why, "message": str(lake.damaged(f, why=why))} for t, f, why in lake.damaged_files()]
+
+
 def lake_status(lake: Lake, market: str, families: list[str] | tuple[str, ...]) -> LakeStatus:
     last = {t: _last(lake, t) for t in ("news_raw", "evidence", "anchors", "candidates", "labels")}
     for f in families:
@@ -93,6 +107,10 @@ def lake_status(lake: Lake, market: str, families: list[str] | tuple[str, ...]) 
             last[f"{f}/reader_outputs"] = min(days) if days else None  # the family is as far as its slowest seed
         else:
             last[f"{f}/reader_outputs"] = None
-    pend = pending_horizons(lake)
+    damaged = damaged_files(lake)
+    # DuckDB reads every labels file at once: with a damaged one the pending horizons are unknown
+    pend = [] if any(d["table"] == "labels" for d in damaged) else pending_horizons(lake)
     nxt = min((p["first_maturity"] for p in pend), default=None)
-    return LakeStatus(lake.location(), last_market_day(lake, market), last, pend, nxt, quarantine_summary(lake))
+    st = LakeStatus(lake.location(), last_market_day(lake, market), last, pend, nxt, quarantine_summary(lake))
+    st.damaged, st.interrupted_writes = damaged, lake.leftover_temp_files()
+    return st

@@ -15,7 +15,11 @@ Formats read (each path may be a file, a glob, or a directory walked for ``full-
 Rows of one accession from several sources are merged: ``public_time`` is the latest known
 acceptance time (conservative), ``acceptance_source`` lists the sources that gave one, the text
 is the longest any source has. The filing date is never used as the public time: a filing
-without an acceptance time is quarantined.
+without an acceptance time is quarantined. An acceptance time that is a date only ("2021-12-15")
+is public at the end of that New York day, as a date-only news stamp is (flag
+``date_only_acceptance``). A submissions JSON that lists one accession twice keeps the entry with
+the later acceptance time and quarantines the other. Text with a byte-order mark (UTF-8, UTF-16)
+is read as it says; a JSON that is not UTF-8 otherwise is an error.
 
 Sources that contradict themselves are never read silently (docs/bad_inputs.md, EDGAR): a
 submissions JSON whose ``cik`` is not its file name's CIK, a source whose own ticker is not the
@@ -40,7 +44,7 @@ import numpy as np
 import pandas as pd
 import polars as pl
 
-from ..core.calendar import eastern_to_utc, nyse
+from ..core.calendar import date_only_public_ns, eastern_to_utc, nyse
 from ..core.storage.schemas import FILINGS_RAW
 from .base import FLAG_COLUMNS, LoadResult, SourceError, empty_flags, empty_quarantine, expand_paths, quarantine_rows
 from .universe import company_aliases
@@ -68,7 +72,16 @@ R_CIK_VS_FILE = "submissions JSON cik contradicts its file name"
 R_TICKER_VS_SOURCE = "universe ticker of the CIK contradicts the source's own ticker"
 R_TRUNCATED = "full-submission.txt truncated"
 R_TWO_ACCESSIONS = "full-submission.txt names two accessions"
+R_HEADER_TWICE = "full-submission.txt header gives one of its fields twice"
+# Header fields a submission has once (a filer's COMPANY DATA, FORM TYPE or FISCAL YEAR END repeat per filer)
+UNIQUE_HEADER_FIELDS = ("ACCESSION NUMBER", "CONFORMED SUBMISSION TYPE", "PUBLIC DOCUMENT COUNT", "CONFORMED PERIOD OF REPORT", "FILED AS OF DATE")
 F_SHARED_CIK = "shared_cik"
+# An acceptance time given as a date only ("2021-12-15") is public at the end of that New York day
+# (23:59:59), as a date-only news stamp is (docs/time.md), so it is decided on the next session
+F_DATE_ONLY = "date_only_acceptance"
+# A submissions JSON lists each filing once: a second entry of an accession is quarantined (the
+# later acceptance time is kept: it never lets a decision see the filing early)
+R_DUPLICATE = "accession listed twice in one submissions JSON"
 DEFAULT_FYE = "1231"
 FYE_SLACK_DAYS = 14  # 52/53-week fiscal years end up to a week either side of the nominal day
 
@@ -146,7 +159,9 @@ def parse_submission_header(text: str) -> dict:
         ``accession`` (str|None), ``form_type`` (str|None), ``acceptance_utc`` (pd.Timestamp UTC
         or None; the header's US/Eastern wall-clock converted), ``period_of_report`` and
         ``filed_date`` (date|None), ``cik`` (int|None, first filer), ``company`` (str|None),
-        ``fiscal_year_end`` ("MMDD"|None), ``items`` (8-K item numbers, comma-separated, "" if none).
+        ``fiscal_year_end`` ("MMDD"|None), ``items`` (8-K item numbers, comma-separated, "" if none),
+        ``repeated`` ("FIELD (a, b)" for each field of a submission's own given twice with different
+        values, "; "-separated, or None).
     """
     end = text.find("</SEC-HEADER>")
     head = text[:end] if end >= 0 else _whole_lines(text)
@@ -182,7 +197,16 @@ def parse_submission_header(text: str) -> dict:
         "company": first("COMPANY CONFORMED NAME"),
         "fiscal_year_end": fye if fye and re.fullmatch(r"\d{4}", fye) else None,
         "items": ",".join(i for i in items if i),
+        "repeated": _repeated_fields(fields, _ACCEPT.findall(head)),
     }
+
+
+def _repeated_fields(fields: dict[str, list[str]], stamps: list[str]) -> str | None:
+    """The fields a submission has once (:data:`UNIQUE_HEADER_FIELDS`, the acceptance stamp) that its
+    header gives twice with different values, as "FIELD (a, b)" joined by "; "; None when there is none."""
+    given = {**{k: [v for v in fields.get(k, []) if v] for k in UNIQUE_HEADER_FIELDS}, "<ACCEPTANCE-DATETIME>": stamps}
+    twice = [f"{k} ({', '.join(dict.fromkeys(v))})" for k, v in given.items() if len(set(v)) > 1]
+    return "; ".join(twice) or None
 
 
 # ============================================================================ body text
@@ -492,6 +516,7 @@ class FilingRecord:
     conflict: str | None = None  # the record is readable but contradicts itself: its filing is quarantined
     tickers: tuple[str, ...] = ()  # the tickers the source gives itself (JSON ``tickers``, downloader folder)
     names: tuple[str, ...] = ()  # the company names the source gives itself (current and former)
+    date_only: str | None = None  # the acceptance time as the source wrote it, when it is a date only
 
 
 def _norm_accession(a: object) -> str | None:
@@ -516,6 +541,40 @@ def _utc_ns(value: object) -> int | None:
     return int(ts.tz_convert("UTC").value)
 
 
+_DATE_ONLY = re.compile(r"\s*(\d{4})-?(\d{2})-?(\d{2})\s*")
+
+
+def _date_only_day(value: object) -> dt.date | None:
+    """The day of an acceptance time that is a date only (``"2021-12-15"``, a ``date`` cell), else None."""
+    if isinstance(value, dt.datetime):
+        return None
+    if isinstance(value, dt.date):
+        return value
+    m = _DATE_ONLY.fullmatch(value) if isinstance(value, str) else None
+    if not m:
+        return None
+    try:
+        return dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    except ValueError:
+        return None
+
+
+def _acceptance_ns(value: object) -> tuple[int | None, str | None]:
+    """(UTC ns, the value as written when it is a date only) of an acceptance time. A date only is
+    public at the end of that New York day (23:59:59), never at its UTC midnight: read as midnight,
+    a filing accepted after that day's close would be decided on that session (docs/time.md)."""
+    day = _date_only_day(value)
+    if day is None:
+        return _utc_ns(value), None
+    return int(date_only_public_ns(np.array([day], dtype="datetime64[D]"))[0]), str(value).strip()
+
+
+def _acceptance_kw(value: object) -> dict:
+    """``accepted_ns`` and ``date_only`` of a :class:`FilingRecord` from an acceptance time (:func:`_acceptance_ns`)."""
+    ns, date_only = _acceptance_ns(value)
+    return {"accepted_ns": ns, "date_only": date_only}
+
+
 def _date(value: object) -> dt.date | None:
     if value is None:
         return None
@@ -537,11 +596,52 @@ def _source_label(raw: object, default: str) -> str:
     return re.sub(r"[^a-z0-9_]+", "_", s).strip("_") or default
 
 
+_BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+
+
+def _bom_encoding(data: bytes) -> str | None:
+    """The encoding a byte-order mark at the start of ``data`` names (UTF-8 or UTF-16), or None."""
+    return next((enc for bom, enc in _BOMS if data.startswith(bom)), None)
+
+
+def _json_text(path: Path) -> str:
+    """A submissions JSON's text: UTF-8, or the encoding its byte-order mark names (both unambiguous).
+
+    Raises
+    ------
+    SourceError
+        Bytes that are not UTF-8 (a Latin-1 or Windows-1252 export): never guessed.
+    """
+    data = path.read_bytes()
+    enc = _bom_encoding(data)
+    try:
+        return data.decode(enc or "utf-8")
+    except UnicodeDecodeError as exc:
+        raise SourceError(
+            f"{path.name}: not {'UTF-8' if enc is None else enc.upper()} text (byte 0x{data[exc.start]:02x} at offset {exc.start:,}; "
+            "Latin-1 or Windows-1252?): save it as UTF-8"
+        ) from None
+
+
+def _unique_keys(path: Path):
+    """A ``json.loads`` hook that refuses a key given twice with different values (``json`` keeps the last)."""
+
+    def hook(pairs: list[tuple[str, object]]) -> dict:
+        out: dict = {}
+        for k, v in pairs:
+            if k in out and out[k] != v:
+                raise SourceError(f"{path.name}: key {k!r} given twice with different values (which one is meant cannot be told): fix the file")
+            out[k] = v
+        return out
+
+    return hook
+
+
 def read_submissions_json(path: Path, file_index: int) -> list[FilingRecord]:
     """Records of a submissions JSON (``filings.recent``, or an overflow page's top-level arrays)."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        doc = json.loads(_json_text(path), object_pairs_hook=_unique_keys(path))
+    except json.JSONDecodeError as exc:
         raise SourceError(f"{path.name}: not valid JSON ({exc})") from exc
     if not isinstance(doc, dict):
         raise SourceError(f"{path.name}: not an SEC submissions JSON")
@@ -576,7 +676,7 @@ def read_submissions_json(path: Path, file_index: int) -> list[FilingRecord]:
     for i, (acc, form, acc_t, filed, rep, items) in enumerate(
         zip(arr("accessionNumber"), arr("form"), arr("acceptanceDateTime"), arr("filingDate"), arr("reportDate"), arr("items"), strict=True)
     ):
-        accepted = _utc_ns(acc_t)
+        accepted, date_only = _acceptance_ns(acc_t)
         out.append(
             FilingRecord(
                 accession=_norm_accession(acc),
@@ -591,6 +691,7 @@ def read_submissions_json(path: Path, file_index: int) -> list[FilingRecord]:
                 tickers=tuple(tickers),
                 names=own_names,
                 accepted_ns=accepted,
+                date_only=date_only,
                 filed_date=_date(filed),
                 report_date=_date(rep),
                 items=(items or "").strip(),
@@ -663,9 +764,12 @@ def read_full_submission(path: Path, file_index: int, with_text: bool) -> list[F
     if size > MAX_SUBMISSION_BYTES:
         raise SourceError(f"{path}: {size:,} bytes, over the {MAX_SUBMISSION_BYTES:,}-byte limit for one submission (not read)")
     data = path.read_bytes()
-    if b"\x00" in data[:65536]:
+    enc = _bom_encoding(data)  # UTF-16 text has NUL bytes: read as its byte-order mark says, not as binary
+    if enc is None and b"\x00" in data[:65536]:
         raise SourceError(f"{path}: a binary or corrupt file (NUL bytes), not an EDGAR SGML submission")
-    raw = data.decode("utf-8", errors="replace")
+    raw = data.decode(enc or "utf-8", errors="replace")
+    if "\n" not in raw[:5000] and "\r" in raw[:5000]:
+        raw = raw.replace("\r", "\n")  # old Mac line ends (CR alone): the header is read line by line
     if "<SEC-HEADER>" not in raw[:5000] and "ACCESSION NUMBER:" not in raw[:5000]:
         raise SourceError(f"{path}: not an EDGAR SGML submission (no <SEC-HEADER>)")
     h = parse_submission_header(raw)
@@ -694,7 +798,7 @@ def read_full_submission(path: Path, file_index: int, with_text: bool) -> list[F
             fye=h["fiscal_year_end"],
             text=submission_text(raw, h["form_type"] or "") if with_text else "",
             problem=two,
-            conflict=_truncation(raw, label),
+            conflict=_truncation(raw, label) or (f"{R_HEADER_TWICE}: {h['repeated']} in {label} (re-download it)" if h["repeated"] else None),
         )
     ]
 
@@ -800,7 +904,7 @@ def read_filings_parquet(path: Path, file_index: int) -> list[FilingRecord]:
                 ticker=tick,
                 tickers=_own(tick),
                 names=_own(comp),
-                accepted_ns=_utc_ns(at),
+                **_acceptance_kw(at),
                 filed_date=_date(filed),
                 report_date=_date(rep),
                 items=(items or "").strip(),
@@ -837,7 +941,7 @@ def _text_parquet_records(df: pl.DataFrame, path: Path, file_index: int) -> list
                 ticker=r.get("ticker"),
                 tickers=_own(r.get("ticker")),
                 names=_own(r.get("company")),
-                accepted_ns=_utc_ns(at),
+                **_acceptance_kw(at),
                 filed_date=_date(r.get("filed_date")),
                 report_date=_date(r.get("report_date")),
                 text="\n\n".join(parts),
@@ -1006,26 +1110,95 @@ def load_filings(index_paths, text_paths, universe: pl.DataFrame) -> LoadResult:
         ``accepted``: FILINGS_RAW columns plus ``date`` (decision day of public_time), sorted by
         (public_time, accession). Quarantine reasons, first failing check: per source record,
         unusable (unreadable file, JSON arrays of unequal length, JSON cik vs file name, two
-        accessions in one file) or missing accession; per filing, form not used, ticker not in
-        universe, no acceptance time, public time outside the calendar, truncated submission,
-        universe ticker vs the source's own, acceptance vs filing date. ``flags``: ``shared_cik``
-        per filing of a CIK that several universe tickers share.
+        accessions in one file), missing accession, or a second entry of an accession in one
+        submissions JSON (the later acceptance time is kept); per filing, form not used, ticker not
+        in universe, no acceptance time, public time outside the calendar, truncated submission or
+        a header giving one of its fields twice, universe ticker vs the source's own, acceptance vs
+        filing date. ``flags``: ``shared_cik`` per filing of a CIK that several universe tickers
+        share; ``date_only_acceptance`` per filing whose public time is a date-only acceptance
+        time's (the end of that New York day).
 
     Raises
     ------
     SourceError
-        Two universe tickers share a CIK but name different companies; an unreadable JSON.
+        Two universe tickers share a CIK but name different companies; an unreadable JSON (not
+        JSON, not UTF-8 and no byte-order mark, a key given twice with different values).
     """
     by_cik, universe_set = _cik_tickers(universe)
     records = _read_records(index_paths, text_paths)
     cal = nyse()
+    records, dup_rows = _json_duplicates(records)
     q_rows, groups = _group_records(records)
+    q_rows += dup_rows
     rows_in = len(q_rows) + len(groups)
     merged = _merge_groups(groups, by_cik, universe_set, cal, q_rows, _ticker_names(universe))
     _add_fiscal_periods(merged, records)
     quarantine = _quarantine_frame(q_rows)
     out = _accepted_frame(merged, cal) if merged else _empty_filings()
-    return LoadResult("filings_raw", out, quarantine, rows_in, _shared_cik_flags(out, merged)).check()
+    flags = pl.concat([_shared_cik_flags(out, merged), _date_only_flags(out, merged)]).sort("source_file", "source_row", "flag")
+    return LoadResult("filings_raw", out, quarantine, rows_in, flags).check()
+
+
+def _shown_time(r: FilingRecord) -> str:
+    """A record's acceptance time as a reason shows it: a date only as written, else UTC ISO."""
+    if r.accepted_ns is None:
+        return "no acceptance time"
+    return r.date_only or pd.Timestamp(r.accepted_ns, tz="UTC").isoformat()
+
+
+def _json_duplicates(records: list[FilingRecord]) -> tuple[list[FilingRecord], list[dict]]:
+    """The records without the second entries of an accession in one submissions JSON, and a
+    quarantine row for each entry left out. Of the entries, the one with the latest acceptance time is
+    kept (a time before none; equal times: the first row): it never lets a decision see the filing early.
+    (An index parquet may give one filing per acceptance source and ticker: only JSONs are checked.)"""
+    by_key: dict[tuple[int, str], list[FilingRecord]] = {}
+    for r in records:
+        if r.source == "submissions_json" and r.problem is None and r.accession is not None:
+            by_key.setdefault((r.file_index, r.accession), []).append(r)
+    left_out: set[int] = set()
+    q_rows: list[dict] = []
+    for (_, acc), rs in by_key.items():
+        if len(rs) < 2:
+            continue
+        keep = max(rs, key=lambda r: (r.accepted_ns is not None, r.accepted_ns or 0, -r.source_row))
+        for r in rs:
+            if r is keep:
+                continue
+            left_out.add(id(r))
+            if r.accepted_ns == keep.accepted_ns:
+                why = f"the same acceptance time {_shown_time(keep)}: row {keep.source_row} is kept"
+            else:
+                why = (
+                    f"acceptance times {_shown_time(keep)} (row {keep.source_row}) and {_shown_time(r)} (row {r.source_row}): "
+                    f"row {keep.source_row}, the later, is kept, so no decision sees the filing early"
+                )
+            q_rows.append(
+                {
+                    "source_file": r.source_file,
+                    "source_row": r.source_row,
+                    "reason": f"{R_DUPLICATE}: {acc} at rows {keep.source_row} and {r.source_row} of {r.source_file}, {why}",
+                    "raw": {"accession": acc, "form_type": r.form_type, "acceptance_time": _shown_time(r), "source": r.source},
+                }
+            )
+    return [r for r in records if id(r) not in left_out], q_rows
+
+
+def _date_only_flags(accepted: pl.DataFrame, merged: list[dict]) -> pl.DataFrame:
+    """A ``date_only_acceptance`` flag per accepted filing whose public time is a date-only acceptance
+    time's (the end of that New York day), naming the session it is decided on."""
+    day = dict(zip(accepted["accession"].to_list(), accepted["date"].to_list()))
+    rows = []
+    for m in merged:
+        for f, r, value in m["_date_only"]:
+            detail = (
+                f"acceptance time {value!r} of {m['accession']} in {f} is a date without a time of day: read as public at the end "
+                f"of that day (23:59:59 New York), so decided on the next session, {day[m['accession']]}; a source with the "
+                "time of day (the full-submission.txt header's <ACCEPTANCE-DATETIME>) would decide it on its own session"
+            )
+            rows.append(
+                {"source_file": f, "source_row": r, "ticker": m["ticker"], "date": day[m["accession"]], "flag": F_DATE_ONLY, "detail": detail}
+            )
+    return pl.DataFrame(rows, schema=FLAG_COLUMNS) if rows else empty_flags()
 
 
 def _group_records(records: list[FilingRecord]) -> tuple[list[dict], dict[str, list[FilingRecord]]]:
@@ -1078,6 +1251,7 @@ def _merge_groups(groups: dict[str, list[FilingRecord]], by_cik, universe_set, c
             continue
         m = _merged_filing(acc, g, form, cik=cik, ticker=ticker, times=times, public=public)
         m["_head"], m["_shared"] = (g[0].source_file, g[0].source_row), (by_cik.get(cik, []) if cik is not None else [])
+        m["_date_only"] = [(r.source_file, r.source_row, r.date_only) for r in g if r.date_only and r.accepted_ns == public]
         merged.append(m)
     return merged
 

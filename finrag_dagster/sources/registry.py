@@ -104,9 +104,9 @@ def load_table(settings: Settings, table: str, universe: pl.DataFrame) -> LoadRe
         if not sp.prices:
             raise SourceError("no price files configured (sources.prices)")
         src = settings.sources
-        return load_prices(
-            list(sp.prices), tickers, src.price_max_abs_move, src.price_ohlc_tolerance, max_basis_jump=src.price_max_basis_jump
-        ).check()
+        res = load_prices(list(sp.prices), tickers, src.price_max_abs_move, src.price_ohlc_tolerance, max_basis_jump=src.price_max_basis_jump)
+        check_market_prices(res, sp.market_ticker, sp.prices)
+        return res.check()
     if table == "filings_raw":
         from .edgar import load_filings
 
@@ -114,6 +114,37 @@ def load_table(settings: Settings, table: str, universe: pl.DataFrame) -> LoadRe
             return _empty(table)
         return load_filings(list(sp.filings_index), list(sp.filings_text), universe).check()
     raise KeyError(table)
+
+
+def _expected_price_file(prices: tuple[str, ...], ticker: str) -> str:
+    """Where a price CSV of ``ticker`` would be read from: beside the first configured price path (a
+    CSV is named by its ticker, ``qqq.csv``)."""
+    first = Path(str(prices[0])).expanduser()
+    folder = first if first.is_dir() else first.parent
+    return str(folder / f"{ticker.lower()}.csv")
+
+
+def check_market_prices(res: LoadResult, market: str, prices: tuple[str, ...]) -> None:
+    """The market proxy has accepted bars: every label's residual return and beta need its closes, so a
+    load without them stops here, at ingest, not later at ``labels``.
+
+    Raises
+    ------
+    SourceError
+        Naming the market ticker, the price file expected for it, and why its rows were left out, if they were.
+    """
+    if res.accepted.height and market in set(res.accepted["ticker"].unique().to_list()):
+        return
+    q = res.quarantine.filter(pl.col("raw").str.contains(f'"ticker": "{market}"', literal=True)) if res.quarantine.height else res.quarantine
+    if q.height:
+        top = q.group_by("reason").agg(pl.col("rows").sum()).sort(["rows", "reason"], descending=[True, False]).row(0)
+        why = f"all {int(q['rows'].sum()):,} of its rows were quarantined (most: {top[0]!r})"
+    else:
+        why = "no configured price file has a bar for it"
+    raise SourceError(
+        f"no prices for the market proxy {market} (market_ticker): {why}; every label needs its closes. Expected a price file "
+        f"such as {_expected_price_file(prices, market)} (or {market} rows in a parquet or yfinance file of sources.prices)"
+    )
 
 
 NEWS_PATTERNS = ("*.csv", "*.parquet", "*.csv.gz")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import fnmatch
 import hashlib
+import logging
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
@@ -30,17 +31,38 @@ import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from ..errors import MissingInput
+from ..errors import MissingInput, StepError
 from .atomic import atomic_file
 from .lake_location import default_work_dir, is_remote
 from .schemas import TableSpec
 
 PART = "part-0.parquet"
+TMP_PREFIX = ".tmp-"  # a partition's bytes before os.replace: left behind only by a write that never finished
+MAGIC = b"PAR1"  # a parquet file starts and ends with it
+# get_dagster_logger("finrag.lake")'s name, without importing Dagster here: a step's log shows it
+LOG = logging.getLogger("dagster.builtin.finrag.lake")
 _WRITE_OPTS = dict(compression="zstd", compression_level=3, use_dictionary=True, write_statistics=True)
 
 
 class SchemaError(ValueError):
     """Rows handed to the lake do not match the table's declared schema."""
+
+
+class DamagedLakeFile(StepError):
+    """A lake file that is not a whole parquet file (cut short by a copy or a full disk, overwritten):
+    its partition must be materialised again."""
+
+
+def damaged_message(url: str, rel: tuple[str, ...], why: str) -> str:
+    """What a person reads about a damaged partition file: which, why, and what to do. ``rel``: its
+    path's parts under the lake root (table, hive keys, file name)."""
+    table, keys = rel[0], [k for k in rel[1:-1] if "=" in k]
+    where = f"partition {', '.join(keys)} of table {table}" if keys else f"table {table}"
+    day = next((k.split("=", 1)[1] for k in keys if k.startswith("date=")), None)
+    how = f" (`dg launch --assets <asset> --partition {day}`, or `finrag demo --start {day} --end {day}`)" if day else ""
+    return (
+        f"damaged lake file {url}: {why}. Re-materialise the {where}: run the asset that writes it again{how}; the new file replaces the damaged one"
+    )
 
 
 def _key_str(v) -> str:
@@ -92,10 +114,10 @@ def _atomic_write(table: pa.Table, path: Path, keep_same: bool = False) -> bool:
         data = buf.getvalue().to_pybytes()
         if path.stat().st_size == len(data) and path.read_bytes() == data:
             return False
-        with atomic_file(path, prefix=".tmp-", suffix=".parquet") as fh:
+        with atomic_file(path, prefix=TMP_PREFIX, suffix=".parquet") as fh:
             fh.write(data)
         return True
-    with atomic_file(path, prefix=".tmp-", suffix=".parquet") as fh:
+    with atomic_file(path, prefix=TMP_PREFIX, suffix=".parquet") as fh:
         pq.write_table(table, fh, **_WRITE_OPTS)
     return True
 
@@ -124,6 +146,7 @@ class Lake:
             self.work = Path(work).resolve() if work else self.root
         self._catalog = catalog
         self.unchanged: set[Path | PurePosixPath] = set()  # partitions a keep_same write found already up to date
+        self.replaced_damaged: list[str] = []  # damaged partition files a write replaced (also logged)
 
     @property
     def catalog(self) -> Mapping[str, TableSpec]:
@@ -191,13 +214,75 @@ class Lake:
         return info.size, info.mtime_ns or 0
 
     def read_parquet(self, path, columns: list[str] | None = None) -> pa.Table:
-        return pq.read_table(str(path), columns=columns, filesystem=self.fs)
+        """A partition file; :class:`DamagedLakeFile` (naming it and what to do) when it is not a readable parquet."""
+        try:
+            return pq.read_table(str(path), columns=columns, filesystem=self.fs)
+        except (FileNotFoundError, PermissionError):
+            raise
+        except (pa.ArrowException, OSError) as e:
+            raise self.damaged(path, e) from e
 
     def read_schema(self, path) -> pa.Schema:
-        if not self.remote:
-            return pq.read_schema(path)
-        with self.fs.open_input_file(str(path)) as fh:
-            return pq.read_schema(fh)
+        try:
+            if not self.remote:
+                return pq.read_schema(path)
+            with self.fs.open_input_file(str(path)) as fh:
+                return pq.read_schema(fh)
+        except (FileNotFoundError, PermissionError):
+            raise
+        except (pa.ArrowException, OSError) as e:
+            raise self.damaged(path, e) from e
+
+    def file_problem(self, path) -> str | None:
+        """Why a partition file is not a whole parquet file, or None. Cheap: its size and its first and
+        last four bytes (a parquet starts and ends with ``PAR1``; a file cut short has lost its end)."""
+        try:
+            size = self.file_size(path)
+            if size < 2 * len(MAGIC):
+                return f"{size} bytes, too short for a parquet file"
+            if self.remote:
+                with self.fs.open_input_file(str(path)) as fh:
+                    head, tail = fh.read_at(4, 0), fh.read_at(4, size - 4)
+            else:
+                with open(path, "rb") as fh:
+                    head = fh.read(4)
+                    fh.seek(size - 4)
+                    tail = fh.read(4)
+        except FileNotFoundError:
+            return None
+        if head != MAGIC:
+            return "it does not start as a parquet file does (overwritten?)"
+        if tail != MAGIC:
+            return f"its end is missing ({size:,} bytes, cut short by a copy, a full disk or a killed writer)"
+        return None
+
+    def damaged(self, path, error: BaseException | None = None, why: str | None = None) -> DamagedLakeFile:
+        """The error for a partition file that cannot be read: its file, why, and what to do."""
+        why = why or self.file_problem(path) or (str(error).splitlines()[0] if error is not None else "not a readable parquet file")
+        rel = PurePosixPath(str(path)).relative_to(PurePosixPath(str(self.root))).parts
+        return DamagedLakeFile(damaged_message(self.url(path), rel, why))
+
+    def damaged_files(self, tables: Iterable[str] | None = None) -> list[tuple[str, Path | PurePosixPath, str]]:
+        """(table, file, why) of every partition file of ``tables`` (default: every declared table) that
+        is not a whole parquet file (:meth:`file_problem`)."""
+        out = []
+        for t in self.catalog if tables is None else tables:
+            if t in self.catalog and self.has_table(t):
+                out += [(t, f, why) for f in self.partition_files(t) if (why := self.file_problem(f))]
+        return out
+
+    def leftover_temp_files(self) -> list[str]:
+        """Temporary files of partition writes (``.tmp-*`` beside a partition) under the declared tables'
+        folders: a write that never reached its ``os.replace``, i.e. a process killed mid-write (or one
+        writing right now). The partition still holds its previous version; the file can be deleted."""
+        if self.remote:
+            return []  # an object store publishes an object whole: nothing is left behind
+        out: list[str] = []
+        for t in self.catalog:
+            base = self.root / t
+            if base.is_dir():
+                out += sorted(str(f) for f in base.rglob(f"{TMP_PREFIX}*") if f.is_file())
+        return out
 
     def delete(self, path) -> None:
         """Remove one partition file (it must be one of this lake's)."""
@@ -224,9 +309,13 @@ class Lake:
         spec = self.spec(table)
         t = conform(spec, data)
         path = self.path(table, **keys)
+        damaged = None if self.remote else self.file_problem(path)  # an object store never shows a partial object
         written = self._write_object(t, path, keep_same) if self.remote else _atomic_write(t, path, keep_same)
         if not written:
             self.unchanged.add(path)
+        elif damaged:
+            self.replaced_damaged.append(self.url(path))
+            LOG.warning("replaced a damaged lake file %s (%s) with a newly written one", self.url(path), damaged)
         return path, t.num_rows
 
     def write_partitions(
@@ -333,8 +422,8 @@ class Lake:
         try:
             lf = pl.scan_parquet(paths, hive_partitioning=False, include_file_paths=_FILE_COL)
             df = (lf.select(*columns, _FILE_COL) if columns else lf).collect()
-        except (pl.exceptions.SchemaError, pl.exceptions.ComputeError, pl.exceptions.ColumnNotFoundError):
-            return None
+        except (pl.exceptions.SchemaError, pl.exceptions.ComputeError, pl.exceptions.ColumnNotFoundError, OSError):
+            return None  # read one by one: a damaged file is then named (read_parquet)
         keys: dict[str, dict[str, str]] = {}
         for f, path in zip(files, paths):
             for part in f.relative_to(self.root / table).parts[:-1]:
