@@ -9,6 +9,7 @@ from __future__ import annotations
 import codecs
 import csv
 import io
+import re
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +40,77 @@ def gzip_named_csv(path: Path) -> str | None:
         if fh.read(2) != GZIP_MAGIC:
             return None
     return f"{path.name}: gzip-compressed data in a file named .csv: rename it to {path.name}.gz (read as compressed CSV) or decompress it"
+
+
+SNIFF_BYTES = 1 << 16  # the bytes read to tell a file's encoding and delimiter
+_OTHER_DELIMITERS = ((";", "';'"), ("\t", "a tab"), ("|", "'|'"))
+_DECIMAL_COMMA = re.compile(r"\d+,\d+")
+
+
+def utf16_kind(head: bytes) -> str | None:
+    """ "UTF-16 (...)" / "UTF-32 (...)" when the bytes are text in those encodings (a byte-order mark,
+    or, without one, every other byte NUL), else None."""
+    if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        return "UTF-32 text (it starts with a UTF-32 byte-order mark)"
+    if head.startswith(b"\xff\xfe"):
+        return "UTF-16 text (little-endian: it starts with the byte-order mark FF FE)"
+    if head.startswith(b"\xfe\xff"):
+        return "UTF-16 text (big-endian: it starts with the byte-order mark FE FF)"
+    n = len(head) // 2
+    if n >= 4:
+        even, odd = head[0 : 2 * n : 2].count(0), head[1 : 2 * n : 2].count(0)
+        if max(even, odd) >= 0.3 * n and min(even, odd) <= 0.02 * n:
+            order = "little" if odd > even else "big"
+            return f"UTF-16 text ({order}-endian without a byte-order mark: every other byte is NUL)"
+    return None
+
+
+def check_csv_format(path: Path) -> None:
+    """A :class:`SourceError` naming the cause when a CSV is not UTF-8 comma-separated text that the
+    loaders can read, told from its first :data:`SNIFF_BYTES`: UTF-16 or UTF-32 text (say so, and to
+    re-save it as UTF-8), or fields separated by ';', a tab or '|' (and numbers with decimal commas).
+    Line ends that are a CR alone are found by :func:`scan_records`, which reads the whole file."""
+    from .base import SourceError
+
+    with open(path, "rb") as fh:
+        head = fh.read(SNIFF_BYTES)
+    kind = utf16_kind(head)
+    if kind:
+        raise SourceError(f"{path.name}: the file is {kind}, not UTF-8: re-save it as UTF-8 (e.g. iconv -f UTF-16 -t UTF-8)")
+    text = head.decode("utf-8-sig", errors="replace")
+    first, _, rest = text.replace("\r\n", "\n").replace("\r", "\n").partition("\n")
+    if len(next(csv.reader([first]), [])) != 1:
+        return
+    for sep, name in _OTHER_DELIMITERS:
+        if sep in first:
+            dec = _DECIMAL_COMMA.search(rest)
+            decimal = f", and its numbers use decimal commas ({dec.group(0)!r})" if dec else ""
+            raise SourceError(
+                f"{path.name}: the delimiter is {name}, not ',' (header {first[:60]!r}){decimal}: "
+                f"re-export it comma-separated{' with . as the decimal point' if dec else ''}"
+            )
+
+
+def header_names(path: Path) -> list[str]:
+    """The first record of a CSV (its header), read with Python's ``csv`` module."""
+    with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
+        return next(csv.reader(fh), [])
+
+
+def duplicate_column(names: list[str], canonical=None) -> str | None:
+    """``"duplicate column 'Close' (columns 5 and 6)"`` for the first name that repeats an earlier
+    one (compared stripped and case-insensitive, or by ``canonical(name)``), else None. Unnamed
+    columns (an index, trailing commas) are not compared."""
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        key = name.strip().lower()
+        key = canonical(key) if canonical else key
+        if not key:
+            continue
+        if key in seen:
+            return f"duplicate column {name.strip()!r} (columns {seen[key] + 1} and {i + 1})"
+        seen[key] = i
+    return None
 
 
 def is_utf8(path: Path) -> bool:
@@ -144,8 +216,9 @@ def scan_records(path: Path, max_record_bytes: int) -> Records:
     Raises
     ------
     SourceError
-        The header record is longer than ``max_record_bytes`` (a file without line breaks, or with
-        old Mac ``\\r`` line ends), or more than :data:`MAX_RAGGED` records are ragged.
+        The header record is longer than ``max_record_bytes`` (a file without line breaks), a line
+        ends with a CR alone outside quotes (classic Mac line ends), or more than :data:`MAX_RAGGED`
+        records are ragged.
     """
     from .base import SourceError
 
@@ -172,10 +245,13 @@ class _ScanState:
         self.header_fields: int | None = None
         self.ragged: dict[int, int] = {}
         self.oversized: dict[int, tuple[int, int]] = {}
+        self.lines = 0  # LF bytes before the current chunk
+        self.cr_open = False  # the chunk before ended with a CR outside quotes
 
     def feed(self, b: np.ndarray, limit: int, path: Path) -> None:
         quotes = np.cumsum(b == 34, dtype=np.int64)
         outside = ((quotes + self.parity) & 1) == 0
+        self._bare_cr(b, outside, path)
         nl = np.flatnonzero((b == 10) & outside)
         cm = np.flatnonzero((b == 44) & outside)
         if nl.size:
@@ -198,7 +274,30 @@ class _ScanState:
         if self.count == 0 and self.base - self.start > limit:
             self._header_too_long(limit, path)
 
+    def _bare_cr(self, b: np.ndarray, outside: np.ndarray, path: Path) -> None:
+        """A SourceError at the first CR outside quotes that no LF follows: a line end that is a CR
+        alone (classic Mac), which Python's ``csv`` module ends a record at and polars does not."""
+        if self.cr_open and b[0] != 10:
+            self._cr_error(self.base - 1, path)
+        cr = np.flatnonzero((b == 13) & outside)
+        self.cr_open = bool(cr.size) and int(cr[-1]) == b.size - 1
+        inner = cr[cr < b.size - 1]
+        bare = inner[b[inner + 1] != 10]
+        if bare.size:
+            self._cr_error(self.base + int(bare[0]), path, int(np.count_nonzero(b[: bare[0]] == 10)))
+        self.lines += int(np.count_nonzero(b == 10))
+
+    def _cr_error(self, pos: int, path: Path, lf_before: int = 0):
+        from .base import SourceError
+
+        raise SourceError(
+            f"{path.name}: line {self.lines + lf_before + 1}: CR line ends (classic Mac: a CR without LF outside quotes, "
+            f"at byte {pos:,}), which readers split into records differently: re-save the file with LF or CRLF line ends"
+        )
+
     def finish(self, size: int, limit: int, path: Path) -> None:
+        if self.cr_open:
+            self._cr_error(size - 1, path)
         if self.start < size:  # a last record without a line break
             length = size - self.start
             blank = length == 1 and self.prev == 13
@@ -231,9 +330,7 @@ class _ScanState:
         from .base import SourceError
 
         raise SourceError(
-            f"{path.name}: no line break within the first {limit:,} bytes, so no header line: "
-            "a file without line breaks (or with old Mac \\r line ends) cannot be read as CSV; "
-            "convert its line ends to \\n"
+            f"{path.name}: no line break within the first {limit:,} bytes, so no header line: a file without line breaks cannot be read as CSV"
         )
 
 

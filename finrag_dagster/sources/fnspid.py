@@ -28,8 +28,10 @@ precision and a ``public_time`` (:func:`news_public_ns`):
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import fnmatch
+import gzip
 import json
 import re
 from dataclasses import dataclass
@@ -39,6 +41,7 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 import pandas as pd
 import polars as pl
+import pyarrow.parquet as pq
 
 from ..core.calendar import date_only_public_ns
 from ..core.storage.schemas import NEWS_RAW
@@ -49,7 +52,7 @@ from .base import (
     empty_flags,
     stable_id,
 )
-from .csvcheck import csv_problem, gzip_named_csv, is_utf8
+from .csvcheck import MAX_NEWS_RECORD_BYTES, check_csv_format, csv_problem, duplicate_column, gzip_named_csv, header_names, is_utf8, scan_records
 
 FNSPID_COLUMNS = (
     "Date",
@@ -137,9 +140,20 @@ def _cols(df: pl.DataFrame, fname: str) -> dict[str, str]:
     for extra in ("date_has_time", "title_from_url_slug"):
         if extra in lower:
             got[extra] = lower[extra]
-    if "Date" not in got or "Stock_symbol" not in got or not ({"Article_title", "Url"} & got.keys()):
-        raise SourceError(f"{fname}: not an FNSPID news file (needs Date, Stock_symbol and Article_title or Url; has {df.columns[:15]})")
+    missing = [c for c in ("Date", "Stock_symbol") if c not in got] + ([] if {"Article_title", "Url"} & got.keys() else ["Article_title or Url"])
+    if missing:
+        raise SourceError(
+            f"{fname}: not an FNSPID news file: missing column {', '.join(missing)} "
+            f"(needs Date, Stock_symbol and Article_title or Url; has {df.columns[:15]})"
+        )
     return got
+
+
+def _check_header(names: list[str], fname: str) -> None:
+    """A SourceError for a header that names a column twice: which of the two is the field?"""
+    dup = duplicate_column(names)
+    if dup:
+        raise SourceError(f"{fname}: {dup}: the file is ambiguous; rename or remove one")
 
 
 def news_source(path: Path) -> tuple[pl.LazyFrame, dict[str, str], bool]:
@@ -158,17 +172,22 @@ def news_source(path: Path) -> tuple[pl.LazyFrame, dict[str, str], bool]:
             problem = gzip_named_csv(path)
             if problem:
                 raise SourceError(problem)
+            check_csv_format(path)  # UTF-16, another delimiter
             problem = csv_problem(path)
             if problem:
                 raise SourceError(f"{path.name}: not a well-formed CSV: the record starting at {problem}")
+            _check_header(header_names(path), path.name)
             repaired = not is_utf8(path)
             head = pl.read_csv(path, infer_schema=False, encoding="utf8-lossy", n_rows=0)
             # a ragged record is read as far as the header goes: the loader quarantines it by its row
             lf = pl.scan_csv(path, infer_schema=False, encoding="utf8-lossy", truncate_ragged_lines=True)
         elif name.endswith(".csv.gz"):  # compressed: read whole (decompress a big file to stream it)
+            with gzip.open(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as fh:
+                _check_header(next(csv.reader(fh), []), path.name)
             lf = pl.read_csv(path, infer_schema=False, encoding="utf8-lossy").lazy()
             head = lf.head(0).collect()
         elif name.endswith(".parquet"):
+            _check_header(pq.read_schema(path).names, path.name)
             lf = pl.scan_parquet(path)
             head = lf.head(0).collect()
         else:
@@ -183,6 +202,12 @@ def news_source(path: Path) -> tuple[pl.LazyFrame, dict[str, str], bool]:
 def read_news_file(path: Path) -> pl.DataFrame:
     """One FNSPID file, read whole, as :func:`normalize_news` columns (the replay tool's reader;
     the loader streams, see :mod:`.news_stage`)."""
+    if path.name.lower().endswith(".csv"):
+        problem = gzip_named_csv(path)
+        if problem:
+            raise SourceError(problem)
+        check_csv_format(path)
+        scan_records(path, MAX_NEWS_RECORD_BYTES)  # CR line ends (the staging loader scans every CSV this way)
     lf, cols, repaired = news_source(path)
     try:
         df = lf.with_row_index(ROW_INDEX).collect()

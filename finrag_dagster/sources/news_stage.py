@@ -419,6 +419,10 @@ def _open_news(read_path: Path, source: Path, d: Path, row_offset: int):
     try:
         path = read_path
         if read_path.name.lower().endswith(".csv"):
+            problem = csvcheck.gzip_named_csv(read_path)
+            if problem:
+                raise SourceError(problem)
+            csvcheck.check_csv_format(read_path)  # UTF-16, another delimiter
             records = csvcheck.scan_records(read_path, csvcheck.MAX_NEWS_RECORD_BYTES)
             reasons = structural_reasons(records, row_offset)
             if records.oversized:

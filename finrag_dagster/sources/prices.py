@@ -20,7 +20,9 @@ supplies all of its rows; that ticker's rows in any later source are quarantined
 Inputs that lie
 ---------------
 Nothing is repaired silently. A file that cannot be parsed (an unterminated quote, a ragged row, a
-corrupt parquet) is a :class:`SourceError` naming the file (and the line, for CSV). A row is
+corrupt parquet) is a :class:`SourceError` naming the file (and the line, for CSV), and so is one
+that would be misread: UTF-16 text, another delimiter than ``,``, CR line ends, a column named twice
+(``Close`` twice: which is the close?) or a column of its layout missing. A row is
 quarantined when a price cell is not a number (``1,234.5`` included: a comma is never guessed to be
 a thousands separator), when a price or the volume is infinite, when ``adj_close`` is missing or
 non-positive, when ``close`` is non-positive, or NaN in a source that otherwise gives closes (a source with no closes at
@@ -42,6 +44,8 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ..core.calendar import TradingCalendar, nyse
 from ..core.settings import HORIZON_NAMES, HORIZONS
@@ -55,7 +59,7 @@ from .base import (
     expand_paths,
     quarantine_rows,
 )
-from .csvcheck import MAX_PRICE_RECORD_BYTES, gzip_named_csv, scan_records
+from .csvcheck import MAX_PRICE_RECORD_BYTES, check_csv_format, duplicate_column, gzip_named_csv, scan_records
 
 FIELDS = ("open", "high", "low", "close", "adj_close", "volume")
 R_BAD_DATE = "unparseable or missing date"
@@ -147,10 +151,54 @@ def _csv_records(path: Path, text: str) -> list[list[str]]:
         if row and width is None:
             width = len(row)
         elif row and len(row) != width:
-            raise SourceError(f"{path}: line {line}: ragged row: {len(row)} fields where the header has {width}")
+            hint = " (a trailing comma?)" if len(row) > width and not "".join(row[width:]).strip() else ""
+            raise SourceError(f"{path}: line {line}: ragged row: {len(row)} fields where the header has {width}{hint}")
         rows.append(row)
         line = reader.line_num + 1
     return rows
+
+
+# Price CSV columns by layout: an FNSPID file (one header row) must have every one; a yfinance export
+# (a ticker row under the header) may lack Adj Close, when its Close is the adjusted close.
+FNSPID_CSV_COLUMNS = ("date", "open", "high", "low", "close", "adj close", "volume")
+YFINANCE_CSV_COLUMNS = ("date", "open", "high", "low", "close", "volume")
+_ALIASES = {"adj_close": "adj close", "adjclose": "adj close"}
+
+
+def _canonical(name: str) -> str:
+    key = name.strip().lower()
+    return _ALIASES.get(key, key)
+
+
+def _csv_layout(rows: list[list[str]], stem_ticker: str) -> tuple[str, int]:
+    """(ticker, header rows) of a price CSV: the file stem's ticker and one header row (FNSPID), or
+    a yfinance export's ticker row (``Price``/``Ticker``/``Date`` rows, or a row repeating the
+    ticker under an empty first cell)."""
+    lower0 = rows[0][0].strip().lower() if rows[0] else ""
+    if lower0 == "price" and len(rows) > 2 and rows[1] and rows[1][0].strip().lower() == "ticker":
+        ticker = next((c.strip().upper() for c in rows[1][1:] if c.strip()), stem_ticker)
+        return ticker, 3 if rows[2] and rows[2][0].strip().lower() == "date" else 2
+    if len(rows) > 1 and rows[1] and rows[1][0].strip() == "":
+        marks = {c.strip() for c in rows[1][1:] if c.strip()}
+        if len(marks) == 1 and not _is_number(next(iter(marks))):
+            return next(iter(marks)).upper(), 2
+    return stem_ticker, 1
+
+
+def _check_columns(path: Path, head: list[str], lower: list[str], skip: int) -> None:
+    """A SourceError for a header that names a column twice (which one would a field be read
+    from?) or lacks one of its layout's columns (a value would silently come out empty)."""
+    dup = duplicate_column(head, _canonical)
+    if dup:
+        raise SourceError(f"{path.name}: {dup}: the file is ambiguous (an export that renamed 'Adj Close'?); rename or remove one")
+    need = FNSPID_CSV_COLUMNS if skip == 1 else YFINANCE_CSV_COLUMNS
+    missing = [c.title() for c in need if c not in lower]
+    if missing:
+        layout = "an FNSPID price CSV" if skip == 1 else "a yfinance price CSV"
+        raise SourceError(
+            f"{path.name}: not a price CSV: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+            f"({layout} has {', '.join(c.title() for c in need)}; this header has {head})"
+        )
 
 
 def read_price_csv(path: Path) -> pl.DataFrame:
@@ -160,6 +208,7 @@ def read_price_csv(path: Path) -> pl.DataFrame:
     problem = gzip_named_csv(path)
     if problem:
         raise SourceError(problem)
+    check_csv_format(path)  # UTF-16, another delimiter
     records = scan_records(path, MAX_PRICE_RECORD_BYTES)  # bounded memory: no record over the limit is read
     if records.oversized:
         i, (_, length) = min(records.oversized.items())
@@ -169,24 +218,15 @@ def read_price_csv(path: Path) -> pl.DataFrame:
     if not rows:
         raise SourceError(f"{path.name}: empty price file")
     head = [h.strip() for h in rows[0]]
-    lower = [h.lower() for h in head]
-    ticker = path.name.split(".")[0].upper()
-    skip = 1
-    if lower and lower[0] == "price" and len(rows) > 2 and rows[1] and rows[1][0].strip().lower() == "ticker":
-        ticker = next((c.strip().upper() for c in rows[1][1:] if c.strip()), ticker)
-        lower[0] = "date"
-        skip = 3 if rows[2] and rows[2][0].strip().lower() == "date" else 2
-    elif len(rows) > 1 and rows[1] and rows[1][0].strip() == "":
-        marks = {c.strip() for c in rows[1][1:] if c.strip()}
-        if len(marks) == 1 and not _is_number(next(iter(marks))):
-            ticker = next(iter(marks)).upper()
-            skip = 2
-    if "date" not in lower or "close" not in lower and "adj close" not in lower:
-        raise SourceError(f"{path.name}: not a price CSV (needs Date and Close/Adj Close; has {head})")
-    idx = {name: i for i, name in enumerate(lower)}
+    ticker, skip = _csv_layout(rows, path.name.split(".")[0].upper())
+    lower = [_canonical(h) for h in head]
+    if skip > 1:
+        lower[0] = "date"  # a yfinance export's first header cell (Price) heads its dates
     data = rows[skip:]
-    if not data:
+    if not data:  # (a one-line file too: a header whatever it holds)
         raise SourceError(f"{path.name}: a header and no bars: {ticker} would have no prices (remove the file or fill it)")
+    _check_columns(path, head, lower, skip)
+    idx = {name: i for i, name in enumerate(lower)}
 
     def column(*names: str) -> list:
         for nm in names:
@@ -196,23 +236,33 @@ def read_price_csv(path: Path) -> pl.DataFrame:
         return [None] * len(data)
 
     close = column("close")
-    adj = column("adj close", "adj_close", "adjclose")
-    if all(a is None for a in adj) and "adj close" not in idx and "adj_close" not in idx:
-        adj = close  # auto-adjusted export: Close is the adjusted close
+    adj = column("adj close")
+    if "adj close" not in idx:
+        adj = close  # auto-adjusted yfinance export (_check_columns): Close is the adjusted close
     cols = {"open": column("open"), "high": column("high"), "low": column("low"), "close": close, "adj_close": adj, "volume": column("volume")}
     return _frame(path, path.name, [ticker] * len(data), column("date"), cols)
+
+
+PARQUET_COLUMNS = ("ticker", "date", "open", "high", "low", "close", "adj_close", "volume")
 
 
 def read_price_parquet(path: Path) -> pl.DataFrame:
     """A prices parquet (ticker, date, open, high, low, close, adj_close, volume[, source_path])."""
     try:
+        names = pq.read_schema(path).names
+        dup = duplicate_column(names, _canonical)
+        if dup:
+            raise SourceError(f"{path.name}: {dup}: the file is ambiguous; rename or remove one")
         df = pl.read_parquet(path)
-    except (pl.exceptions.PolarsError, OSError) as e:  # corrupt or truncated file
+    except (pl.exceptions.PolarsError, pa.ArrowException, OSError) as e:  # corrupt or truncated file
         raise SourceError(f"{path}: cannot read parquet: {e}") from None
-    lower = {c.lower(): c for c in df.columns}
-    missing = [c for c in ("ticker", "date", "adj_close") if c not in lower]
+    lower = {_canonical(c): c for c in df.columns}
+    missing = [c for c in PARQUET_COLUMNS if _canonical(c) not in lower]
     if missing:
-        raise SourceError(f"{path.name}: not a prices parquet (missing {missing}; has {df.columns})")
+        raise SourceError(
+            f"{path.name}: not a prices parquet: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} (has {df.columns})"
+        )
+    lower = {k.replace(" ", "_"): v for k, v in lower.items()}
     date = df[lower["date"]]
     if date.dtype in (pl.Datetime, pl.Date):
         date = date.cast(pl.Date).cast(pl.Utf8)

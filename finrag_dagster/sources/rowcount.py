@@ -2,8 +2,9 @@
 
 The raw assets' ``rows_reconcile`` check compares this count with the loader's ``rows_in`` and with
 accepted + quarantined rows. It reads the files with other tools than the loaders do: Python's
-``csv`` module for CSV (every record after the header rows, blank records included, as the
-loaders keep them), the parquet footer's row count for parquet, and for EDGAR filings the
+``csv`` module for CSV, on the text decoded as its byte-order mark says and with its own line ends
+(every record after the header rows of its format, blank records included, as the loaders keep
+them), the parquet footer's row count for parquet, and for EDGAR filings the
 accession numbers themselves (:func:`filing_records`).
 """
 
@@ -13,7 +14,6 @@ import csv
 import gzip
 import hashlib
 import io
-import itertools
 import json
 import re
 from pathlib import Path
@@ -22,49 +22,136 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .base import expand_paths
-from .csvcheck import MAX_NEWS_RECORD_BYTES, scan_records
 from .edgar import MAX_SUBMISSION_BYTES
 
+# The count's own reading of a file: Python's ``csv`` module over the decoded text, record by record.
+# A change to how it counts must change this, so counts cached by an earlier version are not reused.
+COUNT_VERSION = 2
+LONG_TEXT = 1 << 20  # characters of a record read as they are; beyond, only its CSV structure is kept
+_RUN = re.compile(r'[^"\r\n]+')
+_QUOTES = re.compile(r'"{2,}')
+FIELD_LIMIT = (1 << 31) - 1  # the csv module's field limit while counting: a squeezed field holds no text
 
-def _leading_header_rows(records: list[list[str]]) -> int:
-    """Header records before the first data record (one for FNSPID; up to three for yfinance
-    exports: ``Price``/``Ticker``/``Date`` rows). A data record starts with a digit."""
+
+def _squeeze(text: str) -> str:
+    """``text`` with the same CSV record structure in a few characters. Where records end depends only
+    on the quotes and line ends, and on whether a quote opens a field, which the character before it
+    decides: so each run of other characters becomes its last one's kind (a comma, or ``x``) and each
+    run of quotes one or two quotes (the same parity)."""
+    text = _RUN.sub(lambda m: "," if m.group(0)[-1] == "," else "x", text)
+    return _QUOTES.sub(lambda m: '"' if len(m.group(0)) % 2 else '""', text)
+
+
+class _Lines:
+    """The lines of a decoded text stream for ``csv.reader`` (split at LF, CRLF or a lone CR, as the
+    ``csv`` module splits them), a record's text past :data:`LONG_TEXT` characters squeezed
+    (:func:`_squeeze`) and read in pieces, so memory stays bounded whatever a record's size. The
+    reader resets ``since`` each time it returns a record."""
+
+    def __init__(self, fh) -> None:
+        self.fh = fh
+        self.since = 0  # characters handed out since the last record ended
+
+    def __iter__(self):
+        parts: list[str] = []  # the squeezed pieces of a line read in pieces
+        while True:
+            piece = self.fh.readline(LONG_TEXT)
+            if parts and parts[-1].endswith("\r") and not piece.startswith("\n"):
+                yield self._out("".join(parts))  # that CR ended the line
+                parts = []
+            if not piece:
+                if parts:
+                    yield self._out("".join(parts))
+                return
+            ended = len(piece) < LONG_TEXT or piece.endswith("\n")
+            if not parts and ended:
+                yield self._out(piece if self.since + len(piece) <= LONG_TEXT else _squeeze(piece))
+                continue
+            parts.append(_squeeze(piece))
+            if ended:
+                yield self._out("".join(parts))
+                parts = []
+
+    def _out(self, line: str) -> str:
+        self.since += len(line)
+        return line
+
+
+def _text_stream(raw) -> io.TextIOWrapper:
+    """A binary stream decoded as its byte-order mark says (UTF-8 by default, undecodable bytes as
+    U+FFFD), with its line ends as they are."""
+    head = raw.peek(4)[:4] if hasattr(raw, "peek") else b""
+    return io.TextIOWrapper(raw, encoding=_bom_encoding(head) or "utf-8-sig", errors="replace", newline="")
+
+
+def _bom_encoding(data: bytes) -> str | None:
+    """The encoding a byte-order mark at the start of ``data`` names (UTF-8, UTF-16 or UTF-32), or None."""
+    if data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        return "utf-32"
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "utf-16"
+    return "utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else None
+
+
+def _header_records(head: list[list[str]]) -> int:
+    """Header records at the top of a news or price CSV: one, except a yfinance export's (a
+    ``Price`` row then ``Ticker`` and maybe ``Date`` rows; or a row repeating the ticker under
+    an empty first cell), as the price format defines them (module ``prices``)."""
+    if len(head) < 2 or not head[0] or not head[1]:
+        return 1
+    first, second = head[0][0].strip().lower(), [c.strip() for c in head[1]]
+    if first == "price" and second[0].lower() == "ticker":
+        return 3 if len(head) > 2 and head[2] and head[2][0].strip().lower() == "date" else 2
+    if second[0] == "" and "stock_symbol" not in {c.strip().lower() for c in head[0]}:
+        marks = {c for c in second[1:] if c}
+        if len(marks) == 1 and not _is_number(next(iter(marks))):
+            return 2
+    return 1
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def csv_records(raw) -> int:
+    """Data records of a CSV byte stream: Python's ``csv`` module over the decoded text, header
+    records left out; blank records count (the loaders keep them as rows)."""
+    lines = _Lines(_text_stream(raw))
+    reader = csv.reader(lines)
+    head: list[list[str]] = []
     n = 0
-    for r in records:
-        first = r[0].strip() if r else ""
-        if first[:1].isdigit():
-            break
-        if not r:  # a blank record after the header is a data row (the loaders keep it)
-            break
-        n += 1
-        if n == 3:
-            break
-    return max(n, 1)
+    limit = csv.field_size_limit(FIELD_LIMIT)  # a field's first LONG_TEXT characters, then its squeezed structure
+    try:
+        for record in reader:
+            lines.since = 0
+            if len(head) < 3:
+                head.append(record)
+            n += 1
+    finally:
+        csv.field_size_limit(limit)
+    return max(0, n - _header_records(head)) if head else 0
 
 
 def file_rows(path: Path) -> int:
-    """Data rows of one news or price file (CSV, CSV.gz or parquet)."""
+    """Data rows of one news or price file (CSV, CSV.gz or parquet), counted without the loaders:
+    the parquet footer, or :func:`csv_records` over the file's text."""
     name = path.name.lower()
     if name.endswith(".parquet"):
         return pq.ParquetFile(path).metadata.num_rows
-    if name.endswith(".gz"):
-        with gzip.open(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as fh:  # streamed, record by record
-            reader = csv.reader(fh)
-            head = list(itertools.islice(reader, 3))
-            return len(head) + sum(1 for _ in reader) - _leading_header_rows(head) if head else 0
-    with open(path, "rb") as fh:  # the header rows from the first bytes; a line may have no end
-        head = list(itertools.islice(csv.reader(io.StringIO(fh.read(1 << 16).decode("utf-8-sig", errors="replace"), newline="")), 3))
-    if not head:
-        return 0
-    # records counted from the bytes: an oversized record is counted, never read whole
-    return max(0, scan_records(path, MAX_NEWS_RECORD_BYTES).count - _leading_header_rows(head))
+    opener = gzip.open if name.endswith(".gz") else open
+    with opener(path, "rb") as fh:
+        return csv_records(io.BufferedReader(fh, 1 << 22) if name.endswith(".gz") else fh)
 
 
 def _fingerprint(path: Path) -> list:
     st = path.stat()
     with open(path, "rb") as fh:
         head = hashlib.sha1(fh.read(1 << 20)).hexdigest()
-    return [st.st_size, st.st_mtime_ns, head]
+    return [COUNT_VERSION, st.st_size, st.st_mtime_ns, head]
 
 
 def source_rows(paths, patterns: tuple[str, ...], cache: Path | None = None) -> int:
@@ -101,6 +188,11 @@ _HEADER_ACCESSION = re.compile(r"ACCESSION NUMBER:[ \t]*(\S+)")
 _SEC_DOCUMENT = re.compile(r"<SEC-DOCUMENT>\s*(\S+)")
 
 
+def _bom_decode(data: bytes) -> str:
+    """Text as its byte-order mark says (UTF-8 without one)."""
+    return data.decode(_bom_encoding(data) or "utf-8")
+
+
 def _filing_keys(path: Path) -> tuple[list[str], int]:
     """(accession keys, records that stand alone) of one EDGAR source file.
 
@@ -110,7 +202,7 @@ def _filing_keys(path: Path) -> tuple[list[str], int]:
     unreadable, not SGML, or names two accessions (folder and header)."""
     name = path.name.lower()
     if name.endswith(".json"):
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(_bom_decode(path.read_bytes()))
         recent = (doc.get("filings") or {}).get("recent") if isinstance(doc.get("filings"), dict) else None
         block = recent if isinstance(recent, dict) else doc
         accessions = block.get("accessionNumber") or []
@@ -119,7 +211,9 @@ def _filing_keys(path: Path) -> tuple[list[str], int]:
         if _json_cik_disagrees(doc, path.name):  # whose filings they are is in doubt: each one alone
             return [], len(accessions)
         keys = [_accession_key(a) for a in accessions]
-        return [k for k in keys if k], sum(k is None for k in keys)
+        found = [k for k in keys if k]
+        # an accession listed again in the same JSON is a record of its own (one entry is kept, the other quarantined)
+        return found, sum(k is None for k in keys) + len(found) - len(set(found))
     if name.endswith(".parquet"):
         pf = pq.ParquetFile(path)
         table = pf.read(columns=["accession"])
@@ -136,8 +230,9 @@ def _filing_keys(path: Path) -> tuple[list[str], int]:
             head = fh.read(1 << 16)
     except OSError:
         return [], 1
-    text = head.decode("utf-8", errors="replace")
-    if b"\x00" in head or ("<SEC-HEADER>" not in text[:5000] and "ACCESSION NUMBER:" not in text[:5000]):
+    bom = _bom_encoding(head)
+    text = head.decode(bom or "utf-8", errors="replace")
+    if (bom is None and b"\x00" in head) or ("<SEC-HEADER>" not in text[:5000] and "ACCESSION NUMBER:" not in text[:5000]):
         return [], 1  # unreadable: one row of its own
     header = text.split("</SEC-HEADER>", 1)[0]
     named = {_accession_key(m.group(1)) for rx in (_HEADER_ACCESSION, _SEC_DOCUMENT) for m in [rx.search(header)] if m}

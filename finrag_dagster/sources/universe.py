@@ -18,7 +18,7 @@ import polars as pl
 
 from ..core.storage.schemas import MEMBERSHIP, UNIVERSE
 from .base import SourceError, expand_paths
-from .csvcheck import csv_problem
+from .csvcheck import check_csv_format, csv_problem, duplicate_column, header_names, is_utf8, scan_records
 
 UNKNOWN_SECTOR = "Unknown"
 BENCHMARK_SECTOR = "ETF"
@@ -101,14 +101,37 @@ def _read_universe_csv(path: str | Path) -> tuple[Path, pl.DataFrame, dict[str, 
     f = files[0]
     if not f.name.lower().endswith(".csv"):
         raise SourceError(f"universe: {f.name} is not a CSV file")
-    problem = csv_problem(f)
-    if problem:
-        raise SourceError(f"universe: {f.name} is not a well-formed CSV: the record starting at {problem}")
+    _check_csv(f, "universe")
     raw = pl.read_csv(f, infer_schema=False)
     cols = {c.strip().lower(): c for c in raw.columns}
     if "ticker" not in cols:
-        raise SourceError(f"universe: {f.name} has no 'ticker' column (columns: {raw.columns})")
+        raise SourceError(f"universe: {f.name} has no 'ticker' column: missing column ticker (columns: {raw.columns})")
     return f, raw, cols
+
+
+UNIVERSE_RECORD_BYTES = 1 << 20  # a universe row is a few hundred bytes
+
+
+def _check_csv(f: Path, what: str) -> None:
+    """A SourceError (``what: ...``) naming the cause for a universe or membership file polars would
+    misread: UTF-16 or another delimiter, CR line ends, a malformed or ragged record, bytes that are
+    not UTF-8 (a company name would be garbled), or a column named twice."""
+    try:
+        check_csv_format(f)
+        records = scan_records(f, UNIVERSE_RECORD_BYTES)
+    except SourceError as exc:
+        raise SourceError(f"{what}: {exc}") from None
+    problem = csv_problem(f)
+    if problem:
+        raise SourceError(f"{what}: {f.name} is not a well-formed CSV: the record starting at {problem}")
+    if records.ragged:
+        i, n = min(records.ragged.items())
+        raise SourceError(f"{what}: {f.name} data row {i - 1}: ragged row: {n} fields where the header has {records.header_fields}")
+    if not is_utf8(f):
+        raise SourceError(f"{what}: {f.name} is not valid UTF-8 (Latin-1 or Windows-1252?): re-save it as UTF-8")
+    dup = duplicate_column(header_names(f))
+    if dup:
+        raise SourceError(f"{what}: {f.name}: {dup}: the file is ambiguous; rename or remove one")
 
 
 def _universe_row(cells: tuple, market: str) -> dict:
@@ -193,9 +216,7 @@ def load_membership(path: str | Path, tickers: set[str]) -> pl.DataFrame:
     if len(files) != 1:
         raise SourceError(f"membership: expected one file, {path!s} matches {len(files)}")
     f = files[0]
-    problem = csv_problem(f)
-    if problem:
-        raise SourceError(f"membership: {f.name} is not a well-formed CSV: the record starting at {problem}")
+    _check_csv(f, "membership")
     raw = pl.read_csv(f, infer_schema=False)
     cols = {c.strip().lower(): c for c in raw.columns}
     missing = [c for c in ("ticker", "start", "end") if c not in cols]

@@ -16,6 +16,7 @@ from finrag_dagster.sources import edgar
 from finrag_dagster.sources.base import SourceError
 from finrag_dagster.sources.edgar import load_filings
 from finrag_dagster.sources.registry import load_table, load_universe_frame
+from finrag_dagster.sources.rowcount import filing_records
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 GOOD_JSON = DATA / "edgar_fetch" / "data.sec.gov" / "submissions" / "CIK0000320193.json"
@@ -127,6 +128,7 @@ def test_an_accession_listed_twice_keeps_the_later_time_and_quarantines_the_othe
         "and 2023-08-03T12:00:00+00:00 (row 12): row 9, the later, is kept, so no decision sees the filing early"
     )
     assert res.rows_in == entries == res.accepted.height + res.quarantine.height
+    assert filing_records([f], []) == entries  # the asset check's count, without the loader, agrees
 
 
 def test_the_later_entry_is_kept_wherever_it_stands(tmp_path):
@@ -207,6 +209,7 @@ def test_a_latin1_json_is_refused_naming_the_encoding_and_a_bom_is_read(tmp_path
     for enc in ("utf-8-sig", "utf-16"):
         f.write_bytes(json.dumps(doc, ensure_ascii=False).encode(enc))
         assert load_filings([f], [], UNIVERSE).accepted.equals(clean)
+        assert filing_records([f], []) == filing_records([GOOD_JSON], [])  # the independent count reads it too
 
 
 def test_a_json_key_given_twice_with_different_values_is_refused(tmp_path):
@@ -223,9 +226,10 @@ def test_a_utf16_or_cr_only_submission_reads_as_the_clean_one_and_a_field_given_
     f = folder / "full-submission.txt"
     text = SGML_006.read_text()
     clean = load_filings([SGML_006], [], UNIVERSE).accepted
-    for data in (text.encode("utf-16"), text.replace("\n", "\r").encode()):
+    for data in (text.encode("utf-16"), text.replace("\n", "\r").encode(), b"\xef\xbb\xbf" + text.encode()):
         f.write_bytes(data)  # UTF-16 has NUL bytes: read as its BOM says, never "a binary or corrupt file"
         assert load_filings([f], [], UNIVERSE).accepted.equals(clean)
+        assert filing_records([], [f]) == 1  # the asset check's count, without the loader, agrees
     f.write_text(text.replace("CONFORMED SUBMISSION TYPE:\t10-Q\n", "CONFORMED SUBMISSION TYPE:\t10-Q\nCONFORMED SUBMISSION TYPE:\t8-K\n"))
     res = load_filings([f], [], UNIVERSE)
     assert res.accepted.height == 0 and res.quarantine["reason"].to_list() == [
