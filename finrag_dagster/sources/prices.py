@@ -198,6 +198,7 @@ def _check_columns(path: Path, head: list[str], lower: list[str], skip: int) -> 
         raise SourceError(
             f"{path.name}: not a price CSV: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
             f"({layout} has {', '.join(c.title() for c in need)}; this header has {head})"
+            + ("; if its closes are already split- and dividend-adjusted, add an Adj Close column equal to Close" if "Adj Close" in missing else "")
         )
 
 
