@@ -468,6 +468,19 @@ def _local_midnight_timed(p: Patcher) -> None:
     rewrite(p, fnspid, "_clock_parts", [("is_date = ~trusted | no_time | (wall_sec == 0)", "is_date = ~trusted | no_time | ((ts % _DAY_NS) == 0)")])
 
 
+def _edgar_date_only_at_midnight(p: Patcher) -> None:
+    from finrag_dagster.sources import edgar
+
+    edit = 'return int(date_only_public_ns(np.array([day], dtype="datetime64[D]"))[0]), str(value).strip()'
+    rewrite(p, edgar, "_acceptance_ns", [(edit, "return _utc_ns(value), str(value).strip()")])
+
+
+def _edgar_duplicate_keeps_earlier(p: Patcher) -> None:
+    from finrag_dagster.sources import edgar
+
+    rewrite(p, edgar, "_json_duplicates", [("keep = max(rs, key=", "keep = min(rs, key=")])
+
+
 def _edgar_arrays_zipped(p: Patcher) -> None:
     from finrag_dagster.sources import edgar
 
@@ -744,6 +757,16 @@ LEAKS: dict[str, Leak] = {
         _edgar_arrays_zipped,
         [U + "test_edgar_trust.py::test_unequal_arrays_quarantine_the_file_never_zip_it"],
         "sources/edgar.py read_submissions_json: a one-short acceptanceDateTime array zipped, lending filings their neighbours' times",
+    ),
+    "edgar_date_only_acceptance_at_utc_midnight": Leak(
+        _edgar_date_only_at_midnight,
+        [U + "test_edgar_bad_inputs.py::test_a_date_only_acceptance_is_public_at_the_end_of_its_day_and_flagged"],
+        "sources/edgar.py _acceptance_ns: an acceptanceDateTime given as a date only is read as 00:00 UTC, so a filing of that evening is decided that session",
+    ),
+    "edgar_duplicate_accession_keeps_the_earlier_time": Leak(
+        _edgar_duplicate_keeps_earlier,
+        [U + "test_edgar_bad_inputs.py::test_an_accession_listed_twice_keeps_the_later_time_and_quarantines_the_other"],
+        "sources/edgar.py _json_duplicates: of one accession listed twice in a submissions JSON, the earlier acceptance time is kept",
     ),
     "anchors_dedup_window_of_the_range": Leak(
         _anchors_range_window,
