@@ -77,6 +77,21 @@ def test_a_file_that_is_not_parquet_at_all_is_named_too(tmp_path):
     assert [(t, Path(f), why[:14]) for t, f, why in lake.damaged_files()] == [("prices", bad, "it does not st")]
 
 
+def test_a_sql_model_over_a_damaged_file_names_it_not_duckdb(tmp_path):
+    from finrag_dagster.core.calendar import nyse
+    from finrag_dagster.core.storage import sqlmodels
+
+    lake = _lake(tmp_path)
+    model = sqlmodels.load_model(sqlmodels.SQL_DIR / "returns.sql")
+    days = [dt.date.fromisoformat(d) for d in DAYS]
+    assert sqlmodels.run_model(model, lake, nyse(), days)  # the clean lake computes
+    _truncate(lake.path("prices", date=DAYS[0]))
+    with pytest.raises(DamagedLakeFile) as e:
+        sqlmodels.run_model(model, lake, nyse(), days)
+    assert str(e.value).startswith(f"damaged lake file {lake.path('prices', date=DAYS[0])}: its end is missing")
+    assert f"Re-materialise the partition date={DAYS[0]} of table prices" in str(e.value)
+
+
 def test_status_names_the_damaged_file_and_still_reports_the_rest(tmp_path):
     lake = _lake(tmp_path)
     _truncate(lake.path("prices", date=DAYS[1]))

@@ -149,21 +149,35 @@ def run_model(
     model: SqlModel, lake: Lake, cal: TradingCalendar, days: list[dt.date] | None = None, splits: list[tuple[str, dt.date, dt.date]] | None = None
 ) -> dict[str, int]:
     """Execute a model over the lake and write its partitions (all of ``days`` for daily ones)."""
-    con = lake.duckdb(tables=[t for t in model.upstream])
+    import duckdb
+
     try:
-        con.register("trading_sessions", sessions_frame(cal))
-        con.register("splits", splits_frame(splits or []))
-        if model.partitioned == "daily":
-            if not days:
-                raise SqlModelError(f"{model.name}: a daily model needs the partition days to compute")
-            df = pl.from_arrow(con.sql(model.sql, params={"start": min(days), "end": max(days)}).to_arrow_table())
-            if "date" not in df.columns:
-                raise SqlModelError(f"{model.name}: a daily model must return a date column")
-            df = df.with_columns(pl.col("date").cast(pl.Date))
-            wanted = set(days)
-            df = df.filter(pl.col("date").is_in(sorted(wanted)))
-            return lake.write_partitions(model.name, df, sorted(wanted))
-        _, n = lake.write(model.name, con.sql(model.sql).to_arrow_table())
-        return {"all": n}
-    finally:
-        con.close()
+        con = lake.duckdb(tables=[t for t in model.upstream])
+        try:
+            return _execute(model, lake, con, cal, days, splits)
+        finally:
+            con.close()
+    except duckdb.Error as e:  # DuckDB names a damaged input file but not what to do: the lake says both
+        damaged = lake.damaged_files(model.upstream)
+        if damaged:
+            _, path, why = damaged[0]
+            raise lake.damaged(path, why=why) from e
+        raise
+
+
+def _execute(model: SqlModel, lake: Lake, con, cal: TradingCalendar, days, splits) -> dict[str, int]:
+    """:func:`run_model`'s body on an open DuckDB connection over the model's upstream tables."""
+    con.register("trading_sessions", sessions_frame(cal))
+    con.register("splits", splits_frame(splits or []))
+    if model.partitioned == "daily":
+        if not days:
+            raise SqlModelError(f"{model.name}: a daily model needs the partition days to compute")
+        df = pl.from_arrow(con.sql(model.sql, params={"start": min(days), "end": max(days)}).to_arrow_table())
+        if "date" not in df.columns:
+            raise SqlModelError(f"{model.name}: a daily model must return a date column")
+        df = df.with_columns(pl.col("date").cast(pl.Date))
+        wanted = set(days)
+        df = df.filter(pl.col("date").is_in(sorted(wanted)))
+        return lake.write_partitions(model.name, df, sorted(wanted))
+    _, n = lake.write(model.name, con.sql(model.sql).to_arrow_table())
+    return {"all": n}
