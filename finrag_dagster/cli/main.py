@@ -12,7 +12,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .options import day
+from .options import LakeMissing, day
+from .options import lake_to_read as _lake_to_read
+from .options import settings_for as _settings
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, help="finrag: point-in-time financial RAG on Dagster.")
 console = Console()
@@ -40,35 +42,6 @@ def main() -> None:
         raise
     except BaseException as e:  # noqa: BLE001 - the one place every error is turned into a message
         sys.exit(report(e, _state["debug"] or "--debug" in sys.argv))
-
-
-class LakeMissing(ValueError):
-    """The lake a command should read (or write into) is not there, or is a file."""
-
-
-def _settings(config: Optional[Path], lake: Optional[str]):
-    from ..core.settings import load_settings, with_lake
-
-    s = load_settings(config)
-    if lake:
-        s = with_lake(s, lake)
-    if not s.lake_uri and Path(s.lake_dir).exists() and not Path(s.lake_dir).is_dir():
-        raise LakeMissing(f"the lake {s.lake_dir} is a file, not a folder")
-    return s
-
-
-def _lake_to_read(s) -> None:
-    """A command that reads a lake (status, summary, search, report) stops on a lake that is not
-    there, instead of answering from nothing (a typo in --lake printed empty tables, exit 0)."""
-    if s.lake_uri:  # an object store: an empty prefix is a valid, empty lake
-        return
-    from ..core.tables import package_catalog
-
-    root = Path(s.lake_dir)
-    if not root.is_dir():
-        raise LakeMissing(f"no lake at {root}")
-    if not any((root / name).is_dir() for name in package_catalog()):
-        raise LakeMissing(f"{root} holds no finrag table")
 
 
 DAGSTER_YAML = """event_log_storage:
@@ -219,11 +192,13 @@ def print_evaluation(s) -> None:
     if not lake.partition_files("evaluation"):
         return
     ev = lake.read("evaluation").filter(pl.col("split") == "test")
+    changes = memory_change_rows(s, lake)
     for name, cols, pct in (("Table 2", METRICS, set()), ("Table 4", PORTFOLIO, PCT)):
         g = ev.filter(pl.col("table") == name)
         if g.height:
             console.print(f"[bold]{name}[/bold] (test split {s.splits.test[0]} .. {s.splits.test[1]})")
             console.print(metrics_md(g, list(dict.fromkeys(g["row"].to_list())), cols, pct), markup=False, highlight=False)
+            _print_changes(name, changes, set(g["row"].to_list()))
     if lake.partition_files("experience_task"):
         from ..core.evaluation.experience import task_md
 
@@ -234,6 +209,32 @@ def print_evaluation(s) -> None:
     p = report_path(s)
     if p.exists():
         console.print(f"report: [bold]{p}[/bold]")
+
+
+def memory_change_rows(s, lake) -> tuple[list[dict], str, str]:
+    """(one row per memory family, its markdown table, the reach sentence) of what the memory changed on the test split."""
+    from ..core.calendar import nyse
+    from ..core.evaluation.changes import changes_md, family_rows, memory_changes, reach_sentence
+
+    summary, _, reach = memory_changes(s, lake, nyse(), "test")
+    return family_rows(summary), changes_md(summary, reach), reach_sentence(reach)
+
+
+def _print_changes(table: str, changes: tuple[list[dict], str, str], rows: set[str]) -> None:
+    """Under Tables 2 and 4: one line per memory row (what it changed against its twin); after Table 2's lines, every memory variant's counts, metrics on the changed anchors and the pools' reach."""
+    from ..core.evaluation.changes import change_sentence
+
+    fams, md, _ = changes
+    for r in fams:
+        if r["label"] in rows:
+            same = "" if r["answers_max"] else (", so its row is its twin's" if table == "Table 2" else ", so its book is its twin's")
+            console.print(change_sentence(r) + same, markup=False, highlight=False)
+    if fams and table == "Table 2":
+        console.print(
+            "[bold]What the memory changed[/bold] (test split; each memory variant against its no-memory twin; "
+            "Table 2's metrics on the changed anchors, memory / twin; the anchors: finrag explain --changed)"
+        )
+        console.print(md, markup=False, highlight=False)
 
 
 def print_summary(s, start: dt.date, end: dt.date) -> None:
@@ -553,10 +554,12 @@ def lora_train(
         console.print(f"{m['adapter_id']}: seed {m['seed']}, {m['steps']} steps, validation macro-F1 {m['validation'].get('mean')}")
 
 
+from .explain import explain  # noqa: E402
 from .fetch import fetch_app  # noqa: E402
 from .replay import replay  # noqa: E402
 
 app.command("replay")(replay)
+app.command("explain")(explain)
 app.add_typer(fetch_app, name="fetch")
 app.add_typer(lora_app, name="lora")
 

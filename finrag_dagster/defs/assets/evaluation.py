@@ -7,6 +7,7 @@ them and put the tables in their metadata.
 import dagster as dg
 import polars as pl
 
+from ...core.evaluation.changes import change_sentence, changes_md, family_rows, memory_changes
 from ...core.evaluation.report import report_path, write_report
 from ...core.evaluation.sensitivity import table6
 from ...core.evaluation.tables import METRICS, PCT, PORTFOLIO, metrics_md, run_evaluation, table2_rows
@@ -42,10 +43,13 @@ def evaluation_asset(fam_outputs: list[dg.AssetKey]) -> dg.AssetsDefinition:
         t4 = metrics_md(
             test.filter(pl.col("table") == "Table 4"), sorted(set(test.filter(pl.col("table") == "Table 4")["row"].to_list())), PORTFOLIO, PCT
         )
+        summary, _, reach = memory_changes(s2, finrag.lake(), finrag.calendar(), "test")
         return dg.MaterializeResult(
             metadata={
                 "table_2_test": dg.MetadataValue.md(t2),
                 "table_4_test": dg.MetadataValue.md(t4),
+                "memory_changes_test": dg.MetadataValue.md(changes_md(summary, reach)),
+                **{f"memory_changed {r['family']}": change_sentence(r) for r in family_rows(summary)},
                 "rows": ev.height,
                 "report": dg.MetadataValue.path(str(report_path(s2))),
             }
