@@ -6,7 +6,7 @@ from typer.testing import CliRunner
 from finrag_dagster.cli.main import LakeMissing, app
 
 
-@pytest.mark.parametrize("args", [["status"], ["summary"], ["search", "Intel guidance"], ["report"]], ids=lambda a: a[0])
+@pytest.mark.parametrize("args", [["status"], ["summary"], ["search", "Intel guidance"], ["report"], ["explain", "N0"]], ids=lambda a: a[0])
 def test_a_read_command_on_a_missing_lake_is_an_error_and_creates_nothing(args, tmp_path, monkeypatch):
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     missing = tmp_path / "no_such_lake"
@@ -18,7 +18,7 @@ def test_a_read_command_on_a_missing_lake_is_an_error_and_creates_nothing(args, 
     assert isinstance(res.exception, LakeMissing) and "holds no finrag table" in str(res.exception)
 
 
-@pytest.mark.parametrize("args", [["status"], ["demo", "--end", "2019-01-31"]], ids=lambda a: a[0])
+@pytest.mark.parametrize("args", [["status"], ["explain", "N0"], ["demo", "--end", "2019-01-31"]], ids=lambda a: a[0])
 def test_a_file_given_as_the_lake_is_named(args, tmp_path, monkeypatch):
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     f = tmp_path / "lake.txt"
