@@ -5,8 +5,10 @@ from __future__ import annotations
 import dagster as dg
 
 from .core.settings import Settings, load_settings
+from .defs.alerts import build_failure_alert_sensor
 from .defs.executor import read_step_events_promptly
 from .defs.resources import FinragResource
+from .defs.retries import job_retry_policy, run_retry_tags
 from .defs.sensors import build_daily_schedule, build_decisions_after_ingest_sensor, build_matured_feedback_sensor, build_new_market_data_sensor
 from .defs.stages import DECISIONS, HISTORY, keys_of, parts_of, staged_assets
 
@@ -27,11 +29,15 @@ def build_definitions(settings: Settings | None = None, resource: FinragResource
         "finrag_ingest",
         selection=dg.AssetSelection.assets(*history_keys),
         description="The day's sources: prices, news, filings, returns and evidence (one trading day or a range, as one run).",
+        tags=run_retry_tags(s),  # a run whose process died is re-executed (docs/production.md)
+        op_retry_policy=job_retry_policy(s),
     )
     daily = dg.define_asset_job(
         "finrag_daily",
         selection=dg.AssetSelection.assets(*decision_keys),
         description="The day's decisions: anchors, cards, pools, labels, the variant loops and stock-day signals (one decision day or a range, as one run).",
+        tags=run_retry_tags(s),
+        op_retry_policy=job_retry_policy(s),
     )
     return dg.Definitions(
         assets=assets,
@@ -42,6 +48,7 @@ def build_definitions(settings: Settings | None = None, resource: FinragResource
             build_matured_feedback_sensor(tuple(s.variants.families), interval_s=s.sensors.matured_feedback_interval_s),
             build_new_market_data_sensor(ingest, interval_s=s.sensors.new_market_data_interval_s),
             build_decisions_after_ingest_sensor(ingest, daily, interval_s=s.sensors.decisions_after_ingest_interval_s),
+            *([alert] if (alert := build_failure_alert_sensor(s)) is not None else []),  # [alerts] webhook_url
         ],
         resources={"finrag": resource or FinragResource()},
     )

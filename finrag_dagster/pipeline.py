@@ -74,6 +74,8 @@ def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
         if pid is None or h != host or _alive(int(pid)):
             continue
         instance.report_run_failed(run, f"the finrag process (pid {pid}) that ran this ended without finishing it (killed?)")
+        if instance.event_log_storage.supports_global_concurrency_limits:  # its pool slots (docs/production.md) go back
+            instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
         marked.append(run.run_id)
     return marked
 

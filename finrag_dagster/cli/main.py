@@ -61,6 +61,14 @@ telemetry:
   enabled: false
 nux:
   enabled: false
+run_retries:
+  enabled: true
+  max_retries: 0
+  retry_on_asset_or_op_failure: false
+concurrency:
+  pools:
+    default_limit: 1
+    granularity: op
 """
 
 

@@ -338,6 +338,37 @@ class FamilyRun:
     stats: DayStats = field(default_factory=DayStats)
     skipped: dict[str, int] = field(default_factory=dict)  # LoRA variants: days before the test split, not read
     families: dict = field(default_factory=dict)  # memory.families other than seed000: the scheme, passages per family, unlisted publishers
+    by_day: dict[str, dict[str, int]] = field(default_factory=dict)  # table -> decision day -> rows written (all variants)
+    answers: dict[str, dict[str, int]] = field(default_factory=dict)  # decision day -> answer_tally, summed over the variants
+
+    def count(self, table: str, day: str, n: int) -> None:
+        """Add ``n`` rows of ``table`` written for ``day`` (to the run's total and the day's)."""
+        self.written[table] += n
+        per_day = self.by_day.setdefault(table, {})
+        per_day[day] = per_day.get(day, 0) + n
+
+    def count_answers(self, day: str, outputs: pl.DataFrame) -> None:
+        """:meth:`count` the reader outputs written for ``day`` and add up their :func:`answer_tally`."""
+        self.count("reader_outputs", day, outputs.height)
+        mine = self.answers.setdefault(day, {})
+        for k, n in answer_tally(outputs).items():
+            mine[k] = mine.get(k, 0) + n
+
+
+SIGNALS = (-1, 0, 1)
+
+
+def answer_tally(outputs: pl.DataFrame) -> dict[str, int]:
+    """What the checks of a reader's answers read (reader_outputs rows): answers, those that parsed,
+    ids cited, those that are in the context, and the parsed answers per signal (``signal_+1``...)."""
+    parsed = outputs.filter(pl.col("valid_json"))
+    return {
+        "answers": outputs.height,
+        "parsed": parsed.height,
+        "cited": int(outputs["cited_ids"].list.len().sum() or 0),
+        "cited_in_context": int(outputs["valid_ids"].list.len().sum() or 0),
+        **{f"signal_{s:+d}": int((parsed["signal"] == s).sum()) for s in SIGNALS},
+    }
 
 
 def run_family(
@@ -393,7 +424,7 @@ def run_family(
                 written["experience_leaves"] += n_content
                 lake.write("principle_selections", res.selections, variant=v.name, date=res.day)
                 lake.write("principle_updates", res.toe_updates, variant=v.name, date=res.day)
-                written["experience_tree"] += res.tree.num_rows
+                run.count("experience_tree", res.day, res.tree.num_rows)
                 written["principle_selections"] += res.selections.height
                 written["principle_updates"] += res.toe_updates.height
                 for o, k in res.selections.group_by("outcome").len().rows():
@@ -403,11 +434,11 @@ def run_family(
                 run.last_tree = (v.name, res.day, res.tree)
             if res.snapshot is not None:
                 lake.write("memory_snapshot", res.snapshot, variant=v.name, date=res.day)
-                written["memory_snapshot"] += res.snapshot.height
+                run.count("memory_snapshot", res.day, res.snapshot.height)
             lake.write("contexts", res.contexts, variant=v.name, date=res.day)
             lake.write("reader_outputs", res.outputs, variant=v.name, date=res.day)
-            written["contexts"] += res.contexts.height
-            written["reader_outputs"] += res.outputs.height
+            run.count("contexts", res.day, res.contexts.height)
+            run.count_answers(res.day, res.outputs)
             run.feedback_applied += int(res.feedback_applied["applied"].sum()) if res.feedback_applied.height else 0
             run.stats.merge(res.stats)
             if res.outputs.height and "reader_outputs" not in previews:
@@ -427,6 +458,7 @@ class FamilyFeedback:
     outcomes: dict[str, int]
     correct: list
     families: dict = field(default_factory=dict)  # as FamilyRun.families
+    by_day: dict[str, int] = field(default_factory=dict)  # decision day -> feedback rows written (all variants)
 
 
 def family_feedback(s: Settings, lake: Lake, cal: TradingCalendar, variants: list[Variant], days: list[str]) -> FamilyFeedback:
@@ -439,6 +471,7 @@ def family_feedback(s: Settings, lake: Lake, cal: TradingCalendar, variants: lis
     n = 0
     outcomes: dict[str, int] = {}
     correct: dict[str, list] = {v.name: [] for v in variants}
+    by_day: dict[str, int] = {}
     weights: dict[str, dict] = {}  # by split start: the labels behind them are read once, not once per day and variant
     fmap = family_map(s)
     for block in _blocks(days):
@@ -456,10 +489,13 @@ def family_feedback(s: Settings, lake: Lake, cal: TradingCalendar, variants: lis
                 fb = _day_feedback(s, lake, fmap, v, out=outs(d), ctx=ctxs(d), lab=labels_of(d), anchors=anchors_of(d), as_of=as_of, w=weights[start])
                 lake.write("feedback", fb, variant=v.name, date=d)
                 n += fb.height
+                by_day[d] = by_day.get(d, 0) + fb.height
                 for o, k in fb.group_by("outcome").len().rows():
                     outcomes[o] = outcomes.get(o, 0) + k
                 correct[v.name] += fb.filter(pl.col("correct").is_not_null())["correct"].to_list()
-    return FamilyFeedback(n, as_of, outcomes, [c for v in variants for c in correct[v.name]], {} if fmap.identity else families_note(fmap))
+    return FamilyFeedback(
+        n, as_of, outcomes, [c for v in variants for c in correct[v.name]], {} if fmap.identity else families_note(fmap), by_day=by_day
+    )
 
 
 def _day_feedback(s: Settings, lake: Lake, fmap: FamilyMap, v: Variant, out, ctx, lab, anchors, as_of: dt.date, w: dict) -> pl.DataFrame:

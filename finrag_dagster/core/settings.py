@@ -301,6 +301,48 @@ class SensorSettings(_M):
     decisions_after_ingest_interval_s: int = Field(30, ge=1)  # how soon after an ingest run succeeds its decisions run is requested
 
 
+class RetrySettings(_M):
+    """Dagster's retries (docs/production.md). ``max_retries``: step retries of the assets that talk to a
+    server (the openai/vllm reader; every asset of the daily jobs when the lake is an object store),
+    waiting ``delay_s``, then twice as long each time, give or take a random half (jitter). A bad input
+    or a client error (4xx) fails at once. ``run_max_retries``: re-executions of a daily job's run whose
+    process died (the instance's ``run_retries``, the daemon)."""
+
+    max_retries: int = Field(3, ge=0)
+    delay_s: float = Field(10.0, ge=0)
+    run_max_retries: int = Field(1, ge=0)
+
+
+class AlertSettings(_M):
+    """A short message on every failed run (docs/production.md): posted as ``{"text": ...}`` (what a
+    Slack incoming webhook takes) to ``webhook_url``; empty: no alert sensor. ``ui_url``: the Dagster
+    UI the message links the run to."""
+
+    webhook_url: str = ""
+    ui_url: str = "http://127.0.0.1:3000"
+    timeout_s: float = Field(10.0, gt=0)
+
+
+class FreshnessSettings(_M):
+    """When a session's decisions are due (docs/production.md): the daily schedule ingests a session at
+    18:30 New York and its decisions follow; ``stock_day_signals``, each family's ``reader_outputs`` and
+    ``labels`` are due ``allowance_min`` minutes after that, materialised after the session's close."""
+
+    enabled: bool = True
+    allowance_min: int = Field(120, ge=1, le=329)  # the deadline stays on the session's day (before 24:00)
+
+
+class CheckSettings(_M):
+    """Blocking checks on what the reader wrote (docs/production.md): a run's reader outputs must pass
+    them before the family's feedback or the stock-day signals of the same run read them. The defaults
+    pass for the embedded readers; a reader that answers garbage fails them."""
+
+    min_valid_json_share: float = Field(0.9, ge=0, le=1)  # per day: answers that parsed against the reader's schema
+    min_cited_in_context_share: float = Field(0.9, ge=0, le=1)  # per day: cited ids that are passages of the anchor's context
+    max_signal_share: float = Field(0.98, gt=0, le=1)  # per run: the most frequent signal's share of the parsed answers
+    min_answers_for_mix: int = Field(100, ge=1)  # a run with fewer parsed answers has its mix not judged (too few to say)
+
+
 class ExecutionSettings(_M):
     """Where the heavy stages (evidence embedding, reader inference) run (docs/cluster.md).
 
@@ -344,6 +386,10 @@ class Settings(_M):
     experience: ExperienceSettings = ExperienceSettings()
     lora: LoraSettings = LoraSettings()
     sensors: SensorSettings = SensorSettings()
+    checks: CheckSettings = CheckSettings()
+    retries: RetrySettings = RetrySettings()
+    alerts: AlertSettings = AlertSettings()
+    freshness: FreshnessSettings = FreshnessSettings()
     execution: ExecutionSettings = ExecutionSettings()
 
     @model_validator(mode="before")

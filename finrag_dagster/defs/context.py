@@ -23,4 +23,4 @@ def step_errors_as_failures():
     try:
         yield
     except StepError as e:
-        raise dg.Failure(str(e)) from None
+        raise dg.Failure(str(e), allow_retries=False) from None  # a bad input or setting: retrying will not help

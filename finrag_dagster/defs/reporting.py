@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import dagster as dg
 import polars as pl
+import pyarrow as pa
 
 from ..core.formatting import md_table
 from ..core.storage.lake import Lake
@@ -22,14 +25,31 @@ def preview_md(df: pl.DataFrame, n: int = 5, columns: list[str] | None = None, w
     return md_table(cols, [[cell(v) for v in row] for row in df.head(n).select(cols).iter_rows()])
 
 
+def table_schema(schema: pa.Schema, hive: tuple[str, ...] = ()) -> dg.TableSchema:
+    """The catalog's column schema of a lake table: its declared pyarrow columns (type, nullability),
+    then its hive keys, which live in the partition's path (``date=…``, ``variant=…``), not in the file."""
+    cols = [dg.TableColumn(f.name, str(f.type), constraints=dg.TableColumnConstraints(nullable=f.nullable)) for f in schema]
+    cols += [dg.TableColumn(k, "date" if k == "date" else "string", description="partition key (in the file's path)") for k in hive]
+    return dg.TableSchema(columns=cols)
+
+
+def report_partition_rows(context: dg.AssetExecutionContext, counts: Mapping[str, int], asset_key: dg.AssetKey | None = None) -> None:
+    """``dagster/row_count`` on each partition's own materialisation: a range run (single-run
+    backfill) returns one result for all its partitions, and Dagster merges the metadata added here
+    per partition over it, so each partition reports its own rows (the run's total is ``rows_this_run``)."""
+    for day, n in counts.items():
+        context.add_asset_metadata({"dagster/row_count": int(n)}, asset_key=asset_key, partition_key=str(day))
+
+
 def partition_meta(counts: dict[str, int], df_preview: pl.DataFrame, lake: Lake, table: str, columns=None) -> dict:
     nonzero = [v for v in counts.values()]
     return {
-        "rows": dg.MetadataValue.int(int(sum(nonzero))),
+        "rows_this_run": dg.MetadataValue.int(int(sum(nonzero))),
         "partitions_written": dg.MetadataValue.int(len(counts)),
         "max_rows_per_partition": dg.MetadataValue.int(int(max(nonzero)) if nonzero else 0),
         "preview": dg.MetadataValue.md(preview_md(df_preview, columns=columns)),
         "path": dg.MetadataValue.path(lake.location(table)),
+        "dagster/uri": lake.location(table),
     }
 
 

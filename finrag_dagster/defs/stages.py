@@ -28,6 +28,7 @@ from .assets.lora import build_lora_asset
 from .assets.retrieval import build_candidates_asset
 from .assets.sql import build_sql_asset
 from .assets.variants import build_variant_assets, family_assets
+from .catalog import with_catalog
 from .partitions import trading_day_partitions
 
 HISTORY = "history"  # from the first price day: look-back for returns, dedup, candidate pools
@@ -109,7 +110,9 @@ def parts_of(s: Settings) -> Parts:
 def staged_assets(s: Settings, p: Parts | None = None) -> list[tuple[Stage, list[dg.AssetsDefinition]]]:
     """Every stage with the assets it builds for these settings, in order."""
     p = p or parts_of(s)
-    return [(st, st.build(s, p)) for st in STAGES]
+    models = {m.name: m for m in load_models()}
+    # every asset with its catalog entry: columns, storage, owners, code version (defs/catalog.py)
+    return [(st, [with_catalog(a, s, models) for a in st.build(s, p)]) for st in STAGES]
 
 
 def keys_of(staged: list[tuple[Stage, list[dg.AssetsDefinition]]], span: str) -> list[dg.AssetKey]:

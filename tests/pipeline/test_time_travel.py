@@ -213,6 +213,7 @@ LORA = {
 
 
 # the small world's decisions start in February: its first half trains the adapter, its second validates it
+CHECKS_OFF = {"min_valid_json_share": 0.0, "min_cited_in_context_share": 0.0, "max_signal_share": 1.0}
 LORA_SPLITS = {
     "train": (dt.date(2019, 2, 1), dt.date(2019, 2, 14)),
     "validation": (dt.date(2019, 2, 15), dt.date(2019, 2, 28)),
@@ -222,7 +223,10 @@ LORA_SPLITS = {
 
 def lora_settings(raw: Path, lake: Path, base_model: Path):
     lora = {**LORA, "base_model": str(base_model)}
-    return files_settings(raw, lake, variants={"families": ["lora_no_memory"]}, lora=lora, reader={"max_tokens": 24}, splits=LORA_SPLITS)
+    # a random-weight model answers garbage: the reader checks (docs/production.md) are off here
+    return files_settings(
+        raw, lake, variants={"families": ["lora_no_memory"]}, lora=lora, reader={"max_tokens": 24}, splits=LORA_SPLITS, checks=CHECKS_OFF
+    )
 
 
 def train_and_read(settings, end: dt.date) -> None:

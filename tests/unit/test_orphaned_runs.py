@@ -95,6 +95,17 @@ def test_the_shipped_instance_turns_run_monitoring_on():
     assert yaml.safe_load(DAGSTER_YAML)["run_monitoring"] == cfg["run_monitoring"]
 
 
+def test_the_instance_finrag_demo_writes_is_the_shipped_one():
+    """A fresh DAGSTER_HOME gets what .dagster_home/dagster.yaml says (run retries and pools included),
+    and the PostgreSQL instance the same settings beside its storage."""
+    from finrag_dagster.cli import DAGSTER_YAML
+
+    shipped = yaml.safe_load((REPO / ".dagster_home" / "dagster.yaml").read_text())
+    assert yaml.safe_load(DAGSTER_YAML) == shipped
+    pg = yaml.safe_load((REPO / "deploy" / "postgres" / "dagster.yaml").read_text())
+    assert {k: v for k, v in pg.items() if k != "storage"} == {k: v for k, v in shipped.items() if k != "event_log_storage"}
+
+
 def test_every_shipped_instance_keeps_dagster_debug_lines_off_the_terminal():
     """The instances finrag ships (the demo's, the one `finrag demo` writes, PostgreSQL's) set the
     same Python log level (test_stage_processes checks what it does)."""

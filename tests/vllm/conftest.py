@@ -73,7 +73,11 @@ def vllm_world(tmp_path_factory):
 def world_settings(raw, lake):
     from tests.pipeline.world import short_settings
 
-    return short_settings(raw, lake, variants={"families": FAMILIES}, execution={"engine": "local", "processes": 1}, reader=vllm_reader_settings())
+    # SmolLM2-135M is under test for how vLLM runs, not for what it answers: the reader checks are off
+    off = {"min_valid_json_share": 0.0, "min_cited_in_context_share": 0.0, "max_signal_share": 1.0}
+    return short_settings(
+        raw, lake, variants={"families": FAMILIES}, execution={"engine": "local", "processes": 1}, reader=vllm_reader_settings(), checks=off
+    )
 
 
 def run_loop(raw, lake) -> dict:

@@ -48,6 +48,11 @@ class BackendUnavailable(RuntimeError):
     """The chosen backend cannot run here (missing package, model file, GPU or server)."""
 
 
+class BackendRejected(BackendUnavailable):
+    """The server refused every request with a client error (a 4xx other than 408/409/425/429, a bad
+    URL): the request or the settings are wrong, and sending them again will not help."""
+
+
 REDACTED = "[REDACTED]"
 _BEARER = re.compile(r"(?i)\b(bearer|basic)(\s+)(?!\[REDACTED\])[^\s\"',;}\]]+")
 _SK = re.compile(r"\bsk-[A-Za-z0-9_\-]{4,}")
@@ -127,6 +132,7 @@ class Generation:
     output_tokens: int = 0
     latency_ms: float = 0.0
     error: str = ""
+    transient: bool = True  # an error that may pass (a timeout, a 5xx, a 429); False: a client error
 
 
 @dataclass
@@ -406,6 +412,7 @@ class OpenAIBackend(Backend):
         headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
         last = ""
         attempts = 0
+        transient = True
         async with sem:
             for attempt in range(self.cfg.retries + 1):
                 if attempt:
@@ -426,6 +433,7 @@ class OpenAIBackend(Backend):
                     else:
                         last = f"HTTP {resp.status_code}: {resp.text}"
                         if resp.status_code not in RETRY_STATUS and resp.status_code < 500:
+                            transient = False
                             break  # a client error will not improve by retrying
                         if resp.status_code in RETRY_AFTER_STATUS:
                             retry_after = parse_retry_after(resp.headers.get("retry-after"))
@@ -433,12 +441,13 @@ class OpenAIBackend(Backend):
                     last = f"{type(e).__name__}: {e}"
                 except httpx.HTTPError as e:  # bad URL, unsupported protocol…: retrying will not help
                     last = f"{type(e).__name__}: {e}"
+                    transient = False
                     break
                 if attempt < self.cfg.retries:
                     await asyncio.sleep(self.delay(attempt, retry_after))
         self.failures += 1
         err = self.redact(last or "request failed")  # redact the whole text first, then cut
-        return Generation("", error=f"{err[:300]} (after {attempts} attempt{'s' if attempts != 1 else ''})")
+        return Generation("", error=f"{err[:300]} (after {attempts} attempt{'s' if attempts != 1 else ''})", transient=transient)
 
     async def _all(self, requests: list[Request]) -> list[Generation]:
         import httpx
@@ -451,7 +460,9 @@ class OpenAIBackend(Backend):
         gens = asyncio.run(self._all(requests))
         failed = [g.error for g in gens if g.error]
         if failed and len(failed) == len(gens):
-            raise BackendUnavailable(self.redact(f"OpenAI-compatible server at {self.cfg.base_url} failed every request ({len(gens)}): {failed[0]}"))
+            # a client error on every request is final; anything else may pass (Dagster's retry policy)
+            error = BackendUnavailable if any(g.transient for g in gens) else BackendRejected
+            raise error(self.redact(f"OpenAI-compatible server at {self.cfg.base_url} failed every request ({len(gens)}): {failed[0]}"))
         return gens
 
 

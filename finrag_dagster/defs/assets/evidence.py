@@ -11,7 +11,8 @@ from ...core.evidence import pit_violations, write_evidence
 from ...core.storage import lake as core_lake
 from ...core.storage.lake import Lake
 from ..context import days_of, step_errors_as_failures
-from ..reporting import check_schema, partition_meta
+from ..pools import EMBEDDING_POOL
+from ..reporting import check_schema, partition_meta, report_partition_rows
 from ..resources import FinragResource
 
 
@@ -36,6 +37,7 @@ def build_evidence_asset(partitions_def) -> dg.AssetsDefinition:
         name="evidence",
         group_name="evidence",
         kinds={"parquet"},
+        pool=EMBEDDING_POOL,  # MiniLM embedding: one at a time on this machine (defs/pools.py)
         partitions_def=partitions_def,
         backfill_policy=dg.BackfillPolicy.single_run(),
         deps=["news_raw", "filings_raw", "universe"],
@@ -66,6 +68,7 @@ def build_evidence_asset(partitions_def) -> dg.AssetsDefinition:
             "evidence",
             columns=["passage_id", "source_family", "ticker", "public_time", "item", "title", "dup_cluster"],
         )
+        report_partition_rows(context, counts)
         meta["passages_by_family"] = dg.MetadataValue.json(fam_counts)
         meta.update(where)  # where the embedding ran
         return dg.MaterializeResult(metadata=meta, check_results=[pit_check(lake, cal, "evidence", days), check_schema(lake, "evidence", days)])
@@ -113,6 +116,7 @@ def build_anchors_asset(partitions_def) -> dg.AssetsDefinition:
             "anchors",
             columns=["anchor_id", "ticker", "public_time", "session", "event_type", "headline"],
         )
+        report_partition_rows(context, counts)
         meta["event_types"] = dg.MetadataValue.json(dict(sorted(types.items())))
         meta["re_reports_removed"] = n_dropped
         return dg.MaterializeResult(metadata=meta, check_results=[pit_check(lake, cal, "anchors", days), check_schema(lake, "anchors", days)])
@@ -150,6 +154,7 @@ def build_cards_asset(partitions_def) -> dg.AssetsDefinition:
             "context_cards",
             columns=["ticker", "ret_1d", "ret_5d", "ret_20d", "momentum_state", "risk_state", "market_trend"],
         )
+        report_partition_rows(context, counts)
         if first is not None:
             meta["example_card"] = dg.MetadataValue.md("```\n" + first["card_text"][0] + "\n```")
         check = dg.AssetCheckResult(

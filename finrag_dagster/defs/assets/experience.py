@@ -12,6 +12,7 @@ from ...core.experience.prior import TREE_ID, write_prior_trees
 from ...core.experience.tree import ExperienceTree, ToEParams, render_markdown
 from ...core.storage.lake import Lake
 from ..context import days_of, step_errors_as_failures
+from ..reporting import report_partition_rows
 from ..resources import FinragResource
 
 
@@ -69,12 +70,14 @@ def build_experience_tree_asset(partitions_def) -> dg.AssetsDefinition:
         days = days_of(context)
         with step_errors_as_failures():
             run = write_prior_trees(s, lake, cal, days)
+        report_partition_rows(context, {d: lake.num_rows(lake.path("experience_tree", tree_id=TREE_ID, date=d)) for d in days})
         meta = {
             "tree_id": TREE_ID,
             "induction_day": run.induction_day or "none (no train split inside the calendar)",
             "partitions": dg.MetadataValue.json(run.kinds),
             "content_rows_written": run.content_rows,
             "path": dg.MetadataValue.path(lake.location("experience_tree")),
+            "dagster/uri": lake.location("experience_tree"),
         }
         tree = run.tree
         if tree is not None:

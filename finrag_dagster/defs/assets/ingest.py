@@ -10,7 +10,7 @@ import polars as pl
 from ...sources.base import FLAG_COLUMNS, quarantined_rows
 from ...sources.registry import load_membership_frame, load_table, load_universe_frame, rows_in_files, stage_news_table
 from ..context import days_of
-from ..reporting import check_schema, partition_meta
+from ..reporting import check_schema, partition_meta, report_partition_rows
 from ..resources import FinragResource
 
 
@@ -94,6 +94,8 @@ def build_universe_asset(deps) -> dg.AssetsDefinition:
                     else "none: today's list, survivorship bias (set sources.membership)"
                 ),
                 "preview": dg.MetadataValue.md(_md(df)),
+                "dagster/row_count": n,
+                "dagster/uri": lake.location("universe"),
             }
         )
 
@@ -201,6 +203,7 @@ def build_raw_asset(table: str, partitions_def, description: str) -> dg.AssetsDe
             metadata={"rows_in": rows_in, "accepted": accepted_n, "quarantined": quarantined, "rows_in_files": in_files},
         )
         meta = partition_meta(counts, preview if preview is not None else pl.DataFrame(), lake, table)
+        report_partition_rows(context, counts)
         meta.update(
             {
                 "source_rows_in": rows_in,

@@ -6,7 +6,7 @@ import polars as pl
 
 from ...core.labels import labels_from_lake
 from ..context import days_of
-from ..reporting import check_schema, partition_meta
+from ..reporting import check_schema, partition_meta, report_partition_rows
 from ..resources import FinragResource
 
 
@@ -47,6 +47,7 @@ def build_labels_asset(partitions_def) -> dg.AssetsDefinition:
             "labels",
             columns=["date", "ticker", "horizon", "status", "beta", "sigma", "z", "y"],
         )
+        report_partition_rows(context, counts)
         meta["status_counts"] = dg.MetadataValue.json(status)
         meta["label_mix_ok"] = dg.MetadataValue.json(dict(sorted(mix.items())))
         return dg.MaterializeResult(metadata=meta, check_results=[check_schema(lake, "labels", days)])

@@ -6,6 +6,7 @@ import dagster as dg
 from ...core.lora_train import train_adapters
 from ...core.settings import LoraHyper, Settings
 from ..context import step_errors_as_failures
+from ..pools import READER_POOL
 from ..resources import FinragResource
 
 
@@ -16,6 +17,7 @@ def build_lora_asset(s: Settings) -> dg.AssetsDefinition:
         name="lora_adapters",
         group_name="lora",
         kinds={"pytorch"},
+        pool=READER_POOL,  # trains on the reader's engine (a GPU for the full run)
         deps=["anchors", "candidates", "context_cards", "labels"],
         description=(
             f"seed 000's supervised LoRA reader: adapters (rank {h.rank}, alpha {h.alpha}, dropout {h.dropout}, lr {h.learning_rate:g}, "

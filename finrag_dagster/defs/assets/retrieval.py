@@ -7,7 +7,7 @@ import polars as pl
 from ...core.retrieval.candidates import candidates_for_days
 from ...core.retrieval.store_cache import load_store
 from ..context import days_of
-from ..reporting import check_schema, partition_meta
+from ..reporting import check_schema, partition_meta, report_partition_rows
 from ..resources import FinragResource
 from .evidence import require_partitions
 
@@ -57,6 +57,7 @@ def build_candidates_asset(partitions_def) -> dg.AssetsDefinition:
             log=context.log.info,
         )
         meta, future = write_pools(lake, store, cal, anchors, days, out)
+        report_partition_rows(context, {d: out[d].height for d in days})
         meta.update(
             {
                 "store_passages": rep.rows,

@@ -6,7 +6,7 @@ import dagster as dg
 
 from ...core.storage.sqlmodels import SqlModel, run_model
 from ..context import days_of
-from ..reporting import check_schema, partition_meta
+from ..reporting import check_schema, partition_meta, report_partition_rows
 from ..resources import FinragResource
 
 
@@ -37,8 +37,11 @@ def build_sql_asset(model: SqlModel, partitions_def, table_assets: dict[str, lis
         if daily:
             sample = lake.read(model.name, dates=days[-1:])
             meta = partition_meta(counts, sample, lake, model.name)
+            report_partition_rows(context, counts)
             return dg.MaterializeResult(metadata=meta, check_results=[check_schema(lake, model.name, days)])
         sample = lake.read(model.name)
-        return dg.MaterializeResult(metadata=partition_meta(counts, sample, lake, model.name))
+        meta = partition_meta(counts, sample, lake, model.name)
+        meta["dagster/row_count"] = int(sum(counts.values()))
+        return dg.MaterializeResult(metadata=meta)
 
     return _sql

@@ -32,8 +32,11 @@ from ...core.reader.distributed import distributed_backend
 from ...core.reader.run import DayStats
 from ...core.settings import Settings
 from ..context import days_of, step_errors_as_failures
-from ..reporting import preview_md
+from ..pools import reader_pool
+from ..reader_checks import reader_check_results, reader_check_specs
+from ..reporting import preview_md, report_partition_rows
 from ..resources import FinragResource
+from ..retries import no_retry_on_bad_requests, reader_retry_policy
 
 
 class ReaderConfig(dg.Config):
@@ -159,7 +162,7 @@ def _run_loop(context: dg.AssetExecutionContext, config: ReaderConfig, finrag: F
     bcfg = config.backend_config(s)
     prog = Progress(len(days) * len(vs), f"{family} loop", log=context.log.info, every=20, unit="variant-days")
     try:
-        with step_errors_as_failures(), use_engine(EngineSpec.from_settings(s)):
+        with step_errors_as_failures(), no_retry_on_bad_requests(), use_engine(EngineSpec.from_settings(s)):
             # the LoRA families read with their own adapters' backends (lora_backends), in this process
             backend = make_backend(bcfg) if family in LORA_FAMILIES else distributed_backend(bcfg)
             backend_for = lora_backends(s, s.lake_dir, cal, bcfg) if family in LORA_FAMILIES else None
@@ -193,7 +196,7 @@ def _memory_result(family: str, names: list[str], run: FamilyRun) -> dg.Material
     return dg.MaterializeResult(
         asset_key=_key(family, "memory_snapshot"),
         metadata={
-            "rows": written["memory_snapshot"],
+            "rows_this_run": written["memory_snapshot"],
             "variants": ", ".join(names),
             "feedback_rows_applied": run.feedback_applied,
             "last_snapshot": dg.MetadataValue.md(
@@ -207,7 +210,7 @@ def _tree_result(family: str, names: list[str], run: FamilyRun, s: Settings) -> 
     """The experience tree's materialisation: rows written, outcomes, and the last tree rendered."""
     written = run.written
     meta = {
-        "rows": written["experience_tree"],
+        "rows_this_run": written["experience_tree"],
         "content_rows": written["experience_leaves"],
         "variants": ", ".join(names),
         "selections": written["principle_selections"],
@@ -227,7 +230,7 @@ def _contexts_result(family: str, names: list[str], run: FamilyRun, params: Memo
     return dg.MaterializeResult(
         asset_key=_key(family, "contexts"),
         metadata={
-            "rows": run.written["contexts"],
+            "rows_this_run": run.written["contexts"],
             "variants": ", ".join(names),
             "lambda": params.lam,
             "delta": params.delta,
@@ -244,7 +247,7 @@ def _reader_result(family: str, run: FamilyRun, backend) -> dg.MaterializeResult
     return dg.MaterializeResult(
         asset_key=_key(family, "reader_outputs"),
         metadata={
-            "rows": run.written["reader_outputs"],
+            "rows_this_run": run.written["reader_outputs"],
             "backend": backend.name,
             "model": backend.model,
             "engine": "ray" if hasattr(backend, "replicas") else "local",
@@ -266,7 +269,9 @@ def _priority(vs: list[Variant]) -> str:
     return str(len(vs) * (2 if vs[0].toe else 1))
 
 
-def _loop_asset(family: str, vs: list[Variant], partitions_def) -> dg.AssetsDefinition:
+def _loop_asset(
+    family: str, vs: list[Variant], partitions_def, retry_policy: dg.RetryPolicy | None = None, pool: str | None = None
+) -> dg.AssetsDefinition:
     """The family's loop multi-asset: runs the family day by day, then reports each output."""
     uses_memory = vs[0].uses_memory
     uses_toe = vs[0].toe
@@ -275,21 +280,28 @@ def _loop_asset(family: str, vs: list[Variant], partitions_def) -> dg.AssetsDefi
         name=f"{family}_loop",
         op_tags={"dagster/priority": _priority(vs)},
         specs=_loop_specs(family, uses_memory, uses_toe),
+        check_specs=reader_check_specs(_key(family, "reader_outputs")),
         partitions_def=partitions_def,
         backfill_policy=dg.BackfillPolicy.single_run(),
         can_subset=False,
+        retry_policy=retry_policy,  # a reader server or an object store that fails for a while (defs/retries.py)
+        pool=pool,  # one reader engine at a time on this machine (defs/pools.py)
         group_name=family,
         description=f"The feedback loop of variant family `{family}` ({', '.join(v.name for v in vs)}), stepped day by day.",
     )
     def loop(context: dg.AssetExecutionContext, config: ReaderConfig, finrag: FinragResource):
         s, params, backend, run = _run_loop(context, config, finrag, family, vs)
         names = [v.name for v in vs]
+        for table, per_day in run.by_day.items():
+            report_partition_rows(context, per_day, asset_key=_key(family, table))
         if uses_memory:
             yield _memory_result(family, names, run)
         if uses_toe:
             yield _tree_result(family, names, run, s)
         yield _contexts_result(family, names, run, params)
         yield _reader_result(family, run, backend)
+        # blocking: a failed one stops this run's feedback and stock-day signals (defs/reader_checks.py)
+        yield from reader_check_results(_key(family, "reader_outputs"), run.answers, s.checks)
 
     return loop
 
@@ -312,9 +324,10 @@ def _feedback_asset(family: str, vs: list[Variant], partitions_def) -> dg.Assets
     )
     def feedback(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
         fb = family_feedback(finrag.settings(), finrag.lake(), finrag.calendar(), vs, days_of(context))
+        report_partition_rows(context, fb.by_day)
         return dg.MaterializeResult(
             metadata={
-                "rows": fb.rows,
+                "rows_this_run": fb.rows,
                 "matured_as_of": str(fb.as_of),
                 "outcomes": dg.MetadataValue.json(fb.outcomes),
                 "accuracy_matured": round(float(np.mean(fb.correct)), 4) if fb.correct else 0.0,
@@ -328,4 +341,5 @@ def _feedback_asset(family: str, vs: list[Variant], partitions_def) -> dg.Assets
 def build_variant_assets(family: str, partitions_def, settings: Settings) -> list[dg.AssetsDefinition]:
     """A variant family's assets: its loop multi-asset and its feedback asset."""
     vs = variants_of(family, settings.memory.lam, settings.variants.shuffle_seeds, settings.lora.seeds)
-    return [_loop_asset(family, vs, partitions_def), _feedback_asset(family, vs, partitions_def)]
+    loop = _loop_asset(family, vs, partitions_def, reader_retry_policy(settings), reader_pool(settings))
+    return [loop, _feedback_asset(family, vs, partitions_def)]
