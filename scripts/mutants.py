@@ -1,0 +1,384 @@
+"""Mutation testing of the point-in-time decision modules with mutmut 3 (docs/leaks.md, "Mutation testing").
+
+The planted leaks of tests/leaks/ are the leaks someone thought of. Mutation testing asks the
+opposite question: change any one operator, constant or argument of a decision module (``<`` to
+``<=``, ``i - 1`` to ``i + 1``, ``-1`` to ``-2``) and see whether the tests covering it notice.
+
+    .venv/bin/python scripts/mutants.py                 # every module of MODULES, within --time-limit
+    .venv/bin/python scripts/mutants.py finrag_dagster/core/calendar.py core/evidence.py
+    .venv/bin/python scripts/mutants.py --changed        # modules (or their tests) changed since origin/main
+    .venv/bin/python scripts/mutants.py --changed HEAD~3 # ... since another base
+
+Each module runs in its own folder ``mutants/<module>/`` (git-ignored): a ``pyproject.toml`` holding
+the repository's ``[tool.mutmut]`` settings with this module's ``only_mutate`` and test files, links
+to ``finrag_dagster/`` and ``tests/``, and mutmut's own ``mutants/`` copy and results, so a second
+run only re-tests what changed. Survivors of earlier runs are always re-tested against the tests
+as they are now. The script prints one line per module (killed / survived / timed out / no tests),
+the survivors not listed in EQUIVALENT with the command that shows each, and the run's duration.
+Exit status: 0, or 1 when a module has a survivor that is not a known equivalent (or did not finish).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORK = ROOT / "mutants"
+PACKAGE = "finrag_dagster"
+U = "tests/unit/"
+
+
+@dataclass(frozen=True)
+class Target:
+    """A module to mutate: its test files and, for a large file, the only functions to mutate
+    (``name`` or ``Class.method``; empty: every function of the file)."""
+
+    path: str
+    tests: tuple[str, ...]
+    functions: tuple[str, ...] = ()
+
+
+# The calendar's decision rule and session arithmetic (its file cache, tests/unit/test_calendar_cache.py, is not mutated)
+CALENDAR_METHODS = ("sessions_in_range", "is_session", "session_index", "offset", "next_session", "previous_session", "close_time", "open_time")
+CALENDAR_METHODS += ("decision_day", "decision_days", "decision_close_ns", "closes_for")
+
+# The point-in-time decision modules (docs/time.md, docs/method.md §1), each with the unit tests that cover it.
+MODULES: tuple[Target, ...] = (
+    Target("finrag_dagster/core/context_card.py", (U + "test_pit_guard.py", U + "test_dedup_cards_anchors.py")),
+    Target(
+        "finrag_dagster/core/calendar.py",
+        (U + "test_pit_guard.py", U + "test_calendar.py"),
+        tuple(f"TradingCalendar.{m}" for m in CALENDAR_METHODS)
+        + ("_as_date", "date_only_public_time", "date_only_public_ns", "eastern_to_utc", "lookback_days"),
+    ),
+    Target("finrag_dagster/core/evidence.py", (U + "test_pit_guard.py",), ("pit_violations",)),
+    Target("finrag_dagster/core/labels.py", (U + "test_pit_guard.py", U + "test_labels.py", U + "test_pit_labels.py")),
+    Target("finrag_dagster/core/loop.py", (U + "test_pit_loop.py",), ("_maturing_on", "matured_on", "toe_matured_on", "step")),
+    Target(
+        "finrag_dagster/core/memory/feedback.py",
+        (U + "test_pit_guard.py", U + "test_pit_feedback.py", U + "test_memory_stance.py", U + "test_memory_families.py"),
+        ("build_feedback",),
+    ),
+    Target("finrag_dagster/core/loop_io.py", (U + "test_pit_guard.py", U + "test_pit_weights.py"), ("family_feedback", "weights_for")),
+    Target("finrag_dagster/sources/fnspid.py", (U + "test_news_clock.py", U + "test_loaders_news.py")),
+    Target("finrag_dagster/sources/news_stage.py", (U + "test_news_stage.py", U + "test_news_clock.py")),
+    Target("finrag_dagster/sources/edgar.py", (U + "test_loaders_edgar.py", U + "test_edgar_trust.py"), ("_merge_groups", "read_submissions_json")),
+    Target("finrag_dagster/core/retrieval/pool.py", (U + "test_retrieval_pool.py", U + "test_pit_retrieval.py")),
+    Target("finrag_dagster/core/retrieval/search.py", (U + "test_pit_search.py",), ("SearchIndex.__init__",)),
+    Target("finrag_dagster/core/evaluation/experience.py", (U + "test_pit_experience_task.py",), ("task_inputs",)),
+    Target("finrag_dagster/core/experience/task.py", (U + "test_experience_task.py", U + "test_pit_experience_task.py")),
+)
+
+# Survivors that no test can kill because the program means the same with them (docs/leaks.md lists
+# each with its reason): (module, function, the mutated line as `mutmut show` prints it after "+").
+_CARD = "finrag_dagster/core/context_card.py"
+_ONE_ROW = "polars' DataFrame.row() with no index returns the only row, and the frame has exactly one (checked just before)"
+_ALL_DAYS = "reads every returns partition instead of the asked days; rows_on(rets, d) then takes the same rows of day d (slower, same cards)"
+_EVIDENCE = "finrag_dagster/core/evidence.py"
+_NO_BOUND = "the first session has no lower bound: any number at or below the smallest int64 time is still none"
+_CAL = "finrag_dagster/core/calendar.py"
+_UNIT = "_as_date always returns a datetime.date, which numpy makes datetime64[D] without being told the unit"
+_SIDE = 'side="left" is np.searchsorted\'s default'
+_UTC = 'pandas reads the zone "utc" as UTC (same instant, same zone object)'
+_NS = "a naive copy of a UTC time has the same nanoseconds (.value, .asi8)"
+_INT = "a Python int makes an int64 array without being told the dtype"
+_DST = "23:59:59 New York is never in the repeated or the skipped hour (01:00-03:00), so the ambiguous/nonexistent rules never apply"
+_LOCALIZE = "(idx + pd.Timedelta(hours=23, minutes=59, seconds=59)).tz_localize(NY, {})"
+_DAY = "d = np.datetime64(_as_date(day), )"
+_SEARCH = "np.searchsorted compares int64 and datetime64[ns] values by their nanoseconds, so the int64 conversion changes nothing"
+_LOOP_IO = "finrag_dagster/core/loop_io.py"
+_PRICES = 'lake.read_range("prices", days[0], s.calendar.end, {}).filter(pl.col("ticker") == market)["date"].max()'
+_COLUMNS = "reads every column of prices instead of the ticker alone: the same rows, the same last market date"
+EQUIVALENT: dict[tuple[str, str, str], str] = {
+    (
+        "finrag_dagster/core/memory/feedback.py",
+        "build_feedback",
+        'j = outputs.join(lab, on=["ticker", "horizon"], )',
+    ): 'how="inner" is polars\' default join',
+    ("finrag_dagster/core/memory/feedback.py", "build_feedback", "ctx = _contexts_in_order(contexts) if stance or contexts.height else {}"): (
+        "ctx is read only under the passage_stance rule: building it for the other rule changes no row"
+    ),
+    (_LOOP_IO, "family_feedback", "last = " + _PRICES.format("columns=None")): _COLUMNS,
+    (_LOOP_IO, "family_feedback", "last = " + _PRICES.format("")): _COLUMNS,
+    (_LOOP_IO, "weights_for", "prev = [b for b in bounds if b[1] <= start]"): (
+        "start is the first session of a split and splits never share a day (the settings reject overlaps): no split ends on it"
+    ),
+    (_CAL, "TradingCalendar.sessions_in_range", 'lo = np.searchsorted(self.sessions, np.datetime64(_as_date(start), ), side="left")'): _UNIT,
+    (_CAL, "TradingCalendar.sessions_in_range", 'hi = np.searchsorted(self.sessions, np.datetime64(_as_date(end), ), side="right")'): _UNIT,
+    (_CAL, "TradingCalendar.sessions_in_range", 'lo = np.searchsorted(self.sessions, np.datetime64(_as_date(start), "D"), )'): _SIDE,
+    **{(_CAL, f"TradingCalendar.{m}", _DAY): _UNIT for m in ("is_session", "session_index", "next_session", "previous_session")},
+    (_CAL, "TradingCalendar.previous_session", "i = int(np.searchsorted(self.sessions, d, )) - 1"): _SIDE,
+    (_CAL, "TradingCalendar.close_time", 'return pd.Timestamp(int(self.closes_ns[self.session_index(day)]), tz="utc")'): _UTC,
+    (_CAL, "TradingCalendar.open_time", 'return pd.Timestamp(int(self.opens_ns[self.session_index(day)]), tz="utc")'): _UTC,
+    (_CAL, "TradingCalendar.decision_day", "return self.decision_days(np.array([ts.tz_convert(None).value], dtype=np.int64))[0].item()"): _NS,
+    (_CAL, "TradingCalendar.decision_day", 'return self.decision_days(np.array([ts.tz_convert("utc").value], dtype=np.int64))[0].item()'): _UTC,
+    (_CAL, "TradingCalendar.decision_day", 'return self.decision_days(np.array([ts.tz_convert("UTC").value], dtype=None))[0].item()'): _INT,
+    (_CAL, "TradingCalendar.decision_day", 'return self.decision_days(np.array([ts.tz_convert("UTC").value], ))[0].item()'): _INT,
+    (_CAL, "TradingCalendar.decision_days", "idx = np.searchsorted(self.closes_ns, public_ns, )"): _SIDE,
+    (_CAL, "TradingCalendar.decision_close_ns", "idx = np.searchsorted(self.closes_ns, np.asarray(public_ns, dtype=np.int64), )"): _SIDE,
+    **{
+        (_CAL, "TradingCalendar.decision_close_ns", f'idx = np.searchsorted(self.closes_ns, np.asarray(public_ns, {a}), side="left")'): _SEARCH
+        for a in ("dtype=None", "")
+    },
+    (_CAL, "date_only_public_time", 'return pd.Timestamp(dt.datetime(d.year, d.month, d.day, 23, 59, 59), tz=NY).tz_convert("utc")'): _UTC,
+    (_CAL, "eastern_to_utc", 'return ts.tz_convert("utc")'): _UTC,
+    (_CAL, "eastern_to_utc", 'return ts.tz_localize(NY, ambiguous=True, nonexistent="shift_forward").tz_convert("utc")'): _UTC,
+    **{
+        (_CAL, "date_only_public_ns", "local = " + _LOCALIZE.format(a)): _DST
+        for a in (
+            'ambiguous=None, nonexistent="shift_forward"',
+            'nonexistent="shift_forward"',
+            "ambiguous=False, ",
+            'ambiguous=True, nonexistent="shift_forward"',
+        )
+    },
+    (_CAL, "date_only_public_ns", "return local.tz_convert(None).asi8"): _NS,
+    (_CAL, "date_only_public_ns", 'return local.tz_convert("utc").asi8'): _UTC,
+    (_EVIDENCE, "pit_violations", "lo = int(cal.closes_ns[i - 1]) if i > 0 else -(3**62)"): _NO_BOUND,
+    (_EVIDENCE, "pit_violations", "lo = int(cal.closes_ns[i - 1]) if i > 0 else -(2**63)"): _NO_BOUND,
+    (_CARD, "build_cards", "mk = m.row(None, named=True)"): _ONE_ROW,
+    (_CARD, "build_cards", "mk = m.row(named=True)"): _ONE_ROW,
+    (_CARD, "write_cards", 'rets = lake.read("returns", dates=None)'): _ALL_DAYS,
+    (_CARD, "write_cards", 'rets = lake.read("returns", )'): _ALL_DAYS,
+}
+
+STATUS = {
+    1: "killed",
+    3: "killed",
+    0: "survived",
+    5: "no tests",
+    33: "no tests",
+    36: "timeout",
+    24: "timeout",
+    -24: "timeout",
+    152: "timeout",
+    255: "timeout",
+}
+ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "DAGSTER_HOME": str(ROOT / ".dagster_home"),
+    "OMP_NUM_THREADS": "1",
+    "POLARS_MAX_THREADS": "1",
+}
+
+
+@dataclass
+class Result:
+    path: str
+    counts: dict[str, int] = field(default_factory=dict)
+    survivors: list[str] = field(default_factory=list)
+    equivalent: dict[str, str] = field(default_factory=dict)  # survivor -> reason
+    seconds: float = 0.0
+    note: str = ""
+
+    def n(self, status: str) -> int:
+        return self.counts.get(status, 0)
+
+
+def resolve(arg: str) -> Target:
+    """A module argument (``finrag_dagster/core/calendar.py``, ``core/calendar.py``) as a Target
+    (one outside MODULES is tested with its ``tests/unit/test_<name>.py`` when that exists)."""
+    path = arg if arg.startswith(PACKAGE + "/") else f"{PACKAGE}/{arg}"
+    if not (ROOT / path).is_file():
+        raise SystemExit(f"no such module: {path}")
+    for t in MODULES:
+        if t.path == path:
+            return t
+    guess = f"{U}test_{Path(path).stem}.py"
+    if not (ROOT / guess).is_file():
+        raise SystemExit(f"{path} is not in MODULES and has no {guess}: add it to MODULES in scripts/mutants.py with its tests")
+    return Target(path, (guess,))
+
+
+def changed_targets(base: str) -> list[Target]:
+    """The MODULES whose file or one of whose test files differs between ``base`` (where the branch
+    left it) and the working tree: committed and uncommitted changes alike."""
+    fork = subprocess.run(["git", "merge-base", base, "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    if fork.returncode != 0:
+        raise SystemExit(f"--changed {base}: git cannot find that base ({fork.stderr.strip()}); name one, e.g. --changed HEAD~3")
+    out = subprocess.run(["git", "diff", "--name-only", fork.stdout.strip()], cwd=ROOT, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"git diff --name-only {base} failed: {out.stderr.strip()}")
+    changed = set(out.stdout.split())
+    return [t for t in MODULES if t.path in changed or changed & set(t.tests)]
+
+
+def mangled(module: str, function: str) -> str:
+    """mutmut's name of a function's mutants (``x_f`` for a function, ``xǁCǁm`` for a method), as a glob."""
+    if "." in function:
+        cls, meth = function.split(".", 1)
+        return f"{module}.x\u01c1{cls}\u01c1{meth}__mutmut_*"
+    return f"{module}.x_{function}__mutmut_*"
+
+
+def module_name(path: str) -> str:
+    return path.removesuffix(".py").replace("/", ".")
+
+
+def workdir(t: Target) -> Path:
+    """mutants/<module>/: its pyproject.toml (the repository's [tool.mutmut] and pytest settings,
+    this module's only_mutate and tests) and links to the package and the tests."""
+    d = WORK / module_name(t.path).removeprefix(PACKAGE + ".")
+    d.mkdir(parents=True, exist_ok=True)
+    for name in (PACKAGE, "tests"):
+        link = d / name
+        if not link.is_symlink():
+            link.symlink_to(Path("..", "..", name))
+    import tomli_w
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    mutmut = dict(project.get("tool", {}).get("mutmut", {}))
+    mutmut.update(source_paths=[PACKAGE], only_mutate=[t.path], pytest_add_cli_args_test_selection=list(t.tests))
+    pytest_ini = project.get("tool", {}).get("pytest", {}).get("ini_options", {})
+    text = tomli_w.dumps({"tool": {"mutmut": mutmut, "pytest": {"ini_options": pytest_ini}}})
+    cfg = d / "pyproject.toml"
+    if not cfg.exists() or cfg.read_text() != text:
+        cfg.write_text(text)
+    return d
+
+
+def read_results(d: Path, t: Target) -> dict[str, str]:
+    """mutant name -> status, from mutmut's record of the module (only the listed functions)."""
+    meta = d / "mutants" / (t.path + ".meta")
+    if not meta.exists():
+        return {}
+    codes = json.loads(meta.read_text())["exit_code_by_key"]
+    pats = [re.compile(re.escape(mangled(module_name(t.path), f)).replace(r"\*", ".*") + "$") for f in t.functions]
+    return {k: ("not checked" if v is None else STATUS.get(v, "other")) for k, v in codes.items() if not pats or any(p.match(k) for p in pats)}
+
+
+def mutmut(d: Path, args: list[str], deadline: float, max_children: int) -> str:
+    """Run ``mutmut run`` in ``d`` until the deadline; returns "" or why it stopped."""
+    env = os.environ | ENV
+    cmd = [sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children), *args]
+    log = (d / "mutmut.log").open("a")
+    p = subprocess.Popen(cmd, cwd=d, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        p.wait(timeout=max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        stop(p)
+        return "time limit: cut short"
+    except BaseException:  # Ctrl-C, SIGTERM: mutmut and its workers go too
+        stop(p)
+        raise
+    finally:
+        log.close()
+    return "" if p.returncode == 0 else f"mutmut exited {p.returncode} (see {(d / 'mutmut.log').relative_to(ROOT)})"
+
+
+def stop(p: subprocess.Popen) -> None:
+    """End mutmut's process group (its fork server and workers)."""
+    try:
+        os.killpg(p.pid, signal.SIGTERM)
+        p.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+    except ProcessLookupError:
+        pass
+
+
+def added_line(d: Path, name: str) -> str:
+    """The mutated line of a mutant (the first '+' line of ``mutmut show``), stripped."""
+    out = subprocess.run([sys.executable, "-m", "mutmut", "show", name], cwd=d, capture_output=True, text=True, env=os.environ | ENV)
+    lines = [ln[1:].strip() for ln in out.stdout.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+    return lines[0] if lines else ""
+
+
+def function_of(name: str) -> str:
+    fn = name.rsplit(".", 1)[1].split("__mutmut_")[0]
+    return fn.removeprefix("x_") if fn.startswith("x_") else fn[1:].replace("\u01c1", ".").strip(".")
+
+
+def run_module(t: Target, deadline: float, max_children: int) -> Result:
+    """Mutate one module: every unchecked mutant first, then the earlier survivors again."""
+    start = time.monotonic()
+    res = Result(t.path)
+    d = workdir(t)
+    digest = hashlib.sha256(b"".join((ROOT / f).read_bytes() for f in t.tests)).hexdigest()
+    if (d / "tests.sha256").exists() and (d / "tests.sha256").read_text() != digest:
+        shutil.rmtree(d / "mutants", ignore_errors=True)  # a test changed: mutmut's map of tests and its verdicts are stale
+    (d / "tests.sha256").write_text(digest)
+    globs = [mangled(module_name(t.path), f) for f in t.functions]
+    before = {k for k, s in read_results(d, t).items() if s == "survived"}
+    res.note = mutmut(d, globs, deadline, max_children)
+    # mutmut keeps a verdict it has; named mutants (the globs) are always tested again
+    again = sorted(k for k, s in read_results(d, t).items() if s == "survived" and k in before)
+    if again and not res.note and not globs:
+        res.note = mutmut(d, again, deadline, max_children)
+    status = read_results(d, t)
+    for s in status.values():
+        res.counts[s] = res.counts.get(s, 0) + 1
+    for name in sorted(k for k, s in status.items() if s == "survived"):
+        reason = EQUIVALENT.get((t.path, function_of(name), added_line(d, name)))
+        if reason:
+            res.equivalent[name] = reason
+        else:
+            res.survivors.append(name)
+    res.seconds = time.monotonic() - start
+    return res
+
+
+def table(results: list[Result], skipped: list[Target]) -> str:
+    head = f"{'module':<46} {'mutants':>7} {'killed':>6} {'survived':>8} {'equiv.':>6} {'timeout':>7} {'no tests':>8} {'score':>6} {'time':>7}"
+    rows = [head, "-" * len(head)]
+    for r in results:
+        live = r.n("killed") + r.n("timeout") + len(r.survivors)
+        score = f"{100 * (r.n('killed') + r.n('timeout')) / live:.1f}%" if live else "-"
+        rows.append(
+            f"{r.path.removeprefix(PACKAGE + '/'):<46} {sum(r.counts.values()):>7} {r.n('killed'):>6} {len(r.survivors):>8} {len(r.equivalent):>6}"
+            f" {r.n('timeout'):>7} {r.n('no tests'):>8} {score:>6} {r.seconds:>6.0f}s" + (f"  {r.note}" if r.note else "")
+        )
+    rows += [f"{t.path.removeprefix(PACKAGE + '/'):<46} not run (time limit)" for t in skipped]
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("modules", nargs="*", help="module paths (finrag_dagster/core/calendar.py or core/calendar.py); default: MODULES")
+    ap.add_argument("--changed", nargs="?", const="origin/main", metavar="BASE", help="only the modules changed since BASE (default origin/main)")
+    ap.add_argument("--time-limit", type=float, default=3600, metavar="S", help="seconds for the whole run (default 3600)")
+    ap.add_argument("--max-children", type=int, default=2, help="mutants tested at once (default 2)")
+    ap.add_argument("--fresh", action="store_true", help="forget earlier results of these modules")
+    a = ap.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # runs the clean-up of a module's mutmut
+    if shutil.which("git") is None and a.changed:
+        raise SystemExit("--changed needs git")
+    targets = changed_targets(a.changed) if a.changed else [resolve(m) for m in a.modules] or list(MODULES)
+    if not targets:
+        print(f"no point-in-time module (or its tests) changed since {a.changed}: nothing to mutate")
+        return 0
+    t0 = time.monotonic()
+    deadline = t0 + a.time_limit
+    results, skipped = [], []
+    for t in targets:
+        if a.fresh:
+            shutil.rmtree(workdir(t) / "mutants", ignore_errors=True)
+        if time.monotonic() > deadline - 30:
+            skipped.append(t)
+            continue
+        print(f"mutating {t.path} ({', '.join(t.functions) or 'every function'}) with {', '.join(t.tests)}", flush=True)
+        results.append(run_module(t, deadline, a.max_children))
+    print(table(results, skipped))
+    for r in results:
+        for name in r.survivors:
+            print(f"survived: {name}  (cd {workdir(Target(r.path, ())).relative_to(ROOT)} && {Path(sys.executable).name} -m mutmut show {name})")
+    print(f"run took {time.monotonic() - t0:.0f} s on {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M %Z')}")
+    return 1 if skipped or any(r.survivors or r.note for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
