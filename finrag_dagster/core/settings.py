@@ -122,10 +122,10 @@ class EvidenceSettings(_M):
 class CardSettings(_M):
     """Market-context card thresholds (seed 000 App. B), fixed before the test split."""
 
-    momentum_strong: float = Field(0.05, ge=0)  # |20D return| above this is strong momentum
+    momentum_strong: float = Field(0.05, ge=0)  # |20D return| at or above this is strong momentum
     momentum_mild: float = Field(0.015, ge=0)
     relative_band: float = Field(0.01, ge=0)  # |5D return - QQQ 5D return| within this is "in line"
-    vol_elevated_ratio: float = Field(1.25, ge=0)  # 20D vol / 252D vol above this is elevated
+    vol_elevated_ratio: float = Field(1.25, ge=0)  # 20D vol / 252D vol at or above this is elevated
     vol_calm_ratio: float = Field(0.8, ge=0)
     trend_band: float = Field(0.02, ge=0)  # QQQ 20D return beyond +-band is an up/down trend
 
