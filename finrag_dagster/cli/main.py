@@ -445,8 +445,8 @@ def _print_interrupted(st: dict) -> None:
 def killed_runs() -> list[dict]:
     """Runs of the Dagster instance still NOT_STARTED, STARTING or STARTED whose finrag process on this
     host is gone: killed before they finished (what `finrag demo` marks FAILED next time). Read only."""
-    home = Path(os.environ.get("DAGSTER_HOME") or ".dagster_home")
-    if not (home / "dagster.yaml").exists():
+    home = instance_home()
+    if home is None:
         return []
     import socket
 
@@ -456,7 +456,7 @@ def killed_runs() -> list[dict]:
 
     statuses = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
     out = []
-    with dg.DagsterInstance.from_config(str(home.resolve())) as inst:
+    with dg.DagsterInstance.from_config(str(home)) as inst:
         for run in inst.get_runs(dg.RunsFilter(statuses=statuses)):
             pid, host = run.tags.get(PID_TAG), run.tags.get(HOST_TAG)
             if pid is None or host != socket.gethostname() or _alive(int(pid)):
@@ -465,15 +465,25 @@ def killed_runs() -> list[dict]:
     return out
 
 
-def instigators() -> list[dict]:
-    """Schedules and sensors recorded in the Dagster instance ($DAGSTER_HOME or ./.dagster_home), with their cursors."""
+def instance_home() -> Path | None:
+    """The Dagster instance folder a read-only command opens ($DAGSTER_HOME, else ./.dagster_home), or
+    None without a dagster.yaml there; $DAGSTER_HOME is set to it, since the shipped dagster.yaml names
+    its storage folder by that variable."""
     home = Path(os.environ.get("DAGSTER_HOME") or ".dagster_home")
     if not (home / "dagster.yaml").exists():
+        return None
+    os.environ.setdefault("DAGSTER_HOME", str(home.resolve()))
+    return home.resolve()
+
+
+def instigators() -> list[dict]:
+    """Schedules and sensors recorded in the Dagster instance ($DAGSTER_HOME or ./.dagster_home), with their cursors."""
+    home = instance_home()
+    if home is None:
         return []
     import dagster as dg
 
-    os.environ.setdefault("DAGSTER_HOME", str(home.resolve()))
-    with dg.DagsterInstance.from_config(str(home.resolve())) as inst:
+    with dg.DagsterInstance.from_config(str(home)) as inst:
         out = []
         for state in inst.all_instigator_state():
             data = state.instigator_data

@@ -227,3 +227,16 @@ def test_status_says_a_run_was_killed_when_its_process_is_gone(tmp_path, monkeyp
     empty.mkdir()
     res = CliRunner().invoke(app, ["status", "--lake", str(empty)], env={"COLUMNS": "200"})
     assert res.exit_code == 1 and squash(f"run killed: run {gone.run_id[:8]}") in squash(res.output)
+
+
+def test_status_reads_the_shipped_instance_without_dagster_home_set(tmp_path, monkeypatch):
+    """The shipped dagster.yaml names its storage by $DAGSTER_HOME: `finrag status` run from a checkout
+    without the variable still opens ./.dagster_home (it stopped with DagsterInvalidConfigError)."""
+    home = tmp_path / ".dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text((REPO / ".dagster_home" / "dagster.yaml").read_text())
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert killed_runs() == []
+    res = CliRunner().invoke(app, ["status", "--lake", str(_lake(tmp_path).root)], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
