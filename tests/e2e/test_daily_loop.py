@@ -197,12 +197,16 @@ def loop(tmp_path_factory):
     (home / "dagster.yaml").write_text(instance_yaml(home))
     cfg = root / "settings.json"
     cfg.write_text(settings.model_dump_json())
+    before = os.environ.get("DAGSTER_HOME")
     os.environ["DAGSTER_HOME"] = str(home)
     try:
         with dg.DagsterInstance.get() as inst:
             run_range(settings, end=CAL.previous_session(DECISION_START), instance=inst, only=HISTORY)
-    finally:
-        os.environ.pop("DAGSTER_HOME", None)
+    finally:  # the worker's own DAGSTER_HOME back: later tests on this worker read the shipped instance
+        if before is None:
+            os.environ.pop("DAGSTER_HOME", None)
+        else:
+            os.environ["DAGSTER_HOME"] = before
     shutil.copytree(root / "lake", root / "before")  # for the in-process reference at the end
     port = _port()
     log = root / "dev.log"

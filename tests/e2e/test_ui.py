@@ -96,12 +96,16 @@ def ui(tmp_path_factory):
     cfg = root / "settings.json"
     cfg.write_text(settings.model_dump_json())
     env = {**os.environ, "DAGSTER_HOME": str(home), "FINRAG_CONFIG": str(cfg)}
+    before = os.environ.get("DAGSTER_HOME")
     os.environ["DAGSTER_HOME"] = str(home)
     try:
         with dg.DagsterInstance.get() as inst:
             run_range(settings, end=END, decision_start=DECISION_START, instance=inst, only=BEFORE)
-    finally:
-        os.environ.pop("DAGSTER_HOME", None)
+    finally:  # the worker's own DAGSTER_HOME back: later tests on this worker read the shipped instance
+        if before is None:
+            os.environ.pop("DAGSTER_HOME", None)
+        else:
+            os.environ["DAGSTER_HOME"] = before
     # the reference: the same lake carried on by the in-process path `finrag demo` uses
     shutil.copytree(root / "lake", root / "reference")
     ref = settings.model_copy(update={"lake_dir": root / "reference"})
