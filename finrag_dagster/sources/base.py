@@ -113,3 +113,12 @@ def expand_paths(paths, dir_patterns: tuple[str, ...] = ("*.csv", "*.parquet")) 
             raise SourceError(f"source path {raw!s} matches no file")
         found.update(f.resolve() for f in files)
     return sorted(found, key=str)
+
+
+def bom_encoding(data: bytes) -> str | None:
+    """The encoding a byte-order mark at the start of ``data`` names (UTF-8, UTF-16 or UTF-32), or None."""
+    if data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        return "utf-32"
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "utf-16"
+    return "utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else None

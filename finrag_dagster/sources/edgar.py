@@ -46,7 +46,7 @@ import polars as pl
 
 from ..core.calendar import date_only_public_ns, eastern_to_utc, nyse
 from ..core.storage.schemas import FILINGS_RAW
-from .base import FLAG_COLUMNS, LoadResult, SourceError, empty_flags, empty_quarantine, expand_paths, quarantine_rows
+from .base import FLAG_COLUMNS, LoadResult, SourceError, bom_encoding, empty_flags, empty_quarantine, expand_paths, quarantine_rows
 from .universe import company_aliases
 
 FORMS_USED = ("8-K", "8-K/A", "10-Q", "10-Q/A", "10-K", "10-K/A")
@@ -596,14 +596,6 @@ def _source_label(raw: object, default: str) -> str:
     return re.sub(r"[^a-z0-9_]+", "_", s).strip("_") or default
 
 
-_BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
-
-
-def _bom_encoding(data: bytes) -> str | None:
-    """The encoding a byte-order mark at the start of ``data`` names (UTF-8 or UTF-16), or None."""
-    return next((enc for bom, enc in _BOMS if data.startswith(bom)), None)
-
-
 def _json_text(path: Path) -> str:
     """A submissions JSON's text: UTF-8, or the encoding its byte-order mark names (both unambiguous).
 
@@ -613,7 +605,7 @@ def _json_text(path: Path) -> str:
         Bytes that are not UTF-8 (a Latin-1 or Windows-1252 export): never guessed.
     """
     data = path.read_bytes()
-    enc = _bom_encoding(data)
+    enc = bom_encoding(data)
     try:
         return data.decode(enc or "utf-8")
     except UnicodeDecodeError as exc:
@@ -764,7 +756,7 @@ def read_full_submission(path: Path, file_index: int, with_text: bool) -> list[F
     if size > MAX_SUBMISSION_BYTES:
         raise SourceError(f"{path}: {size:,} bytes, over the {MAX_SUBMISSION_BYTES:,}-byte limit for one submission (not read)")
     data = path.read_bytes()
-    enc = _bom_encoding(data)  # UTF-16 text has NUL bytes: read as its byte-order mark says, not as binary
+    enc = bom_encoding(data)  # UTF-16 text has NUL bytes: read as its byte-order mark says, not as binary
     if enc is None and b"\x00" in data[:65536]:
         raise SourceError(f"{path}: a binary or corrupt file (NUL bytes), not an EDGAR SGML submission")
     raw = data.decode(enc or "utf-8", errors="replace")

@@ -21,7 +21,7 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .base import expand_paths
+from .base import bom_encoding, expand_paths
 from .edgar import MAX_SUBMISSION_BYTES
 
 # The count's own reading of a file: Python's ``csv`` module over the decoded text, record by record.
@@ -81,16 +81,7 @@ def _text_stream(raw) -> io.TextIOWrapper:
     """A binary stream decoded as its byte-order mark says (UTF-8 by default, undecodable bytes as
     U+FFFD), with its line ends as they are."""
     head = raw.peek(4)[:4] if hasattr(raw, "peek") else b""
-    return io.TextIOWrapper(raw, encoding=_bom_encoding(head) or "utf-8-sig", errors="replace", newline="")
-
-
-def _bom_encoding(data: bytes) -> str | None:
-    """The encoding a byte-order mark at the start of ``data`` names (UTF-8, UTF-16 or UTF-32), or None."""
-    if data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
-        return "utf-32"
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return "utf-16"
-    return "utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else None
+    return io.TextIOWrapper(raw, encoding=bom_encoding(head) or "utf-8-sig", errors="replace", newline="")
 
 
 def _header_records(head: list[list[str]]) -> int:
@@ -190,7 +181,7 @@ _SEC_DOCUMENT = re.compile(r"<SEC-DOCUMENT>\s*(\S+)")
 
 def _bom_decode(data: bytes) -> str:
     """Text as its byte-order mark says (UTF-8 without one)."""
-    return data.decode(_bom_encoding(data) or "utf-8")
+    return data.decode(bom_encoding(data) or "utf-8")
 
 
 def _filing_keys(path: Path) -> tuple[list[str], int]:
@@ -230,7 +221,7 @@ def _filing_keys(path: Path) -> tuple[list[str], int]:
             head = fh.read(1 << 16)
     except OSError:
         return [], 1
-    bom = _bom_encoding(head)
+    bom = bom_encoding(head)
     text = head.decode(bom or "utf-8", errors="replace")
     if (bom is None and b"\x00" in head) or ("<SEC-HEADER>" not in text[:5000] and "ACCESSION NUMBER:" not in text[:5000]):
         return [], 1  # unreadable: one row of its own
