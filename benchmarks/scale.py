@@ -56,7 +56,7 @@ sys.path.insert(0, str(ROOT))
 
 from finrag_dagster.core.calendar import nyse  # noqa: E402
 from finrag_dagster.core.settings import HORIZONS, Settings, load_settings  # noqa: E402
-from finrag_dagster.definitions import build_definitions  # noqa: E402
+from finrag_dagster.defs.build import build_definitions  # noqa: E402
 from finrag_dagster.pipeline import RANGE_END, RANGE_START, run_range, stages  # noqa: E402
 
 

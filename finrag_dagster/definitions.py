@@ -1,57 +1,9 @@
-"""The one ``Definitions`` object (workspace.yaml and ``dagster dev -m`` point here)."""
+"""The one ``Definitions`` object (workspace.yaml and ``dagster dev -m`` point here), built from the
+settings ``$FINRAG_CONFIG`` names. Code that builds its own imports :func:`~finrag_dagster.defs.build.build_definitions`
+from defs/build.py: importing this module builds these definitions."""
 
 from __future__ import annotations
 
-import dagster as dg
-
-from .core.settings import Settings, load_settings
-from .defs.alerts import build_failure_alert_sensor
-from .defs.executor import read_step_events_promptly
-from .defs.resources import FinragResource
-from .defs.retries import job_retry_policy, run_retry_tags
-from .defs.sensors import build_daily_schedule, build_decisions_after_ingest_sensor, build_matured_feedback_sensor, build_new_market_data_sensor
-from .defs.stages import DECISIONS, HISTORY, keys_of, parts_of, staged_assets
-
-
-def build_definitions(settings: Settings | None = None, resource: FinragResource | None = None) -> dg.Definitions:
-    s = settings or load_settings()
-    read_step_events_promptly()  # runs of these definitions (UI, daemon, finrag demo) read step events promptly
-    # every stage's assets (defs/stages.py): history (look-back) assets partitioned from the first
-    # price day, decision-day assets from the first decision day, the rest unpartitioned
-    p = parts_of(s)
-    staged = staged_assets(s, p)
-    assets = [a for _, built in staged for a in built]
-    history_keys, decision_keys = keys_of(staged, HISTORY), keys_of(staged, DECISIONS)
-    # One run covers one partitions definition, so the day's chain is two runs: the ingest of the
-    # day's sources (history partitions), then its decisions (decision-day partitions), chained by
-    # the run-status sensor `decisions_after_ingest`. A backfill from the UI spans both at once.
-    ingest = dg.define_asset_job(
-        "finrag_ingest",
-        selection=dg.AssetSelection.assets(*history_keys),
-        description="The day's sources: prices, news, filings, returns and evidence (one trading day or a range, as one run).",
-        tags=run_retry_tags(s),  # a run whose process died is re-executed (docs/production.md)
-        op_retry_policy=job_retry_policy(s),
-    )
-    daily = dg.define_asset_job(
-        "finrag_daily",
-        selection=dg.AssetSelection.assets(*decision_keys),
-        description="The day's decisions: anchors, cards, pools, labels, the variant loops and stock-day signals (one decision day or a range, as one run).",
-        tags=run_retry_tags(s),
-        op_retry_policy=job_retry_policy(s),
-    )
-    return dg.Definitions(
-        assets=assets,
-        jobs=[ingest, daily],
-        executor=dg.in_process_executor if s.execution.job_executor == "in_process" else None,  # None: Dagster's default (multiprocess)
-        schedules=[build_daily_schedule(ingest)],
-        sensors=[
-            build_matured_feedback_sensor(tuple(s.variants.families), interval_s=s.sensors.matured_feedback_interval_s),
-            build_new_market_data_sensor(ingest, interval_s=s.sensors.new_market_data_interval_s),
-            build_decisions_after_ingest_sensor(ingest, daily, interval_s=s.sensors.decisions_after_ingest_interval_s),
-            *([alert] if (alert := build_failure_alert_sensor(s)) is not None else []),  # [alerts] webhook_url
-        ],
-        resources={"finrag": resource or FinragResource()},
-    )
-
+from .defs.build import build_definitions
 
 defs = build_definitions()

@@ -18,7 +18,7 @@ import dagster as dg
 
 from .core.calendar import nyse
 from .core.settings import Settings
-from .definitions import build_definitions
+from .defs.build import build_definitions
 from .defs.partitions import RANGE_END, RANGE_START
 from .defs.resources import FinragResource
 from .defs.stages import HISTORY, asset_names, staged_assets

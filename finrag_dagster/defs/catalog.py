@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -109,11 +110,30 @@ def _module_file(name: str) -> Path | None:
     return None
 
 
+# An import statement at the start of a line (at any indent: a function's lazy import counts), a
+# parenthesised name list spanning lines. Only these lines go to the parser: parsing each module
+# whole was most of the cost of building the definitions, which every step process does. A line
+# of a docstring that reads as an import can only add a module to the closure (one more source
+# that changes the version), never drop one; tests/unit/test_catalog_versions.py holds it equal to
+# the whole-module parse on the package.
+IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]*(?:\([^)]*\)|[^\n]*)|import[ \t]+[^\n]*)", re.M)
+
+
+def _import_nodes(text: str) -> list[ast.stmt]:
+    out = []
+    for m in IMPORT_LINE.finditer(text):
+        try:
+            out += ast.parse(m.group(0).strip()).body
+        except SyntaxError:  # prose in a docstring that starts like an import
+            continue
+    return out
+
+
 def _imports(name: str, path: Path) -> set[str]:
     """The package modules ``name`` (at ``path``) imports, relative imports resolved."""
     pkg = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     out = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in _import_nodes(path.read_text()):
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):

@@ -12,6 +12,7 @@ next session's run.
 from __future__ import annotations
 
 import datetime as dt
+from functools import lru_cache
 
 import dagster as dg
 
@@ -32,7 +33,13 @@ def decision_freshness(s: Settings) -> dg.FreshnessPolicy:
     """Due at :func:`deadline` on weekdays, materialised after that day's close."""
     due = deadline(s)
     since_close = dt.datetime.combine(dt.date.min, due) - dt.datetime.combine(dt.date.min, CLOSE_AT)
-    return dg.FreshnessPolicy.cron(deadline_cron=f"{due.minute} {due.hour} * * 1-5", lower_bound_delta=since_close, timezone="America/New_York")
+    return _cron_policy(f"{due.minute} {due.hour} * * 1-5", since_close)
+
+
+@lru_cache(maxsize=8)
+def _cron_policy(cron: str, lower_bound: dt.timedelta) -> dg.FreshnessPolicy:
+    """One policy object per cron for every asset that shares it (building one walks the cron's schedule)."""
+    return dg.FreshnessPolicy.cron(deadline_cron=cron, lower_bound_delta=lower_bound, timezone="America/New_York")
 
 
 def freshness_of(key: dg.AssetKey, s: Settings) -> dg.FreshnessPolicy | None:

@@ -9,7 +9,7 @@ import polars as pl
 
 from finrag_dagster.core.calendar import nyse
 from finrag_dagster.core.reader.backends import BackendConfig, EmbeddedBackend
-from finrag_dagster.definitions import build_definitions
+from finrag_dagster.defs.build import build_definitions
 from finrag_dagster.pipeline import run_range
 from tests.instance import pooled_instance
 

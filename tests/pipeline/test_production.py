@@ -9,7 +9,7 @@ import dagster as dg
 import pytest
 
 from finrag_dagster.core.tables import Lake, package_catalog
-from finrag_dagster.definitions import build_definitions
+from finrag_dagster.defs.build import build_definitions
 from finrag_dagster.pipeline import run_range
 from tests.instance import pooled_instance
 

@@ -9,7 +9,7 @@ import networkx as nx
 import pytest
 
 from finrag_dagster.core.settings import Settings
-from finrag_dagster.definitions import build_definitions
+from finrag_dagster.defs.build import build_definitions
 
 ALL_FAMILIES = ["no_memory", "source_memory", "top5_all_source", "shuffled_labels", "shuffled_event_types", "toe", "source_memory_toe"]
 
@@ -120,7 +120,7 @@ def test_a_backfill_of_a_range_targets_exactly_that_range():
 REPO_PY = """
 import datetime as dt
 from finrag_dagster.core.settings import Settings
-from finrag_dagster.definitions import build_definitions
+from finrag_dagster.defs.build import build_definitions
 defs = build_definitions(Settings(calendar={"start": dt.date(2017, 10, 2), "end": dt.date(2019, 12, 31), "decision_start": dt.date(2019, 1, 2)},
                                   variants={"families": ["no_memory", "source_memory", "source_memory_toe"]}))
 """

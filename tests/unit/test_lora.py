@@ -352,7 +352,7 @@ def test_the_pipeline_trains_adapters_only_when_a_lora_family_is_on():
 
 
 def test_definitions_with_the_lora_families_and_the_on_demand_asset():
-    from finrag_dagster.definitions import build_definitions
+    from finrag_dagster.defs.build import build_definitions
 
     s = Settings(
         calendar={"start": dt.date(2017, 10, 2), "end": dt.date(2019, 12, 31), "decision_start": dt.date(2019, 1, 2)},

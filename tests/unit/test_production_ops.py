@@ -13,7 +13,7 @@ import pytest
 from finrag_dagster.core.reader.backends import BackendConfig, OpenAIBackend, Request
 from finrag_dagster.core.reader.prompt import Prompt
 from finrag_dagster.core.settings import Settings
-from finrag_dagster.definitions import build_definitions
+from finrag_dagster.defs.build import build_definitions
 from finrag_dagster.defs.retries import no_retry_on_bad_requests, reader_retry_policy
 from tests.instance import pooled_instance
 

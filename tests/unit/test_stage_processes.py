@@ -93,7 +93,7 @@ def test_definitions_make_the_executor_read_step_events_promptly_and_lose_none(c
     log level the step processes print no DEBUG line on the terminal, and their events are stored."""
     from dagster._core.executor import child_process_executor as cpe
 
-    from finrag_dagster.definitions import build_definitions
+    from finrag_dagster.defs.build import build_definitions
     from finrag_dagster.defs.executor import STEP_EVENT_POLL_S
 
     saved = cpe.TICK
