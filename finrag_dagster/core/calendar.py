@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .settings import CALENDAR_FIRST, CALENDAR_LAST
+from .settings import CALENDAR_FIRST, CALENDAR_LAST, HORIZONS
 
 NY = "America/New_York"
 CALENDAR_NAME = "XNYS"
@@ -165,6 +165,18 @@ def eastern_to_utc(local: str | dt.datetime) -> pd.Timestamp:
     if ts.tzinfo is not None:
         return ts.tz_convert("UTC")
     return ts.tz_localize(NY, ambiguous=True, nonexistent="shift_forward").tz_convert("UTC")
+
+
+def maturing_on(cal: TradingCalendar, day: dt.date | str, first_day: str = "") -> list[tuple[str, int]]:
+    """(decision day D, horizon h) whose h-day label matures at close(``day``): D = ``day`` − h
+    sessions, D ≥ ``first_day`` (SPEC §1: feedback of (D, h) is released only after close(D+h)).
+    The one maturity rule: the loop's memory updates and the matured-feedback sensor both ask it."""
+    i = cal.session_index(day)
+    out = []
+    for h in HORIZONS:
+        if i - h >= 0 and (d := cal.sessions[i - h].item().isoformat()) >= first_day:
+            out.append((d, h))
+    return out
 
 
 def lookback_days(cal: TradingCalendar, first: str, n: int, earliest: dt.date) -> list[str]:

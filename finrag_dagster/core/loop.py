@@ -26,7 +26,7 @@ import polars as pl
 import pyarrow as pa
 
 from . import families
-from .calendar import TradingCalendar
+from .calendar import TradingCalendar, maturing_on
 from .experience.loop import choose_principles, empty_updates, toe_updates
 from .experience.tree import ExperienceTree, to_table
 from .memory.families import FamilyMap
@@ -36,7 +36,7 @@ from .reader.backends import Backend
 from .reader.cache import PromptCache
 from .reader.prompt import EvidenceItem
 from .reader.run import DayStats, ReaderIncomplete, read_day
-from .settings import HORIZON_NAMES, HORIZONS
+from .settings import HORIZON_NAMES
 from .storage.schemas import TableSpec
 
 CONTEXTS = TableSpec(
@@ -173,13 +173,7 @@ class ToEEnv:
 def _maturing_on(prev_day: str, v: Variant, env: LoopEnv, recent: dict[str, Past], split_start: str):
     """(decision day d0, horizon h, its stored Past) for every horizon whose label matured exactly on
     ``prev_day`` (d0 = prev_day − h sessions, inside the split, with reader outputs)."""
-    for h in HORIZONS:
-        i = env.cal.session_index(prev_day) - h
-        if i < 0:
-            continue
-        d0 = env.cal.sessions[i].item().isoformat()
-        if d0 < split_start:
-            continue
+    for d0, h in maturing_on(env.cal, prev_day, split_start):
         past = recent.get(d0) or env.past_of(d0, v)
         if past is None or past.outputs.height == 0:
             continue

@@ -1,7 +1,6 @@
 """Build the one ``Definitions`` object from settings (finrag_dagster/definitions.py holds the instance
 `dagster dev` loads; ``finrag demo`` and every step process build their own from the run's settings)."""
 
-
 from __future__ import annotations
 
 import dagster as dg
@@ -54,4 +53,3 @@ def build_definitions(settings: Settings | None = None, resource: FinragResource
         ],
         resources={"finrag": resource or FinragResource()},
     )
-

@@ -27,17 +27,13 @@ and then decided, once.
 from __future__ import annotations
 
 import datetime as dt
-import glob
-import hashlib
-import os
 
 import dagster as dg
 
-from ..core.calendar import nyse
-from ..core.settings import HORIZON_NAMES, HORIZONS, Settings
+from ..core.calendar import maturing_on, nyse
+from ..core.settings import HORIZON_NAMES
 from ..core.status import last_market_day
-from ..core.storage.lake import Lake
-from ..sources.registry import source_paths
+from ..sources.registry import source_fingerprint
 from ..sources.replay import replay_now
 from .partitions import RANGE_END, RANGE_START
 from .resources import FinragResource
@@ -92,29 +88,17 @@ def missing_sessions(sessions: list[str], done: list[str]) -> list[str]:
     return [d for d in sessions if d not in have]
 
 
-def latest_market_day(lake: Lake, market: str) -> str | None:
-    """The last trading day with a bar for the market proxy in the lake's prices."""
-    return last_market_day(lake, market)
-
-
 def matured_decision_days(new_market_days: list[str], first_day: str) -> dict[str, list[str]]:
-    """{decision day: horizons} whose close(D+h) is among the newly seen market days."""
+    """{decision day: horizons} whose close(D+h) is among the newly seen market days (core/calendar.py ``maturing_on``)."""
     cal = nyse()
     out: dict[str, list[str]] = {}
     for m in new_market_days:
-        i = cal.session_index(m)
-        for h in HORIZONS:
-            if i - h < 0:
-                continue
-            d = cal.sessions[i - h].item().isoformat()
-            if d >= first_day:
-                out.setdefault(d, []).append(HORIZON_NAMES[h])
+        for d, h in maturing_on(cal, m, first_day):
+            out.setdefault(d, []).append(HORIZON_NAMES[h])
     return dict(sorted(out.items()))
 
 
-def build_matured_feedback_sensor(
-    families: tuple[str, ...], job: dg.UnresolvedAssetJobDefinition | None = None, interval_s: int = 300
-) -> dg.SensorDefinition:
+def build_matured_feedback_sensor(families: tuple[str, ...], interval_s: int = 300) -> dg.SensorDefinition:
     targets = [dg.AssetKey("labels")] + [dg.AssetKey([f, "feedback"]) for f in families]
 
     @dg.sensor(
@@ -128,7 +112,7 @@ def build_matured_feedback_sensor(
         s = finrag.settings()
         lake = finrag.lake()
         cal = nyse()
-        latest = latest_market_day(lake, s.market_ticker)
+        latest = last_market_day(lake, s.market_ticker)
         if latest is None:
             return dg.SensorResult(skip_reason="no market bars in the lake yet")
         cursor = context.cursor or cal.offset(latest, -1).isoformat()
@@ -149,24 +133,6 @@ def build_matured_feedback_sensor(
         return dg.SensorResult(run_requests=requests, cursor=latest)
 
     return matured_feedback
-
-
-def source_fingerprint(s: Settings) -> str:
-    """Hash of (path, size, mtime) of every configured source file."""
-    sp = source_paths(s)
-    h = hashlib.sha256()
-    for pattern in [sp.universe, *sp.news, *sp.prices, *sp.filings_index, *sp.filings_text]:
-        paths = glob.glob(pattern, recursive=True) if glob.has_magic(pattern) else [pattern]
-        for p in sorted(paths):
-            for root, _, files in os.walk(p) if os.path.isdir(p) else [(os.path.dirname(p), None, [os.path.basename(p)])]:
-                for f in sorted(files):
-                    fp = os.path.join(root, f)
-                    try:
-                        st = os.stat(fp)
-                    except FileNotFoundError:
-                        continue
-                    h.update(f"{fp}|{st.st_size}|{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()
 
 
 def build_new_market_data_sensor(job: dg.UnresolvedAssetJobDefinition, interval_s: int = 600) -> dg.SensorDefinition:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import glob
+import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -191,3 +194,21 @@ def _empty(table: str) -> LoadResult:
 
 def world_fingerprint(settings_dump: dict) -> str:
     return json.dumps(settings_dump, sort_keys=True, default=str)
+
+
+def source_fingerprint(s: Settings) -> str:
+    """Hash of (path, size, mtime) of every configured source file."""
+    sp = source_paths(s)
+    h = hashlib.sha256()
+    for pattern in [sp.universe, *sp.news, *sp.prices, *sp.filings_index, *sp.filings_text]:
+        paths = glob.glob(pattern, recursive=True) if glob.has_magic(pattern) else [pattern]
+        for p in sorted(paths):
+            for root, _, files in os.walk(p) if os.path.isdir(p) else [(os.path.dirname(p), None, [os.path.basename(p)])]:
+                for f in sorted(files):
+                    fp = os.path.join(root, f)
+                    try:
+                        st = os.stat(fp)
+                    except FileNotFoundError:
+                        continue
+                    h.update(f"{fp}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()

@@ -603,7 +603,7 @@ def _ingest_before_close(p: Patcher) -> None:
 def _matured_request_early(p: Patcher) -> None:
     from finrag_dagster.defs import sensors
 
-    rewrite(p, sensors, "matured_decision_days", [("d = cal.sessions[i - h].item().isoformat()", "d = cal.sessions[i - h + 1].item().isoformat()")])
+    rewrite(p, sensors, "matured_decision_days", [("maturing_on(cal, m, first_day)", "maturing_on(cal, cal.next_session(m), first_day)")])
 
 
 def _decisions_before_first_day(p: Patcher) -> None:

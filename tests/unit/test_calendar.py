@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from finrag_dagster.core.calendar import CalendarError, date_only_public_time, eastern_to_utc, nyse
+from finrag_dagster.core.calendar import CalendarError, date_only_public_time, eastern_to_utc, maturing_on, nyse
 
 NY = "America/New_York"
 cal = nyse()
@@ -93,3 +93,14 @@ def test_offsets_count_trading_days():
         cal.offset(d("2021-07-04"), 1)
     assert len(cal.sessions_in_range("2021-01-01", "2021-12-31")) == 252
     assert np.all(np.diff(cal.closes_ns) > 0)
+
+
+def test_the_labels_maturing_at_a_close_are_h_sessions_back_and_not_before_the_first_day():
+    cal = nyse()  # 2019-01-10 is a Thursday; New Year's Day is a holiday
+    assert maturing_on(cal, "2019-01-10") == [("2019-01-09", 1), ("2019-01-07", 3), ("2019-01-03", 5)]
+    assert maturing_on(cal, "2019-01-10", "2019-01-04") == [("2019-01-09", 1), ("2019-01-07", 3)]
+    assert maturing_on(cal, "2019-01-10", "2019-01-07") == [("2019-01-09", 1), ("2019-01-07", 3)]  # the first day itself counts
+    assert maturing_on(cal, "2019-01-07", "2019-01-03") == [("2019-01-04", 1)]  # D+3 of Jan 3 is Jan 8
+    first = cal.sessions[0].item()
+    assert maturing_on(cal, cal.offset(first, 2)) == [(cal.offset(first, 1).isoformat(), 1)]  # no session before the calendar's first
+    assert maturing_on(cal, cal.offset(first, 3)) == [(cal.offset(first, 2).isoformat(), 1), (first.isoformat(), 3)]
