@@ -11,6 +11,10 @@ import pyarrow as pa
 from ..core.formatting import md_table
 from ..core.storage.lake import Lake
 
+# the checks every lake asset may carry (one name each, as the UI lists them)
+SCHEMA_CHECK = "schema"  # every written partition carries exactly the declared schema
+PIT_CHECK = "point_in_time"  # nothing written is public after its decision time (SPEC §1)
+
 
 def preview_md(df: pl.DataFrame, n: int = 5, columns: list[str] | None = None, width: int = 60) -> str:
     """A small markdown table of the first rows (long strings cut)."""
@@ -64,7 +68,7 @@ def check_schema(lake: Lake, table: str, days: list[str], variants: list[str] | 
             if not lake.is_file(f) or not lake.read_schema(f).remove_metadata().equals(spec.schema):
                 bad.append(f"{v}/{d}" if v else d)
     return dg.AssetCheckResult(
-        check_name="schema",
+        check_name=SCHEMA_CHECK,
         asset_key=asset_key,
         passed=not bad,
         metadata={"partitions_checked": len(days), "failing": ", ".join(bad[:10]) or "none"},

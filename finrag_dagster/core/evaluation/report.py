@@ -123,6 +123,40 @@ def memory_heatmap(snap: pl.DataFrame) -> str | None:
     return _png(fig)
 
 
+def learned_vs_planted_figure(snap: pl.DataFrame, planted: pl.DataFrame) -> str | None:
+    """Learned û per (event type, horizon) cell over time, each family against its planted utility
+    (the embedded world's truth/source_utility.parquet): what seed 000's memory is meant to learn."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    snap = snap.filter(pl.col("source_family").is_in(list(SEED000)))
+    if snap.height == 0 or planted.height == 0:
+        return None
+    daily = snap.group_by(["date", "source_family", "event_type", "horizon"]).agg(pl.col("u_hat").last()).sort("date")
+    types = [c for c in dict.fromkeys(planted["event_type"].to_list()) if c in set(daily["event_type"].to_list())]
+    hs = sorted(set(daily["horizon"].to_list()), key=lambda h: int(h.rstrip("D")))
+    fig, axes = plt.subplots(len(types), len(hs), figsize=(4.2 * len(hs), 2.3 * len(types)), sharex=True, sharey=True, squeeze=False)
+    colours = dict(zip(SEED000, ("tab:blue", "tab:orange")))
+    for i, c in enumerate(types):
+        for j, h in enumerate(hs):
+            ax = axes[i][j]
+            for fam in SEED000:
+                g = daily.filter((pl.col("source_family") == fam) & (pl.col("event_type") == c) & (pl.col("horizon") == h))
+                if g.height:
+                    ax.plot(g["date"].to_list(), g["u_hat"].to_list(), color=colours[fam], lw=1.2, label=f"{fam} û")
+                p = planted.filter((pl.col("source_family") == fam) & (pl.col("event_type") == c) & (pl.col("horizon") == h))
+                if p.height:
+                    ax.axhline(p["planted"][0], color=colours[fam], ls="--", lw=1, label=f"{fam} planted")
+            ax.set_title(f"{c} · {h}", fontsize=8)
+            ax.tick_params(labelsize=7)
+            ax.tick_params(axis="x", rotation=45)
+    axes[0][0].legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    return _png(fig)
+
+
 def label_mix_figure(t1: pl.DataFrame) -> str | None:
     import matplotlib
 
@@ -336,8 +370,8 @@ def _table6(s: Settings, sens: pl.DataFrame) -> dict:
     )
 
 
-def _figures(lake: Lake, t1: pl.DataFrame) -> list[dict]:
-    """Figure 2, the memory heatmap, the label mix and the valid-citation rate per month."""
+def _figures(lake: Lake, t1: pl.DataFrame, planted: pl.DataFrame | None = None) -> list[dict]:
+    """Figure 2, the memory heatmap, learned against planted utility (embedded world), the label mix, the valid-citation rate per month."""
     daily = lake.read("portfolio_daily") if lake.partition_files("portfolio_daily") else pl.DataFrame()
     snap = (
         lake.read("memory_snapshot", variant="source_memory") if lake.partition_files("memory_snapshot", variant="source_memory") else pl.DataFrame()
@@ -349,6 +383,13 @@ def _figures(lake: Lake, t1: pl.DataFrame) -> list[dict]:
             "png": memory_heatmap(snap),
             "note": "û per cell at the end of each week; resets at each split start.",
         },
+        {
+            "title": "Learned against planted source utility (source_memory variant)",
+            "png": learned_vs_planted_figure(snap, planted) if planted is not None else None,
+            "note": "Solid: û of each family per cell at the end of each day (resets at each split start); dashed: the world's "
+            "planted probability that one document's tone agrees with the event's direction. û is P(the reader was right | it "
+            "cited the family), which a reader weighing several passages pulls towards consensus (docs/feedback_loop.md).",
+        },
         {"title": "Label mix per split", "png": label_mix_figure(t1) if t1.height else None},
         {
             "title": "Valid-citation rate per month",
@@ -357,6 +398,14 @@ def _figures(lake: Lake, t1: pl.DataFrame) -> list[dict]:
             ),
         },
     ]
+
+
+def planted_utilities(s: Settings) -> pl.DataFrame | None:
+    """The embedded world's planted source utilities, when the report's data is that world."""
+    from .oracle import planted_table
+
+    f = s.world_dir / "truth" / "source_utility.parquet"
+    return planted_table(pl.read_parquet(f)) if s.sources.kind != "files" and f.is_file() else None
 
 
 def write_report(s: Settings, lake: Lake) -> Path:
@@ -379,7 +428,7 @@ def write_report(s: Settings, lake: Lake) -> Path:
     tables.append(_table6(s, sens))
     tables += task_tables(lake)
     tables += tree_tables(s, lake)
-    figures = _figures(lake, t1)
+    figures = _figures(lake, t1, planted_utilities(s))
     notes = [
         world_note(s),
         universe_note(s.sources.membership)

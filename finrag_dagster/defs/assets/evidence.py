@@ -12,7 +12,7 @@ from ...core.storage import lake as core_lake
 from ...core.storage.lake import Lake
 from ..context import days_of, step_errors_as_failures
 from ..pools import EMBEDDING_POOL
-from ..reporting import check_schema, partition_meta, report_partition_rows
+from ..reporting import PIT_CHECK, SCHEMA_CHECK, check_schema, partition_meta, report_partition_rows
 from ..resources import FinragResource
 
 
@@ -26,7 +26,7 @@ def pit_check(lake: Lake, cal: TradingCalendar, table: str, days: list[str], tim
     """Point-in-time: partition D holds only rows with close(D-1) < time <= decision_time(D)."""
     bad = pit_violations(lake, cal, table, days, time_col)
     return dg.AssetCheckResult(
-        check_name="point_in_time",
+        check_name=PIT_CHECK,
         passed=not bad,
         metadata={"partitions_checked": len(days), "violations": "; ".join(bad[:10]) or "none"},
     )
@@ -47,8 +47,8 @@ def build_evidence_asset(partitions_def) -> dg.AssetsDefinition:
             "frozen all-MiniLM-L6-v2 embedding. Partition D = passages decided on D."
         ),
         check_specs=[
-            dg.AssetCheckSpec("point_in_time", asset="evidence", description="close(D-1) < public_time <= close(D)"),
-            dg.AssetCheckSpec("schema", asset="evidence"),
+            dg.AssetCheckSpec(PIT_CHECK, asset="evidence", description="close(D-1) < public_time <= close(D)"),
+            dg.AssetCheckSpec(SCHEMA_CHECK, asset="evidence"),
         ],
     )
     def evidence(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
@@ -90,8 +90,8 @@ def build_anchors_asset(partitions_def) -> dg.AssetsDefinition:
             "Other/Mixed). Near-duplicate re-reports of an earlier anchor are removed."
         ),
         check_specs=[
-            dg.AssetCheckSpec("point_in_time", asset="anchors", description="public_time <= decision_time = close(D)"),
-            dg.AssetCheckSpec("schema", asset="anchors"),
+            dg.AssetCheckSpec(PIT_CHECK, asset="anchors", description="public_time <= decision_time = close(D)"),
+            dg.AssetCheckSpec(SCHEMA_CHECK, asset="anchors"),
         ],
     )
     def anchors(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
@@ -139,7 +139,7 @@ def build_cards_asset(partitions_def) -> dg.AssetsDefinition:
         ),
         check_specs=[
             dg.AssetCheckSpec("market_bar_present", asset="context_cards", description="the market proxy has a bar on D"),
-            dg.AssetCheckSpec("schema", asset="context_cards"),
+            dg.AssetCheckSpec(SCHEMA_CHECK, asset="context_cards"),
         ],
     )
     def context_cards(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:

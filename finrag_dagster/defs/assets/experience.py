@@ -12,7 +12,7 @@ from ...core.experience.prior import TREE_ID, write_prior_trees
 from ...core.experience.tree import ExperienceTree, ToEParams, render_markdown
 from ...core.storage.lake import Lake
 from ..context import days_of, step_errors_as_failures
-from ..reporting import report_partition_rows
+from ..reporting import SCHEMA_CHECK, report_partition_rows
 from ..resources import FinragResource
 
 
@@ -31,7 +31,7 @@ def schema_check(lake: Lake, days: list[str]) -> dg.AssetCheckResult:
         )
     ]
     return dg.AssetCheckResult(
-        check_name="schema", passed=not bad, metadata={"partitions_checked": len(days), "failing": ", ".join(bad[:10]) or "none"}
+        check_name=SCHEMA_CHECK, passed=not bad, metadata={"partitions_checked": len(days), "failing": ", ".join(bad[:10]) or "none"}
     )
 
 
@@ -62,7 +62,7 @@ def build_experience_tree_asset(partitions_def) -> dg.AssetsDefinition:
             "updates here — updates from matured feedback come with the toe variants (`toe/experience_tree`). Days before "
             "the induction day hold an empty snapshot (no tree yet)."
         ),
-        check_specs=[dg.AssetCheckSpec("schema", asset="experience_tree")],
+        check_specs=[dg.AssetCheckSpec(SCHEMA_CHECK, asset="experience_tree")],
     )
     def experience_tree(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
         s = finrag.settings()

@@ -10,7 +10,7 @@ import polars as pl
 from ...sources.base import FLAG_COLUMNS, quarantined_rows
 from ...sources.registry import load_membership_frame, load_table, load_universe_frame, rows_in_files, stage_news_table
 from ..context import days_of
-from ..reporting import check_schema, partition_meta, report_partition_rows
+from ..reporting import SCHEMA_CHECK, check_schema, partition_meta, report_partition_rows
 from ..resources import FinragResource
 
 
@@ -172,7 +172,7 @@ def build_raw_asset(table: str, partitions_def, description: str) -> dg.AssetsDe
                 description="rows in = accepted + quarantined (the sum of the quarantine's rows), and rows in = the rows "
                 "counted in the files without the loader (news and price rows; filings by accession number)",
             ),
-            dg.AssetCheckSpec("schema", asset=table, description="written files carry the declared schema"),
+            dg.AssetCheckSpec(SCHEMA_CHECK, asset=table, description="written files carry the declared schema"),
         ],
     )
     def _raw(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:

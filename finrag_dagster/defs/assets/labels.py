@@ -6,7 +6,7 @@ import polars as pl
 
 from ...core.labels import labels_from_lake
 from ..context import days_of
-from ..reporting import check_schema, partition_meta, report_partition_rows
+from ..reporting import SCHEMA_CHECK, check_schema, partition_meta, report_partition_rows
 from ..resources import FinragResource
 
 
@@ -28,7 +28,7 @@ def build_labels_asset(partitions_def) -> dg.AssetsDefinition:
             "Reads prices of sessions D-271 .. D+5. Rows stay `pending` until close(D+h) is in prices; the "
             "matured_feedback sensor re-materialises a partition as each horizon matures."
         ),
-        check_specs=[dg.AssetCheckSpec("schema", asset="labels")],
+        check_specs=[dg.AssetCheckSpec(SCHEMA_CHECK, asset="labels")],
     )
     def labels(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
         s = finrag.settings()

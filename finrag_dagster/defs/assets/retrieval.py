@@ -7,7 +7,7 @@ import polars as pl
 from ...core.retrieval.candidates import candidates_for_days
 from ...core.retrieval.store_cache import load_store
 from ..context import days_of
-from ..reporting import check_schema, partition_meta, report_partition_rows
+from ..reporting import SCHEMA_CHECK, check_schema, partition_meta, report_partition_rows
 from ..resources import FinragResource
 from .evidence import require_partitions
 
@@ -31,7 +31,7 @@ def build_candidates_asset(partitions_def) -> dg.AssetsDefinition:
         ),
         check_specs=[
             dg.AssetCheckSpec("no_future_evidence", asset="candidates", description="every candidate was public before decision_time(D)"),
-            dg.AssetCheckSpec("schema", asset="candidates"),
+            dg.AssetCheckSpec(SCHEMA_CHECK, asset="candidates"),
         ],
     )
     def candidates(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:

@@ -6,7 +6,7 @@ import dagster as dg
 
 from ...core.storage.sqlmodels import SqlModel, run_model
 from ..context import days_of
-from ..reporting import check_schema, partition_meta, report_partition_rows
+from ..reporting import SCHEMA_CHECK, check_schema, partition_meta, report_partition_rows
 from ..resources import FinragResource
 
 
@@ -27,7 +27,7 @@ def build_sql_asset(model: SqlModel, partitions_def, table_assets: dict[str, lis
         backfill_policy=dg.BackfillPolicy.single_run() if daily else None,
         description=f"{model.description}\n\nSQL model `{model.path.name}`; upstream tables parsed from the SQL: {', '.join(model.upstream)}.",
         metadata={"sql": dg.MetadataValue.md(f"```sql\n{model.sql}\n```"), "file": dg.MetadataValue.path(str(model.path))},
-        check_specs=[dg.AssetCheckSpec("schema", asset=model.name)] if daily else None,
+        check_specs=[dg.AssetCheckSpec(SCHEMA_CHECK, asset=model.name)] if daily else None,
     )
     def _sql(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
         lake, cal = finrag.lake(), finrag.calendar()
