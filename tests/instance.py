@@ -25,9 +25,11 @@ def pooled_instance(**overrides):
 
 def instance_yaml(home) -> str:
     """A dagster.yaml for a test's DAGSTER_HOME (webserver, daemon, runs): the shipped instance's
-    event log storage, run monitoring on, Dagster's own DEBUG lines off the terminal, telemetry off."""
+    event log storage, run monitoring on, Dagster's own DEBUG lines off the terminal, telemetry off,
+    the shipped concurrency pools (one step at a time per pool)."""
     return (
         "event_log_storage:\n  module: finrag_dagster.defs.event_log\n  class: PooledSqliteEventLogStorage\n"
         f"  config:\n    base_dir: {home}\n"
         "run_monitoring:\n  enabled: true\npython_logs:\n  python_log_level: INFO\ntelemetry:\n  enabled: false\nnux:\n  enabled: false\n"
+        "concurrency:\n  pools:\n    default_limit: 1\n    granularity: op\n"  # the shipped pools (docs/production.md)
     )
