@@ -1,18 +1,11 @@
 """Residual-impact labels (seed 000 §3.4 eqs 1-3, App. A.2; docs/method.md §5).
 
-For ticker i, decision day D (session index k) and horizon h: an OLS with intercept of
-overlapping h-day stock returns on h-day QQQ returns, close(t)→close(t+h) with t and t+h inside
-the 252 sessions k−271 … k−20 (252−h observations); at least 120 valid observations, else
-``insufficient_history``. R = close(D+h)/close(D) − 1 and Rm the same for QQQ (adjusted closes),
-ε = R − (α + βRm), σ = residual standard deviation of the estimation regression (ddof = 2),
-z = ε/σ, y = +1 if z > 1, −1 if z < −1, else 0. A label exists only once close(D+h) exists
-(``pending`` before); asking for one early is an error.
-
-Each label's regression is computed from its own window only (vectorised over the requested days
-with NumPy, each window reduced on its own), so a label's bytes do not depend on which other days a
-run computes: a rolling update over the whole panel (statsmodels ``RollingOLS``) carried the sums of
-earlier windows, and a range run and a one-day run then differed in the last bits. A test proves the
-result equals a per-window ``statsmodels.OLS`` to 1e-10.
+For ticker i, decision day D and horizon h: an OLS market model of overlapping h-day returns on
+QQQ's over the 252 sessions ending 20 before D, ε = R − (α + βRm) over close(D)→close(D+h),
+z = ε/σ and y = ±1 beyond ±1, else 0; ``insufficient_history`` below 120 observations, ``pending``
+before close(D+h) exists. Each label's regression uses its own window only (not a rolling update
+such as statsmodels ``RollingOLS``), so a label's bytes do not depend on which other days a run
+computes. The rule and its tests: docs/method.md §5 and docs/feedback_loop.md, "Residual labels".
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """The market-feedback loop of one memory variant, stepped one decision day at a time.
 
-For decision day D (seed 000 §3.5, §4.1; docs/method.md §4):
-
-1. memory(D) = memory(D−1) + the feedback whose label matured on D−1 (decision days D−1−h), or
-   an empty memory when D starts the evaluated split (prequential reset);
-2. contexts(D) = top-M of each anchor's candidate pool by r + λ·mean_h adj;
-3. toe variants (:mod:`.experience.loop`): tree(D) = tree(D−1) + the eq. 13 updates of
-   labels matured on D−1 (the induced prior tree at a split start), one principle selected per
-   anchor and put into its prompt;
-4. reader_outputs(D) from the frozen reader (prompt cache first).
-
-The snapshot used on D therefore contains exactly the feedback matured on or before D−1.
-Because contexts on D depend on feedback from D−2 and earlier, a range of days cannot be computed
-stage by stage: this module steps through the days in order.
+For decision day D (seed 000 §3.5, §4.1; docs/method.md §4): memory(D) = memory(D−1) + the feedback
+whose label matured on D−1 (empty at the start of the evaluated split); contexts(D) = top-M of each
+pool by r + λ·mean_h adj; for toe variants the tree and the principles (:mod:`.experience.loop`);
+then reader_outputs(D) from the frozen reader (prompt cache first). The snapshot used on D holds
+exactly the feedback matured on or before D−1, and since contexts on D depend on feedback from D−2
+and earlier, a range of days cannot be computed stage by stage: this module steps through the days.
 """
 
 from __future__ import annotations

@@ -2,20 +2,10 @@
 
 Applied to every asset :func:`~finrag_dagster.defs.stages.staged_assets` builds (the UI's
 definitions and ``finrag demo`` alike), as definition metadata that needs no run:
-
-* ``dagster/column_schema``: the lake table's declared pyarrow schema (core/storage/schemas.py, the
-  stages' own declarations, the SQL models' headers) as a ``TableSchema``, hive keys last;
-* ``dagster/uri`` and ``lake_table``: where the table is and under which name the lake knows it;
-* owners: :data:`OWNERS`;
-* ``code_version``: a hash of what determines the asset's bytes, so that Dagster marks the asset,
-  and through its data version everything downstream, as changed when one of them changes, and
-  nothing else: the source of the module that defines the asset and of every ``finrag_dagster.core``
-  or ``finrag_dagster.sources`` module it imports (transitively), a SQL model's text, and the
-  settings sections that reach the asset (:data:`SETTINGS_OF`) less the fields that change how an
-  asset runs but not what it writes (:data:`NOT_BYTES`).
-
-The row count is the one catalog entry that needs a run: each asset reports ``dagster/row_count``
-per partition when it materialises (defs/reporting.py ``report_partition_rows``).
+``dagster/column_schema``, ``dagster/uri`` and ``lake_table``, the owners :data:`OWNERS`, and a
+``code_version`` hashing what determines the asset's bytes (:data:`SETTINGS_OF` less
+:data:`NOT_BYTES`). The row count is the one entry that needs a run (defs/reporting.py
+``report_partition_rows``). What each entry holds: docs/production.md, "Catalog" and "Code versions".
 """
 
 from __future__ import annotations

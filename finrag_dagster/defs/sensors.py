@@ -1,27 +1,12 @@
-"""Sensors and the daily schedule.
+"""Sensors and the daily schedule: ``matured_feedback``, ``new_market_data``,
+``finrag_daily_schedule`` and ``decisions_after_ingest``.
 
-* ``matured_feedback`` — cursor = the last market day whose closes were seen in ``prices``. When
-  closes for new days m arrive, the horizons maturing on m belong to decision days m-1, m-3 and
-  m-5: it requests exactly those ``labels`` and ``<family>/feedback`` partitions, never earlier.
-  (The memory snapshot that uses this feedback is part of the next decision day's run.)
-* ``new_market_data`` — cursor = a fingerprint (path, size, mtime) of the configured source
-  files; when it changes, it requests the ingest job for the sessions without an ``evidence``
-  partition from the first materialised one (the first price day on an empty lake) up to the last
-  completed session (by the wall clock, or by the replay clock of a landing folder that `finrag
-  replay` fills): the new days, and an earlier day whose run failed while a later one's succeeded,
-  as single-run ranges of consecutive missing sessions. Days that an ingest run not yet finished already covers are left
-  out (a gap splits the range in two runs); while it leaves days to another run it keeps the old
-  cursor, so it looks again next tick and requests them if that run failed.
-* ``finrag_daily_schedule`` — weekdays 18:30 New York: the day's ingest, if it is a session, unless
-  its ``evidence`` partition is in the lake or an ingest run not yet finished covers it.
-* ``decisions_after_ingest`` — when an ingest run succeeds, runs the decision job over the same
-  days (those on or after the first decision day), so the schedule and ``new_market_data`` give
-  the whole chain. Two runs, because one run covers one partitions definition and the decision-day
-  assets are partitioned from the first decision day, the history assets from the first price day.
-
-The schedule and ``new_market_data`` can both be on: whichever comes second sees the first (its run
-in flight, or its ``evidence`` partitions in the lake) and leaves the day alone, so a day is ingested,
-and then decided, once.
+``matured_feedback`` requests exactly the ``labels`` and ``<family>/feedback`` partitions whose
+horizons matured on the new closes, never earlier; ``new_market_data`` and the schedule request the
+ingest job for sessions without an ``evidence`` partition; ``decisions_after_ingest`` runs the
+decision job over the days a successful ingest run covered. The schedule and ``new_market_data``
+can both be on: a day is ingested, and then decided, once. The rules: docs/feedback_loop.md,
+"Sensors and schedule" and "`defs/sensors.py`: design notes"; docs/production.md, "The automations".
 """
 
 from __future__ import annotations

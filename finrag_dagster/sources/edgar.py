@@ -1,34 +1,10 @@
 """EDGAR filings (submissions JSON, SGML full submissions, sample parquets) -> ``filings_raw``.
 
-Formats read (each path may be a file, a glob, or a directory walked for ``full-submission.txt``)
------------------------------------------------------------------------------------------------
-* SEC submissions JSON ``CIK##########.json``: ``filings.recent`` parallel arrays
-  (``acceptanceDateTime`` is UTC ISO, e.g. "2023-02-02T23:01:30.000Z"), top-level
-  ``fiscalYearEnd`` ("0926"), ``tickers``; also its overflow pages (the arrays at top level).
-* sec-edgar-downloader ``<root>/<TICKER>/<FORM>/<ACCESSION>/full-submission.txt``: the SGML header
-  (``<ACCEPTANCE-DATETIME>YYYYMMDDhhmmss`` is US/Eastern wall-clock) and, in ``text_paths``, the
-  body: the main document (TYPE = form type) plus EX-99.1 for 8-Ks, tags stripped.
-* ``filings_index.parquet`` (cik, ticker, company, form_type, accession, acceptance_datetime_utc,
-  filed_date, report_date, items, acceptance_source) and ``filings_text.parquet`` (section rows,
-  joined in ``section_idx`` order with their headings). A parquet is recognised by its columns.
-
-Rows of one accession from several sources are merged: ``public_time`` is the latest known
-acceptance time (conservative), ``acceptance_source`` lists the sources that gave one, the text
-is the longest any source has. The filing date is never used as the public time: a filing
-without an acceptance time is quarantined. An acceptance time that is a date only ("2021-12-15")
-is public at the end of that New York day, as a date-only news stamp is (flag
-``date_only_acceptance``). A submissions JSON that lists one accession twice keeps the entry with
-the later acceptance time and quarantines the other. Text with a byte-order mark (UTF-8, UTF-16)
-is read as it says; a JSON that is not UTF-8 otherwise is an error.
-
-Sources that contradict themselves are never read silently (docs/bad_inputs.md, EDGAR): a
-submissions JSON whose ``cik`` is not its file name's CIK, a source whose own ticker is not the
-universe's for its CIK, a truncated ``full-submission.txt`` and one whose folder and header name two
-accessions are quarantined; two universe tickers on one CIK are flagged (share classes) or an
-error (unrelated names).
-
-``rows_in`` counts filings (distinct accessions) plus source records without an accession (or
-unusable on their own), so ``rows_in == accepted + quarantined`` holds after merging.
+Rows of one accession from several sources are merged; ``public_time`` is the latest known
+acceptance time (conservative), never the filing date: a filing without an acceptance time is
+quarantined. Sources that contradict themselves are never read silently. The formats read, the
+merge and the ``rows_in`` count: docs/bad_inputs.md, "Filings (EDGAR)" and "`sources/edgar.py`:
+design notes"; the time rules: docs/time.md, "Filings (EDGAR)".
 """
 
 from __future__ import annotations

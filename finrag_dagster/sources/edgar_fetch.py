@@ -1,30 +1,11 @@
 """A polite EDGAR downloader: submissions JSON and full submissions, in the layout ``edgar.py`` reads.
 
-What it writes under ``out``
-----------------------------
-* ``company_tickers.json``: the SEC's ticker -> CIK map, fetched once and then reused.
-* ``submissions/CIK##########.json`` (and overflow pages ``CIK##########-submissions-NNN.json``):
-  the submissions API documents, byte for byte.
-* ``sec-edgar-filings/<TICKER>/<FORM>/<ACCESSION>/full-submission.txt``: the full SGML submission
-  of each selected filing (sec-edgar-downloader's layout; amendments go in their base form's
-  folder, so ``10-K/A`` lands in ``10-K``, as sec-edgar-downloader does).
-
-Point ``filings_index`` at ``<out>/submissions/*.json`` and ``<out>/sec-edgar-filings`` and
-``filings_text`` at ``<out>/sec-edgar-filings``.
-
-The SEC's fair-access rules it follows
---------------------------------------
-* Every request carries a User-Agent naming the user and a contact email ("Jane Doe
-  jane@example.com"); there is no default.
-* At most ``max_rps`` (default 10) requests per second over the whole run, retries included: one
-  :class:`RateLimiter` spaces request starts at least ``(1 + headroom) / max_rps`` seconds apart.
-* 429 and 5xx (and dropped connections) are retried a bounded number of times, waiting what
-  ``Retry-After`` asks (seconds or an HTTP date), else ``backoff_base * 2**attempt`` capped at
-  ``backoff_cap``. A 403 (the SEC's answer to undeclared tools) or 429s that do not stop end the
-  run at once rather than keep knocking.
-* Nothing is fetched twice: a document already at its final path is skipped (files only appear
-  there by atomic rename of a fully received body); submissions JSON younger than
-  ``submissions_max_age_s`` is reused.
+It writes the SEC's ticker -> CIK map, the submissions JSON (and overflow pages) and each selected
+filing's ``full-submission.txt`` in sec-edgar-downloader's layout under ``out``, and follows the
+SEC's fair-access rules: a declared User-Agent (no default), at most ``max_rps`` requests per
+second over the whole run (:class:`RateLimiter`), bounded retries honouring ``Retry-After``, and
+nothing fetched twice (atomic renames; recent submissions JSON reused). What it writes, the rules
+and how to point ``filings_index`` / ``filings_text`` at the download: docs/edgar_fetch.md.
 """
 
 from __future__ import annotations

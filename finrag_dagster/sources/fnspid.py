@@ -1,29 +1,11 @@
 """FNSPID news (CSV or parquet with the original column names) -> the ``news_raw`` table.
 
-Formats read
-------------
-* FNSPID news CSV: ``Date, Article_title, Stock_symbol, Url, Publisher, Author, Article,
-  Lsa_summary, Luhn_summary, Textrank_summary, Lexrank_summary`` (extra columns such as
-  ``Year`` / ``sentiment_score`` / ``Unnamed: 0`` ignored; quoted multi-line ``Article`` fields).
-* Parquet with the same column names (``Date`` tz-aware UTC, naive = UTC, or ISO strings);
-  a ``date_has_time`` column, when present, decides the time precision, and
-  ``title_from_url_slug=True`` titles are percent-decoded.
-
-Time (a timestamp stands for the end of its precision)
-------------------------------------------------------
-Stamps are parsed as ISO 8601 ("2021-12-31 00:00:00+00:00", "2020-06-05 06:30:54 UTC",
-"2021-03-01 14:05:00-05:00"; no offset = UTC) into ``source_time`` (UTC). Each row then gets a
-precision and a ``public_time`` (:func:`news_public_ns`):
-
-* ``date``: the row carries no trustworthy time of day, and is public at 23:59:59 New York of
-  the date written in the stamp (decided on the next session). That is every row by default:
-  FNSPID's offsets are known to be applied the wrong way (the real sample's PROVENANCE: a 10:30
-  EDT item appears as 06:30 UTC), so its time of day is not trusted unless the user trusts a
-  publisher's (or a file's) clock (:class:`NewsClock`). A trusted stamp is still date-only at
-  local midnight (``00:00:00+00:00``, ``00:00-05:00``) or when ``date_has_time`` is false.
-* ``minute``: a trusted source (file and publisher) whose stamps all have zero seconds has minute
-  precision: the row is public at the end of that minute (16:00 -> 16:00:59, the next session).
-* ``second``: otherwise the stamp itself.
+Stamps are parsed as ISO 8601 into ``source_time`` (UTC); each row then gets a precision (``date``,
+``minute`` or ``second``) and a ``public_time`` (:func:`news_public_ns`): a timestamp stands for the
+end of its precision. Every row is date-only by default, because FNSPID's offsets are known to be
+applied the wrong way; a user trusts a publisher's or a file's clock explicitly (:class:`NewsClock`).
+The formats read and the time rules: docs/time.md, "News (FNSPID)" and "`sources/fnspid.py`:
+design notes"; bad rows: docs/bad_inputs.md, "News (FNSPID)".
 """
 
 from __future__ import annotations

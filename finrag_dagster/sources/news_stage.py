@@ -1,29 +1,11 @@
 """Streaming, incremental news ingest: each news file is read once, in bounded memory, into a
 staging folder; a re-run reads only files that changed and only the rows appended to a CSV.
 
-How a file is read (memory stays bounded whatever its size)
------------------------------------------------------------
-1. The CSV is checked in 16 MiB chunks (:mod:`.csvcheck`: strict RFC 4180 parse, NUL bytes, UTF-8).
-2. A lazy polars scan keeps only the needed columns and the rows whose ticker is in the universe
-   (or blank, so that the row-level checks can name it), and streams them to a temporary parquet
-   file in small row groups. Rows of other tickers are counted per ticker in the same kind of
-   streaming pass and become one quarantine row per (file, ticker) whose ``rows`` is their count.
-3. The kept rows are checked and shaped in batches of about :data:`BATCH_BYTES` and written by
-   decision month (``seg-N/month=YYYY-MM.parquet``), with their quarantine rows and flags.
-
-Duplicates (same ticker, url and source time; the first in file order wins) are found across all
-staged files when the stage is read (:meth:`NewsStage.duplicates`), from the key columns only.
-
-What a re-run reads (``manifest.json`` per file)
-------------------------------------------------
-* Same size, modification time and first MiB, and the same universe, clock, calendar end and
-  loader version: nothing (the staged rows are reused).
-* A CSV that grew, whose old bytes still end where they ended (same first MiB, same last 64 KiB
-  before the old end, which was the end of a record): only the appended bytes, as a new segment.
-* Anything else: the whole file again.
-
-A crash leaves the previous stage: segment files are written under fresh names and only become
-part of the stage when the manifest that lists them is replaced (atomically).
+A CSV is checked in chunks (:mod:`.csvcheck`), filtered to the universe's tickers by a lazy polars
+scan, and its kept rows are shaped in batches of about :data:`BATCH_BYTES` into month files;
+duplicates are found across staged files when the stage is read (:meth:`NewsStage.duplicates`).
+Each file's ``manifest.json`` decides what a re-run reads, and is replaced atomically, so a crash
+leaves the previous stage. The steps, the re-run rules and measurements: docs/ingest.md.
 """
 
 from __future__ import annotations

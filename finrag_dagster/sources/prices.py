@@ -1,38 +1,11 @@
 """Daily bars (FNSPID price CSV, yfinance CSV, or a prices parquet) -> the ``prices`` table.
 
-Formats read
-------------
-* FNSPID price CSV ``Date,Open,High,Low,Close,Adj Close,Volume``; the ticker is the file stem
-  upper-cased (``aapl.csv`` -> AAPL). Basis: raw (split-adjusted) OHLC/close plus Yahoo's split-
-  and dividend-adjusted ``Adj Close``.
-* yfinance CSV with a multi-row header: ``Date,Close,High,Low,Open,Volume`` then a row repeating
-  the ticker (``,NVDA,NVDA,...``), or the newer ``Price,...`` / ``Ticker,...`` / ``Date,,,`` form.
-  The ticker comes from that row. Without an ``Adj Close`` column the export is auto-adjusted
-  (``auto_adjust=True``): OHLC are already split- and dividend-adjusted, so ``adj_close = Close``
-  and ``close = Close`` (the same adjusted number, not the traded price).
-* Parquet with columns ``ticker, date, open, high, low, close, adj_close, volume`` (``close`` may be
-  null/NaN). A ``source_path`` (or ``source_repo``) column splits one file into several sources.
-
-One source per ticker (PROVENANCE: adjusted closes from different downloads do not mix): the first
-source, in sorted path order (and sorted ``source_path`` order within a file), that holds a ticker
-supplies all of its rows; that ticker's rows in any later source are quarantined.
-
-Inputs that lie
----------------
-Nothing is repaired silently. A file that cannot be parsed (an unterminated quote, a ragged row, a
-corrupt parquet) is a :class:`SourceError` naming the file (and the line, for CSV), and so is one
-that would be misread: UTF-16 text, another delimiter than ``,``, CR line ends, a column named twice
-(``Close`` twice: which is the close?) or a column of its layout missing. A row is
-quarantined when a price cell is not a number (``1,234.5`` included: a comma is never guessed to be
-a thousands separator), when a price or the volume is infinite, when ``adj_close`` is missing or
-non-positive, when ``close`` is non-positive, or NaN in a source that otherwise gives closes (a source with no closes at
-all, such as an auto-adjusted yfinance download stored with ``close`` null, is read as "close not
-provided"), when ``open``, ``high`` or ``low`` is non-positive, when the volume is negative, when
-``high < low``, or when ``open``/``close`` lies outside ``[low, high]`` by more than
-``ohlc_tolerance``. Kept rows that look suspect are reported in ``LoadResult.flags``:
-``large_move`` (a daily ``adj_close`` move beyond ``max_abs_move``; adjusted closes already net out
-splits and dividends, so neither explains it) and ``missing_session`` (an XNYS session with no bar
-between a ticker's first and last bar; the detail lists the labels that come out ``missing_price``).
+One source per ticker: the first source, in sorted path order (and sorted ``source_path`` order
+within a file), that holds a ticker supplies all of its rows; that ticker's rows in any later source
+are quarantined. Nothing is repaired silently: a file that cannot be parsed or would be misread is a
+:class:`SourceError` naming the file (and the line, for CSV), a bad row is quarantined with its
+reason, and kept rows that look suspect are reported in ``LoadResult.flags``. The formats read and
+every rule: docs/bad_inputs.md, "Prices" and "`sources/prices.py`: design notes".
 """
 
 from __future__ import annotations

@@ -1,42 +1,12 @@
 """Replay a files-mode raw folder day by day into a *landing folder*, in the same real formats.
 
-The source is a folder with the embedded world's layout (``generate_world(...).raw_dir``, or any
-files-mode raw folder laid out the same way)::
-
-    universe/tickers.csv
-    news/*.csv                                         FNSPID news CSVs
-    prices/*.csv                                       one price CSV per ticker
-    sec/submissions/*.json                             SEC submissions JSON
-    sec/sec-edgar-filings/<T>/<FORM>/<ACC>/full-submission.txt
-
-A replay clock moves forward in steps; each step releases into the landing folder every item
-whose public time is at or before the clock (``public_time <= now``) and was not released yet:
-
-* news rows: appended to the landing CSV of the same name (original header, original row bytes).
-  Public time as the FNSPID loader derives it: the stamp, or 23:59:59 New York of the date for a
-  date-only stamp (every row by default, see ``fnspid.NewsClock``);
-* price rows: the bar of day D once close(D) has passed (a bar dated on a non-session day: at
-  23:59:59 New York of that day), appended to the per-ticker CSV;
-* filings: per accession, the latest acceptance time any source gives (submissions JSON
-  ``acceptanceDateTime`` or ``<ACCEPTANCE-DATETIME>`` of the full submission), as the EDGAR
-  loader merges them. Then the accession's ``full-submission.txt`` is copied in and the
-  submissions JSON is rewritten holding the filings accepted so far (every array of the
-  ``filings.recent`` block filtered with the same index, so they stay aligned).
-
-Items without a readable time (an unparseable news ``Date`` or price date, a filing without any
-acceptance time) are never released; the loaders would quarantine them anyway.
-
-The universe file is copied at the first step; every news/price CSV exists from the first step
-(header only until its first row) and every submissions JSON too (empty arrays), so the
-loaders' globs match from the start. The landing content of each file is a function of the
-clock alone: rows are kept in (public time, source row) order, so releases only ever append,
-and a replay interrupted and resumed writes the same bytes as one uninterrupted run. Every file
-is written to a temporary file in the same folder and moved into place (``os.replace``), so a
-reader never sees half a file.
-
-Bookkeeping lives in ``<landing>/_replay/``: ``clock.json`` (the replay clock, written after each
-step) and ``releases.jsonl`` (one line per released item). A new :class:`Replayer` on the same
-landing folder resumes from ``clock.json``; nothing is released twice.
+A replay clock moves forward in steps; each step releases into the landing folder every news row,
+price bar and filing whose public time is at or before the clock (``public_time <= now``) and was
+not released yet, with public times derived as the FNSPID, price and EDGAR loaders derive them.
+Items without a readable time are never released. Every file is written atomically, and the landing
+content is a function of the clock alone, so a replay interrupted and resumed writes the same bytes;
+a new :class:`Replayer` resumes from ``<landing>/_replay/clock.json``. Layout, release rules and the
+bookkeeping files: docs/replay.md (design notes: "`sources/replay.py`: design notes").
 """
 
 from __future__ import annotations

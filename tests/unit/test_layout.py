@@ -141,3 +141,20 @@ def test_no_function_over_80_lines():
         if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.end_lineno - n.lineno + 1 > 80
     ]
     assert long == []
+
+
+def long_module_docstrings(root: Path, limit: int = 15) -> list[str]:
+    """Modules whose docstring runs over ``limit`` lines (design notes belong on the stage's doc page)."""
+    out = []
+    for p in sorted(root.rglob("*.py")):
+        doc = ast.get_docstring(ast.parse(p.read_text()), clean=False)
+        if doc and doc.count("\n") + 1 > limit:
+            out.append(f"{p.relative_to(root.parent)}: {doc.count(chr(10)) + 1} lines")
+    return out
+
+
+def test_module_docstrings_are_a_short_paragraph(tmp_path):
+    assert long_module_docstrings(PKG) == []
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text('"""' + "line\n" * 15 + '"""\n')  # 16 lines: caught
+    assert long_module_docstrings(tmp_path / "pkg") == ["pkg/m.py: 16 lines"]

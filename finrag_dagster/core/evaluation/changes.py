@@ -1,18 +1,11 @@
 """What a source memory changed: contexts, answers and metrics against its no-memory twin.
 
-Seed 000 Table 2 sets "Frozen + Source Memory" beside "Frozen + No Memory". When the rows agree,
-the question is whether the memory did anything at all. Each memory variant is therefore compared,
-anchor by anchor on the same split, with its **twin**: the family that differs from it only by the
-memory being off (same reader, same Tree-of-Experience prompt, same LoRA seed) —
-
-* ``source_memory``, ``top5_all_source``, ``shuffled_labels_s*``, ``shuffled_event_types_s*`` → ``no_memory``
-* ``source_memory_toe`` → ``toe``
-* ``lora_source_memory_s<k>`` → ``lora_no_memory_s<k>``
-
-and the evaluation reports: the anchors whose top-5 set changed (n of N), those whose answer
-changed (any horizon's signal), Table 2's metrics on the changed anchors (the variant's and the
-twin's), and the share of the split's pools eq. 6 could change at all (:mod:`.reach`). Nothing is
-written to the lake: the counts are computed from the contexts and reader outputs when shown.
+Seed 000 Table 2 sets "Frozen + Source Memory" beside "Frozen + No Memory"; when the rows agree, the
+question is whether the memory did anything at all. Each memory variant is compared, anchor by anchor
+on the same split, with its **twin** (the family that differs only by the memory being off): the
+top-5 sets and answers that changed, Table 2's metrics on the changed anchors, and the share of
+pools eq. 6 could change at all (:mod:`.reach`). Nothing is written to the lake. The twins and
+the counts: docs/evaluation.md, "What the memory changed".
 """
 
 from __future__ import annotations

@@ -1,36 +1,11 @@
 """Induction of the initial experience tree from pre-evaluation anchors (seed 002 eqs 3-5, Alg. 1 line 1).
 
-Input: historical anchors of the train split only (the caller passes those with a decision day
-before the day the tree is first used; nothing of the evaluation window). Output: an
-:class:`ExperienceTree` whose layer 1 is the fixed factor catalogue :data:`FACTORS` and whose
-leaves are induced principles with Q_init = q0 on every horizon, n_recall = n_hit = 0.
-
-The rule (used with the embedded reader; documented in this docstring and in the asset):
-
-1. **Rewrite (eq. 3).** Each anchor's skeleton T̃_k is its headline with a leading wire tag
-   dropped ("BRIEF-", "UPDATE 2-", "CORRECTED-" …), the company masked (its name and aliases
-   case-insensitively; its ticker and the first word of its name, e.g. "Meta", as written →
-   "the company"; a "(TICKER)" parenthesis dropped) and every number masked ("$7.1B", "12%",
-   "2021" → "N", "Q3" → "QN"), whitespace collapsed. With an LLM backend the
-   rewrite is instead the backend's one-line, company-agnostic principle for the item
-   (:func:`.llm.llm_rewriter`), falling back to the rule skeleton when unparsable.
-2. **Layer 1 (eq. 4).** The factor of an anchor is the catalogue factor with the largest
-   keyword match (``keyword_match``, the share of the factor's keywords present, word
-   boundaries) over "event type. headline. summary" — the Table 5 event type label is one of its
-   factor's keywords, so the event type counts as one cue; ties go to the earlier factor; an
-   anchor matching no factor is not used (counted as unassigned).
-3. **Layer 2 (eq. 5), per factor.** The distinct skeletons of the factor's anchors are embedded
-   (the project's MiniLM embedder, unit vectors) and clustered by a greedy threshold rule: the
-   skeleton with the most anchors within cosine ≥ ``cluster_threshold`` (default λ = 0.8, so every
-   member would recall the leaf) among the not-yet-clustered ones — itself included, weighted by
-   how many anchors share the skeleton; ties to the lexicographically first skeleton — leads a
-   cluster of itself and those neighbours; repeat until every skeleton is clustered. A cluster
-   supported by fewer than ``min_support`` anchors induces nothing; of the rest the
-   ``max_leaves_per_factor`` best supported (ties: formation order) become leaves, in that order.
-   The leaf's principle is its leader's skeleton, its embedding the leader's vector (so
-   e(p^(2)) in eq. 10 is exactly the principle's embedding), its support the cluster's anchors.
-4. Leaf ids L00000, L00001, … run over the factors in catalogue order, so expansions continue
-   the numbering. The result does not depend on the order of the input rows.
+Input: historical anchors of the train split only (those with a decision day before the day the tree
+is first used; nothing of the evaluation window). Output: an :class:`ExperienceTree` whose layer 1
+is the fixed factor catalogue :data:`FACTORS` and whose leaves are induced principles with
+Q_init = q0 on every horizon, n_recall = n_hit = 0. The rule (eq. 3 rewrite into masked skeletons,
+eq. 4 keyword match to a factor, eq. 5 greedy clustering of skeletons by MiniLM cosine) is
+described step by step in docs/experience.md, "`core/experience/induction.py`: design notes".
 """
 
 from __future__ import annotations

@@ -1,25 +1,11 @@
 """The LLM paths of the Tree-of-Experience, through any reader backend (core/reader/backends.py).
 
-* **LLM-rewrite utility update (seed 002 eq. 14)**: Q_new,h ← g_llm(P*, Q_old, a_t, r_env). The
-  prompt gives the path (factor, principle), its utility vector, recall/hit counts, the matured
-  horizon, the prediction a_t, the realised excess return α and the reward r = sign(a_t)·α; the
-  model answers ``{"q": <number>}`` (a bare number is accepted too). The number is clipped to
-  [0, 2 q0]. An answer with no finite number, or a backend error, leaves Q unchanged and returns a
-  result with ``ok=False`` and the reason, which :func:`quarantine_rows` turns into rows of the
-  ``quarantine`` table (source_table = experience_tree) — the update is never silently guessed.
-* **Judge and expander (eqs 10-12)**: :func:`llm_judge` asks, per news state, whether one of the
-  candidate principles applies (reuse, by id) or a new one is needed (expand, with the new
-  principle's text); an invalid answer (not JSON, an id that was not a candidate, an expansion
-  without text) or a backend error is returned with ``ok=False`` and its reason, and the caller
-  falls back to the rule judge and records why.
-* **LLM rewrite for induction (eq. 3)**: :func:`llm_rewriter` asks for a one-line,
-  company-agnostic analytical principle per historical item; an unparsable answer yields None and
-  the induction falls back to the rule skeleton for that item.
-
-Both need an LLM backend (``llama_cpp``, ``openai`` or ``vllm``). The embedded reader is a
-lexicon-and-rules model that cannot follow a prompt: with it these functions raise
-:class:`LLMBackendRequired` naming the backends that can, and the formula update (eq. 13) and
-the rule induction are the ones to use. Decoding is greedy like every reader call.
+The LLM-rewrite utility update (seed 002 eq. 14, :func:`llm_update`), the judge and expander
+(eqs 10-12, :func:`llm_judge`) and the LLM rewrite for induction (eq. 3, :func:`llm_rewriter`). An
+invalid answer is never silently guessed: the update leaves Q unchanged and is quarantined
+(:func:`quarantine_rows`), the judge falls back to the rule judge, the rewrite to the rule skeleton.
+With the embedded reader these functions raise :class:`LLMBackendRequired`. Prompts, answers and
+fallbacks: docs/experience.md, "The tree" and "`core/experience/llm.py`: design notes".
 """
 
 from __future__ import annotations

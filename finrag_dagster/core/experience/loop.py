@@ -1,25 +1,13 @@
 """Tree-of-Experience inside the main pipeline (seed 002 eqs 6-13 on seed 000's anchors).
 
-For a ``toe`` variant, on decision day D:
-
-1. tree(D) = tree(D−1) + the eq. 13 updates of every (anchor, horizon) whose label matured on D−1
-   (decision days D−1−h), or the induced prior tree (``experience_tree``, tree_id ``prior``) when
-   D starts the evaluated split (prequential reset, as the source memory);
-2. per anchor (in anchor_id order) :func:`choose_principles` selects a path (eqs 6-11) for the
-   anchor's state — its masked headline skeleton (eq. 3's rule rewrite) and that skeleton's
-   MiniLM vector — with S = ρ·mean_h Q_h (one prompt serves the three horizons, as one context
-   does for the source memory); the embedded judge expands when no leaf clears the threshold and
-   the best factor has fewer than ``expansion_cap`` leaves (the new leaf's principle is the
-   anchor's skeleton, Q_init = q0, support 0);
-3. the selected principle goes into the reader's prompt with its utilities (:func:`prompt_text`);
-   the embedded reader weighs the anchor's own tone at horizon h by Q_h / q0 (see
-   :mod:`..reader.embedded`);
-4. when horizon h of that decision matures, :func:`toe_updates` applies eq. 13 with
-   r = sign(signal_h) · ε_h — the residual return of the residual label, seed 000's analogue of
-   seed 002's excess return α. A neutral signal (r = 0) and a label that could not be computed
-   give no update (recorded with their outcome).
-
-Everything here is a pure function of its inputs and the tree it is handed (which it mutates).
+For a ``toe`` variant on decision day D: tree(D) = tree(D−1) + the eq. 13 updates of labels matured
+on D−1 (or the induced prior tree at a split start); :func:`choose_principles` selects a path per
+anchor (in anchor_id order) for its state, the masked headline skeleton and its MiniLM vector, with
+S = ρ·mean_h Q_h, the embedded judge expanding under a cap; the principle goes into the reader's
+prompt (:func:`prompt_text`); when horizon h matures, :func:`toe_updates` applies eq. 13 with
+r = sign(signal_h) · ε_h, the residual return of the label. Everything here is a pure function of
+its inputs and the tree it is handed (which it mutates). Step by step: docs/experience.md,
+"ToE inside the main pipeline".
 """
 
 from __future__ import annotations

@@ -1,36 +1,13 @@
 """The experience task (seed 002 §5, FinEvolveBench protocol, US version).
 
-Targets are the universe's sectors (equal-weight sector returns, rebalanced daily). On every
-trading day T of the evaluated split each method turns the sector's news of decision days
-T−4 … T (all public before decision_time(T)) into a score s ∈ [−1, 1] per horizon
-h ∈ {1, 5, 10, 20}. The outcome is α = R_sector(close T → close T+h) − R_QQQ(same), and a method
-may learn from (T0, h) only once close(T0+h) is before the decision (T0 + h ≤ T − 1, the main
-loop's rule). Metrics: csIC (eqs 21–22, Pearson across targets per day, averaged over days) and
-tsIC (eqs 23–24, Pearson across days per target, averaged over targets).
-
-Methods, all on the same per-news features (the embedded reader's lexicon tone and strength,
-:func:`..reader.embedded.tone`) and the same news windows:
-
-* **Baseline** — importance-weighted mean of per-news sentiment over the raw news rows
-  (importance = strength, the number of sentiment hits saturating at 4); the same for every h.
-* **Pipe** — structured processing first: the deduplicated, event-typed anchors instead of raw
-  rows, neutral items (no sentiment hit) filtered out, each event weighted by recency with a
-  half-life that grows with the horizon (:data:`HALF_LIFE`); s_h = tanh(Σ w·sentiment / √n).
-* **Pipe + mem0** (flat semantic memory) — after maturity a note (state vector, h, sign α) is
-  stored; a decision recalls the ``k`` most similar notes of its horizon (cosine) and adds
-  γ·(similarity-weighted mean of their outcome signs) to Pipe's score.
-* **Pipe + MemRL** (Q-value memory) — recall the ``k1`` most similar notes, rerank by
-  (1 − β)·similarity + β·Q, use the best ``k2``; each used note's Q moves toward the decision's
-  reward sign(s)·sign(α) (learning rate ``lr``) when that decision matures.
-* **Pipe + ToE (formula)** — the state's principle is selected from the experience tree (the
-  induced prior tree's leaves with fresh utilities over the task horizons), S = ρ·Q_h per horizon;
-  s_h = clip(Pipe_h · Q_h / q0, −1, 1); eq. 13 with r = sign(s_h)·α after maturity; the embedded
-  judge expands as in the main pipeline.
-* **Pipe + ToE (LLM)** — the same, with eq. 14 (the LLM rewrites Q) instead of eq. 13; needs an
-  LLM reader backend (:class:`.llm.LLMBackendRequired` otherwise).
-
-The state of a (target, day) is its digest: the masked skeletons (eq. 3 rule) of its strongest
-events, joined; its vector is the digest's MiniLM embedding.
+Targets are the universe's sectors. On every trading day T of the evaluated split each method turns
+the sector's news of decision days T−4 … T into a score s ∈ [−1, 1] per horizon h ∈ {1, 5, 10, 20};
+the outcome is α = R_sector − R_QQQ over close T → close T+h, learnable only once close(T0+h) is
+before the decision (the main loop's rule). Methods: Baseline, Pipe, Pipe + mem0, Pipe + MemRL,
+Pipe + ToE (formula, eq. 13) and Pipe + ToE (LLM, eq. 14; needs an LLM reader backend,
+:class:`.llm.LLMBackendRequired` otherwise), all on the embedded reader's per-news features
+(:func:`..reader.embedded.tone`). Metrics: csIC (eqs 21–22) and tsIC (eqs 23–24). Every rule:
+docs/experience.md, "The experience task" and "`core/experience/task.py`: design notes".
 """
 
 from __future__ import annotations

@@ -1,30 +1,12 @@
 """Tree-of-Experience (seed 002 §4.2, App. 8.5; docs/method.md §9): the structured experience memory.
 
-A depth-2 tree: layer 1 = analytical factors (matched by keywords), layer 2 = analytical
-principles under a factor (matched by embedding cosine). Each root-to-leaf path P holds a utility
-vector Q(P) over horizons in [0, 2·q0], a recall count and a hit count.
-
-Selection (eqs 6-11): f1 = keyword match of the factor, keep the top k1 factors; leaves whose
-cosine with the state clears λ = 0.8 are candidates; ρ = (f1·f2)^(1/2) (geometric mean, L = 2);
-S = ρ·Q_h for the task's horizon. A judge decides reuse vs expansion: with the embedded reader it
-is the explicit rule "expand when no leaf clears λ" (an LLM backend would be asked instead); the
-expander adds a leaf under the best factor with Q_init = q0.
-Update (eq 13), only after the horizon matured:
-Q_h ← clip(Q_h + η·(1 − ((Q_h − q0)/q0)²)/(1 + log(1 + n_hit))·r, 0, 2q0), r = sign(score)·α.
-The LLM-rewrite update (eq. 14) and the LLM induction are in :mod:`.llm`; the
-induction of the initial tree (eqs 3-5) is in :mod:`.induction`.
-
-Serialisation: :func:`to_table` / :func:`from_table` give the tree's rows (:func:`rows_schema`):
-one row per leaf in tree order, plus one row with null leaf columns for a factor that has no leaf
-yet, so the rows alone restore every layer-1 factor. The round trip is exact (float32 embeddings,
-float64 utilities, counts, order) and the same tree always gives the same rows, hence the same
-parquet bytes. In the lake the rows are split (:func:`split_table`): the daily state
-(``experience_tree``: position, id, Q, recall/hit) and the content of each position
-(``experience_leaves``: factor, keywords, principle, support, embedding, horizons), written only on
-the day it first appears or changes (:func:`content_changes`); the tree of day D joins D's state
-with the latest content version dated <= D of each position (:func:`join_table`), so a principle
-expanded after D is never read for D. :func:`render_markdown` draws the tree as seed 002 Table 5
-(factor, analysis direction, Q per horizon, recall/hit, id) for Dagster.
+A depth-2 tree: layer 1 = analytical factors (matched by keywords), layer 2 = analytical principles
+under a factor (matched by embedding cosine); each root-to-leaf path holds a utility vector Q over
+horizons in [0, 2·q0], a recall count and a hit count. Here: selection (eqs 6-11), the rule judge and
+expander, the eq. 13 update (only after the horizon matured), and the tree's rows in the lake
+(:func:`to_table`, :func:`split_table`, :func:`join_table`). The LLM paths (eq. 14, judge, rewrite)
+are in :mod:`.llm`, the induction (eqs 3-5) in :mod:`.induction`. Rules and storage:
+docs/experience.md, "The tree" and "`core/experience/tree.py`: design notes".
 """
 
 from __future__ import annotations

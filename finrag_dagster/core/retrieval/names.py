@@ -1,22 +1,12 @@
 """Companies named in a query the way people name them: symbols, names, short names and well-known
 other names, without turning ordinary words into tickers.
 
-Rules (each tested in tests/unit/test_names.py, with a list of traps):
-
-* **Symbols** match as an upper-case word (``NVDA``, ``$NVDA``, ``COST``). A symbol that is also an
-  English function word or a single letter (``A``, ``ON``, ``ALL``, ``NOW``, ``IT``) needs a marker: ``$ON``,
-  ``(ON)``, ``NASDAQ: ON`` or ``ticker ON``. Its company name still works ("ON Semiconductor").
-* **Names** from the universe file (full names and their forms without legal suffixes) match
-  case-insensitively as whole words, possessives included ("Marvell Technology's").
-* **Short names**: the first word of a company's short name is a name of its own ("Marvell",
-  "Micron") when no other company of the universe starts with it and it is not an ordinary word.
-* **Other names** people use: a small table of brand and former names (Google for Alphabet, Facebook
-  for Meta Platforms), keyed by CIK and by ticker, used only for companies in the universe.
-* **Names that are ordinary words** ("Apple", "Target", "Amazon", "Meta", "Booking") count only
-  when written capitalised, and not inside a phrase where they are the ordinary word ("apple pie",
-  "Big Apple", "price target").
-* Share classes of one company (GOOG and GOOGL: same CIK or same short name) are one company: both
-  tickers are returned, and the query names one company, not two.
+Symbols match as an upper-case word, with a marker when the symbol is also an ordinary word or a
+single letter; names from the universe file, distinctive short names and a small table of brand
+and former names match as whole words; names that are ordinary words count only when written
+capitalised and outside their ordinary phrases; share classes of one company are one company.
+The rules: docs/retrieval.md, "`core/retrieval/names.py`: design notes" (each tested in
+tests/unit/test_names.py, with a list of traps).
 """
 
 from __future__ import annotations

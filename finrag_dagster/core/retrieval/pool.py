@@ -1,24 +1,13 @@
 """Point-in-time candidate pools (seed 000 §3.3, App. A.3; docs/method.md §3).
 
-For every anchor of decision day D:
-
-1. **Filter first** — only passages with ``public_time < decision_time(D)`` (and within the pool
-   look-back) exist for the anchor; the anchor itself, exact-URL matches, title duplicates and
-   members of the anchor's near-duplicate cluster are removed before any scoring.
-2. **Score** the eligible passages of the anchor's company and same-sector peers with BM25
-   (statistics of the corpus public before decision_time, see :mod:`.lexical`) and dense cosine
-   (frozen MiniLM vectors from the evidence table).
-3. **Select** at most M0 = 20 by the equal-weight hybrid of the two scores min-max normalised over
-   the eligible set, walking down that ranking and admitting company passages freely and peers
-   while they stay within 20% of the pool (4 of 20): the pool is primarily company-matched.
-4. **Static relevance** r = mean of min-max-normalised BM25 and min-max-normalised cosine *within
-   the pool* (a constant score normalises to 0.5); rank 1 = highest r.
-
-Two implementations give identical frames (candidates, order and every float to the bit):
-``kernel="numba"`` (default; per (day, sector) one dense product, then the fused kernels of
-:mod:`.kernels`) and ``kernel="numpy"``, the reference (one sparse BM25 product and one dense
-product per (day, sector), numpy passes per anchor). The numba path hands a group to the
-reference when a score is not finite or is a negative zero.
+For every anchor of decision day D: filter first (only passages with ``public_time <
+decision_time(D)`` within the pool look-back, less the anchor, exact-URL matches, title duplicates
+and its near-duplicate cluster), score the company's and same-sector peers' passages with BM25 (statistics
+of the corpus public before decision_time, :mod:`.lexical`) and dense cosine, select at most M0 = 20
+by the hybrid score with peers capped at 20% of the pool, and rank by static relevance within the
+pool. ``kernel="numba"`` (default, the fused kernels of :mod:`.kernels`) and ``kernel="numpy"`` (the
+reference) give identical frames, to the bit. The rules: docs/retrieval.md, "Candidate pools"; the
+two implementations: "`core/retrieval/kernels.py`: design notes" there.
 """
 
 from __future__ import annotations

@@ -1,22 +1,12 @@
 """Hybrid financial query retrieval (seed 001) over the evidence visible at ``as_of``.
 
-Three lists — semantic (MiniLM cosine), keyword (BM25 over the corpus public before as_of) and
-structured (DuckDB SQL over the lake's ``evidence`` table with the parsed filters) — are fused by
-RRF (k = 60; keyword ×1.2 when the query names a ticker or metric, semantic ×1.2 otherwise), then
-reranked multiplicatively by recency (when no period is asked, no time named that ended over
-``recency_days`` before as_of, and the query is not a "when did" question), source authority by query type, numeric density (quantitative
-queries), exact fiscal-period match, the filing section the query names (risk factors, MD&A,
-...: ``query.SECTIONS``) and, for an earnings query, the named company's passages on and the day
-after the results release it asks about (``engine.apply_releases``), a headline that says the
-change the query asks about ("raise their outlooks": the metric raised, lifted, boosted; "forecast
-cuts": cut, lowered; these headlines of the named companies also form a fourth list in the fusion),
-then, for a query that is not quantitative, the top 30 once more by the MiniLM cosine of
-title + text (×(1 + 0.5·cos), min-max within the top 30), and finally diversified: a
-comparison that names companies keeps at least one passage of each named company in its top 5
-whenever that company has one (and its context lists the passages grouped by company, and its
-semantic list takes each company's best matches in turns); a comparison
-that names none shows at least 3 companies in its top 5 when they exist. The context is assembled
-within a token budget with numbered citations. Nothing public at or after ``as_of`` is ever read.
+Three lists (semantic MiniLM cosine, keyword BM25 over the corpus public before as_of, structured
+DuckDB SQL over the lake's ``evidence`` table), plus a fourth of headlines that say the change the
+query asks about, are fused by RRF (k = 60), reranked multiplicatively (recency, source authority,
+numeric density, fiscal period, filing section, results releases, such headlines, then a second
+stage by MiniLM cosine for queries that are not quantitative) and diversified for comparisons; the
+context is assembled within a token budget with numbered citations. Nothing public at or after
+``as_of`` is ever read. Every rule and its measurements: docs/retrieval.md, "Query retrieval".
 """
 
 from __future__ import annotations

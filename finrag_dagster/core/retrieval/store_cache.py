@@ -1,29 +1,12 @@
 """The candidate stage's evidence store kept on disk and grown by appending new days.
 
-Building the store (:class:`.pool.Store`) means reading every evidence partition from
-``calendar.start`` and tokenising every passage: a cost that grows with the history, paid again by
-every run, including the daily schedule's one-day run. This module keeps the built store under
-``<lake>/_staging/candidates_store/`` and, on the next run, appends only the evidence partitions it
-has not seen. The store is the same, row for row and term id for term id, as one built from the
-whole evidence table at once (tests/unit/test_store_cache.py), so candidate pools are the same bytes
-either way.
-
-Why appending is exact: evidence partition D holds the passages with close(D−1) < public_time ≤
-close(D) (its ``point_in_time`` check), so the rows of a later partition sort after every row of an
-earlier one; the term vocabulary numbers terms in first-occurrence order, so the new terms of an
-appended block take the next ids in the order they first occur in it; term counts and document
-lengths are per row. A store that holds more days than a run needs gives the same pools as one
-that stops at the run's last day: each decision sees only the prefix public before its time, and
-term ids of the prefix do not depend on what follows it.
-
-Layout: ``manifest.json`` (the evidence partitions included, each with the size, modification time
-and inode of its file, and the segments), and one folder per segment (``columns.parquet``: ids,
-times, tickers, sectors, families, urls, title keys, clusters; ``arrays.npz``: embeddings and term
-counts; ``terms.json``: the terms the segment added to the vocabulary). Segments are merged so
-there are O(log days) of them. Writes go to a temporary folder renamed into place and the manifest
-is replaced last, so a crash leaves the previous store; a lock file serialises runs. When any
-included partition's file changed (a re-materialised day) or the settings that shape the store
-changed, the store is rebuilt from the evidence table. Deleting the folder is always safe.
+Building the store (:class:`.pool.Store`) reads and tokenises every evidence passage since
+``calendar.start``; this module keeps the built store under ``<lake>/_staging/candidates_store/``
+and, on the next run, appends only the evidence partitions it has not seen. The store is the same,
+row for row and term id for term id, as one built from the whole evidence table at once
+(tests/unit/test_store_cache.py), so candidate pools are the same bytes either way. Why appending is
+exact, the layout, and when the store is rebuilt: docs/retrieval.md, "The saved store" and
+"`core/retrieval/store_cache.py`: design notes".
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
 """``finrag_dagster/dbt_like_sql/``: set-based transformations as SQL files run by DuckDB over the lake.
 
-The models ship inside the package (package data, found with :mod:`importlib.resources`), so an
-installed ``finrag`` builds the same assets as a checkout.
-
-A model is one ``.sql`` file whose header comments declare it::
-
-    -- name: returns
-    -- stage: history                (the pipeline stage that runs it: finrag_dagster/defs/stages.py)
-    -- partitioned: daily            (or: none)
-    -- sort_by: ticker
-    -- description: ...
-    -- columns: ticker VARCHAR NOT NULL, ret_1d DOUBLE, ...
-
-Its upstream tables are read from the SQL itself with sqlglot (every table referenced outside
-its CTEs), never listed by hand. The built-in relations ``trading_sessions(date, session_idx)``
-(the XNYS calendar) and ``splits(split, split_order, first_day, last_day)`` (the evaluation
-splits of the settings) are always available. Daily models receive ``$start`` / ``$end`` (DATE) and
-must return a ``date`` column; their rows land in the lake one partition per day, with the
-declared schema checked on write like any other table.
+A model is one ``.sql`` file whose header comments declare it (name, stage, partitioning, sort key,
+description, columns); its upstream tables are read from the SQL itself with sqlglot, never listed
+by hand. The models ship inside the package (package data, found with :mod:`importlib.resources`),
+so an installed ``finrag`` builds the same assets as a checkout. The header format, the built-in
+relations and how daily models are run: docs/layout.md, "`core/storage/sqlmodels.py`: design notes".
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """The memory variants as first-class Dagster assets: one asset group per variant family.
 
-Design: an asset factory. Each variant family (no_memory, source_memory, top5_all_source,
-shuffled_labels, shuffled_event_types) gets its own assets ``<family>/memory_snapshot``,
-``<family>/contexts``, ``<family>/reader_outputs`` (one multi-asset, because contexts on D depend
-on feedback from D-2 and earlier, so the three must be stepped day by day together) and
-``<family>/feedback``. All families share anchors, candidates and labels; each writes its rows under
-``variant=<name>`` in the shared tables, and a shuffled family writes its seeds as
-``<family>_s0..s4``. A family is a row in the asset graph you can materialise, backfill and
-inspect on its own; we chose this over a variant partition dimension because Dagster records
-every asset-partition (~15-40 ms each) and a second dimension would multiply that bookkeeping by
-the number of variants and seeds, and over a column-only variant because the UI then hides it.
-
-The assets only adapt: the day-by-day step is core/loop.py, its inputs from the lake and the
-writes of a family's results are core/loop_io.py.
+An asset factory: each family gets ``<family>/memory_snapshot``, ``<family>/contexts``,
+``<family>/reader_outputs`` (one multi-asset, stepped day by day together) and ``<family>/feedback``;
+all share anchors, candidates and labels and write under ``variant=<name>`` in the shared tables
+(a shuffled family's seeds as ``<family>_s0..s4``). Why not a variant partition dimension or a
+column: docs/feedback_loop.md, "Variants as a first-class Dagster dimension". The assets only adapt:
+the day-by-day step is core/loop.py, its inputs from the lake and a family's writes core/loop_io.py.
 """
 
 import dagster as dg

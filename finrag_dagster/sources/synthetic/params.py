@@ -1,18 +1,12 @@
 """Every planted quantity of the generative model, and the exact source utility it implies.
 
-Event outcome model (per event of type c), in units ``u`` of the stock's residual daily sd:
-
-* ``d_short`` in {-1, 0, +1}: 0 with probability ``p_zero``, else +-1 with equal odds.
-* ``d_long`` given ``d_short != 0``: ``= d_short`` (continuation) with ``p_cont``, ``= -d_short``
-  (reversal) with ``p_rev``, else 0 (none). Given ``d_short == 0``: +-1 (delayed reaction) with
-  ``p_delay`` (equal odds), else 0.
-* Abnormal log-return path: a jump ``J = d_short * j`` on D+1 and a drift ``L = d_long * l``
-  spread evenly over D+2..D+5. The magnitude ranges below make the true direction per horizon
-  a deterministic function of (d_short, d_long) (see :func:`true_dirs`).
-
-Tones: a news document's tone equals ``d_short`` with probability ``rho_news[c]`` and each of the
-two other values with probability ``(1 - rho)/2``; an SEC filing's tone tracks ``d_long`` the
-same way with ``rho_sec[c]``.
+Per event of type c, in units ``u`` of the stock's residual daily sd: ``d_short`` and ``d_long`` in
+{-1, 0, +1} drawn with ``p_zero``, ``p_cont``, ``p_rev`` and ``p_delay``; a jump ``J = d_short * j``
+on D+1 and a drift ``L = d_long * l`` spread over D+2..D+5, sized so that the true direction per
+horizon is a deterministic function of (d_short, d_long) (:func:`true_dirs`). A news tone tracks
+``d_short`` with ``rho_news[c]``, an SEC filing's tone ``d_long`` with ``rho_sec[c]``. The model,
+the parameters and the planted utilities: docs/synthetic_world.md, "Events" and "Tone and planted
+source reliability".
 """
 
 from __future__ import annotations
