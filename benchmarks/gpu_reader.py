@@ -72,7 +72,7 @@ def pipeline_prompts(lake_dir: str, n: int, prompts_file: str = ""):
     if prompts_file:
         rows = [json.loads(x) for x in Path(prompts_file).read_text().splitlines() if x.strip()]
         return [Prompt(**rows[i % len(rows)]) for i in range(n)]
-    from finrag_dagster.core.reader.lake_prompts import lake_prompts
+    from finrag_dagster.core.lake_prompts import lake_prompts
 
     try:
         return lake_prompts(lake_dir, n, cycle=True)

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/reader_backends.py --build-lake runs/reader_backends/lake   # once: a lake with prompts
     .venv/bin/python benchmarks/reader_backends.py --lake runs/reader_backends/lake --n 200  # the table
 
-The prompts are the pipeline's own (``core/reader/lake_prompts.py``: the latest decision days'
+The prompts are the pipeline's own (``core/lake_prompts.py``: the latest decision days'
 anchors with their no_memory contexts, evidence and market cards; each with its JSON schema whose
 ``ids`` are the context's IDs). Each backend answers all of them twice, in one batch each:
 
@@ -44,15 +44,15 @@ PYTHONS = {
 }
 
 
-def build_lake(lake: Path, end: str) -> None:
+def build_lake(lake: Path, end: str, families: tuple[str, ...] = ("no_memory",)) -> None:
     """The pipeline tests' small world (6 tickers), sources to loop through ``end`` with the embedded
-    reader, family no_memory only: the lake the prompts are read from."""
+    reader, family no_memory only (``--families``: these): the lake the prompts are read from."""
     import datetime as dt
 
     from tests.pipeline.world import DECISION_START, build_world, materialize, short_settings
 
     raw = build_world(lake.parent / "world")
-    s = short_settings(raw, lake, variants={"families": ("no_memory",)}, execution={"engine": "local", "processes": 1})
+    s = short_settings(raw, lake, variants={"families": families}, execution={"engine": "local", "processes": 1})
     materialize(s, dt.date.fromisoformat(end), DECISION_START)
 
 
@@ -64,7 +64,7 @@ def _free_port() -> int:
 
 def run_one(name: str, lake: str, n: int, rerun: int = 0) -> dict:
     from finrag_dagster.core.reader.backends import BackendConfig, default_gguf, make_backend
-    from finrag_dagster.core.reader.lake_prompts import lake_requests
+    from finrag_dagster.core.lake_prompts import lake_requests
     from finrag_dagster.core.reader.parse import parse_output
 
     reqs = lake_requests(lake, n, cycle=True)
@@ -170,12 +170,13 @@ def main() -> None:
     ap.add_argument("--backends", default="embedded,llama_cpp,openai,vllm")
     ap.add_argument("--build-lake", default="", help="build the prompts' lake here and exit")
     ap.add_argument("--end", default="2019-06-28", help="--build-lake: the last decision day")
+    ap.add_argument("--families", default="no_memory", help="--build-lake: the variant families the loop runs (comma-separated)")
     ap.add_argument("--one", default="", help="run one backend here and write --json")
     ap.add_argument("--json", default="")
     ap.add_argument("--rerun", default="", help="backend=k,...: re-run only the first k prompts of these backends (the slow ones)")
     args = ap.parse_args()
     if args.build_lake:
-        build_lake(Path(args.build_lake), args.end)
+        build_lake(Path(args.build_lake), args.end, tuple(args.families.split(",")))
         return
     if args.one:
         res = run_one(args.one, args.lake, args.n, int(args.rerun or 0))

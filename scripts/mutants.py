@@ -61,7 +61,7 @@ MODULES: tuple[Target, ...] = (
         "finrag_dagster/core/calendar.py",
         (U + "test_pit_guard.py", U + "test_calendar.py"),
         tuple(f"TradingCalendar.{m}" for m in CALENDAR_METHODS)
-        + ("_as_date", "date_only_public_time", "date_only_public_ns", "eastern_to_utc", "lookback_days"),
+        + ("_as_date", "date_only_public_time", "date_only_public_ns", "eastern_to_utc", "lookback_days", "maturing_on"),
     ),
     Target("finrag_dagster/core/evidence.py", (U + "test_pit_guard.py",), ("pit_violations",)),
     Target("finrag_dagster/core/labels.py", (U + "test_pit_guard.py", U + "test_labels.py", U + "test_pit_labels.py")),

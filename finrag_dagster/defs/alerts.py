@@ -1,7 +1,7 @@
 """An alert on every failed run (docs/production.md): a run-failure sensor that posts one short
 message (run id, assets, partition, the error's first paragraph, a link to the run in the UI) to
 ``[alerts] webhook_url`` as ``{"text": ...}``, which a Slack incoming webhook takes as it is.
-Secrets are redacted with the reader's redaction (core/reader/backends.py ``redact_secrets``): the
+Secrets are redacted with the reader's redaction (core/reader/redaction.py ``redact_secrets``): the
 key patterns it knows, the values of the reader's API key and the object store's credentials, and
 the webhook's own address."""
 
@@ -13,7 +13,7 @@ import urllib.request
 
 import dagster as dg
 
-from ..core.reader.backends import redact_secrets
+from ..core.reader.redaction import redact_secrets
 from ..core.settings import Settings
 from .partitions import RANGE_END, RANGE_START
 

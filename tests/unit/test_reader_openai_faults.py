@@ -26,10 +26,10 @@ from finrag_dagster.core.reader.backends import (
     OpenAIBackend,
     Request,
     make_backend,
-    redact_secrets,
 )
 from finrag_dagster.core.reader.cache import PromptCache
 from finrag_dagster.core.reader.prompt import AnchorInfo, EvidenceItem, build_prompt
+from finrag_dagster.core.reader.redaction import redact_secrets
 from finrag_dagster.core.reader.run import ReaderIncomplete, read_day
 from finrag_dagster.core.tables import Lake
 

@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 @pytest.fixture(scope="module")
 def loop_prompts(vllm_world):
     """Every prompt the first vLLM loop run sent, both families, every decision day."""
-    from finrag_dagster.core.reader.lake_prompts import lake_prompts
+    from finrag_dagster.core.lake_prompts import lake_prompts
 
     from .conftest import FAMILIES
 
@@ -37,7 +37,7 @@ def loop_prompts(vllm_world):
 def batch(vllm_world):
     """The no_memory prompts of the first vLLM loop run's last decision day: one batch, as the loop
     sent it to the engine."""
-    from finrag_dagster.core.reader.lake_prompts import lake_requests
+    from finrag_dagster.core.lake_prompts import lake_requests
 
     reqs = lake_requests(vllm_world[2], 12)
     last = max(r.structured.prediction_day for r in reqs)

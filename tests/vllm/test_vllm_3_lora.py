@@ -24,7 +24,7 @@ N_TOKENS = 32
 
 @pytest.fixture(scope="module")
 def prompts(vllm_world):
-    from finrag_dagster.core.reader.lake_prompts import lake_prompts
+    from finrag_dagster.core.lake_prompts import lake_prompts
 
     return lake_prompts(vllm_world[2], 2)
 

@@ -14,10 +14,10 @@ import polars as pl
 import pytest
 
 from finrag_dagster.core.engine import EngineSpec, use_engine
+from finrag_dagster.core.lake_prompts import lake_prompts
 from finrag_dagster.core.reader import backends as B
 from finrag_dagster.core.reader.backends import BackendConfig, Request
 from finrag_dagster.core.reader.distributed import RayBackend
-from finrag_dagster.core.reader.lake_prompts import lake_prompts
 
 from .conftest import vllm_reader_settings
 

@@ -9,11 +9,12 @@ import pyarrow as pa
 
 from ..settings import HORIZON_KEYS
 from ..storage.schemas import TableSpec
-from .backends import Backend, Request, key_decoding, redact_secrets
+from .backends import Backend, Request, key_decoding
 from .cache import PromptCache
 from .embedded import ReaderInput
 from .parse import parse_output
 from .prompt import AnchorInfo, EvidenceItem, build_prompt
+from .redaction import redact_secrets
 
 READER_OUTPUTS = TableSpec(
     "reader_outputs",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .prompt import AnchorInfo, Prompt, build_prompt
+from .reader.prompt import AnchorInfo, Prompt, build_prompt
 
 
 def lake_prompts(lake_dir: str | Path, n: int, variant: str = "no_memory", cycle: bool = False) -> list[Prompt]:
@@ -21,7 +21,7 @@ def lake_prompts(lake_dir: str | Path, n: int, variant: str = "no_memory", cycle
 
 def lake_requests(lake_dir: str | Path, n: int, variant: str = "no_memory", cycle: bool = False) -> list:
     """:func:`lake_prompts` as reader requests, with the embedded reader's structured input too."""
-    from ..tables import Lake
+    from .tables import Lake
 
     lake = Lake(str(lake_dir))
     days = lake.materialized_dates("contexts", variant=variant)
@@ -42,9 +42,9 @@ def day_requests(lake, day: str, variant: str, anchor_ids: list[str] | None = No
     context ``variant`` retrieved for them, in anchor order: the prompts the loop built."""
     import polars as pl
 
-    from ..loop_io import evidence_items
-    from .backends import Request
-    from .embedded import ReaderInput
+    from .loop_io import evidence_items
+    from .reader.backends import Request
+    from .reader.embedded import ReaderInput
 
     uni = lake.read("universe")
     names = dict(zip(uni["ticker"], uni["company"]))
