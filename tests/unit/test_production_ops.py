@@ -156,7 +156,7 @@ def test_the_reader_and_the_embedding_run_in_pools_the_shipped_instance_limits(t
 
     def pools(s: Settings) -> dict[str, str | None]:
         return {
-            a.op.name: a.op.pool for a in build_definitions(s).assets if a.op.name.endswith("_loop") or a.op.name in ("evidence", "lora_adapters")
+            a.op.name: a.op.pool for a in build_definitions(s).assets if a.op.name.endswith("_loop") or a.op.name in ("evidence", "lora_adapters", "sensitivity")
         }
 
     embedded, vllm = pools(Settings()), pools(Settings(reader={"backend": "vllm"}))
@@ -164,6 +164,7 @@ def test_the_reader_and_the_embedding_run_in_pools_the_shipped_instance_limits(t
     loops = [k for k in vllm if k.endswith("_loop")]
     assert loops and {vllm[k] for k in loops} == {"finrag_reader"}  # one GPU engine at a time
     assert {embedded[k] for k in loops} == {None}  # the embedded readers hold no engine: families run side by side
+    assert vllm["sensitivity"] == "finrag_reader" and embedded["sensitivity"] is None  # Table 6 re-runs the reader
     shutil.copy(Path(__file__).resolve().parents[2] / ".dagster_home" / "dagster.yaml", tmp_path / "dagster.yaml")
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
     with dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(tmp_path))) as inst:

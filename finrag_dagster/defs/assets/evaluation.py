@@ -13,12 +13,13 @@ from ...core.evaluation.sensitivity import table6
 from ...core.evaluation.tables import METRICS, PCT, PORTFOLIO, metrics_md, run_evaluation, table2_rows
 from ...core.settings import Settings
 from ..context import step_errors_as_failures
+from ..pools import reader_pool
 from ..resources import FinragResource
 
 
 def build_evaluation_assets(s: Settings) -> list[dg.AssetsDefinition]:
     """The evaluation group: Tables 2-4, Table 6 and the report (the work is in core.evaluation)."""
-    return [evaluation_asset([dg.AssetKey([f, "reader_outputs"]) for f in s.variants.families]), sensitivity_asset(), report_asset()]
+    return [evaluation_asset([dg.AssetKey([f, "reader_outputs"]) for f in s.variants.families]), sensitivity_asset(reader_pool(s)), report_asset()]
 
 
 def evaluation_asset(fam_outputs: list[dg.AssetKey]) -> dg.AssetsDefinition:
@@ -51,6 +52,7 @@ def evaluation_asset(fam_outputs: list[dg.AssetKey]) -> dg.AssetsDefinition:
                 "memory_changes_test": dg.MetadataValue.md(changes_md(summary, reach)),
                 **{f"memory_changed {r['family']}": change_sentence(r) for r in family_rows(summary)},
                 "rows": ev.height,
+                "dagster/row_count": ev.height,
                 "report": dg.MetadataValue.path(str(report_path(s2))),
             }
         )
@@ -58,11 +60,12 @@ def evaluation_asset(fam_outputs: list[dg.AssetKey]) -> dg.AssetsDefinition:
     return evaluation
 
 
-def sensitivity_asset() -> dg.AssetsDefinition:
-    """seed 000 Table 6 on the validation split."""
+def sensitivity_asset(pool: str | None = None) -> dg.AssetsDefinition:
+    """seed 000 Table 6 on the validation split (it re-runs the reader: the loops' pool)."""
 
     @dg.asset(
         name="sensitivity",
+        pool=pool,  # a reader engine on this machine: one at a time (defs/pools.py)
         group_name="evaluation",
         kinds={"parquet"},
         deps=["candidates", "anchors", "context_cards", "labels", "returns"],
@@ -78,10 +81,11 @@ def sensitivity_asset() -> dg.AssetsDefinition:
         with step_errors_as_failures():
             t6 = table6(s2, finrag.lake(), finrag.calendar())
         if t6.best is None:
-            return dg.MaterializeResult(metadata={"note": "no validation days materialised"})
+            return dg.MaterializeResult(metadata={"dagster/row_count": 0, "note": "no validation days materialised"})
         best, df = t6.best, t6.table
         return dg.MaterializeResult(
             metadata={
+                "dagster/row_count": df.height,
                 "selected_lambda": best["lambda"],
                 "selected_delta": best["delta"],
                 "used_for_test": (

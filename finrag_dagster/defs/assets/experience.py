@@ -115,9 +115,10 @@ def build_experience_task_asset() -> dg.AssetsDefinition:
     def experience_task(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
         run = run_experience_task(finrag.settings(), finrag.lake(), finrag.calendar())
         if run.results is None:
-            return dg.MaterializeResult(metadata={"test_days": 0, "note": run.note})
+            return dg.MaterializeResult(metadata={"dagster/row_count": 0, "test_days": 0, "note": run.note})
         return dg.MaterializeResult(
             metadata={
+                "dagster/row_count": run.results.height,  # the experience_task table's rows
                 "test_days": run.test_days,
                 "targets": run.targets,
                 "methods": ", ".join(run.methods),
