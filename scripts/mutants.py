@@ -54,6 +54,9 @@ class Target:
 CALENDAR_METHODS = ("sessions_in_range", "is_session", "session_index", "offset", "next_session", "previous_session", "close_time", "open_time")
 CALENDAR_METHODS += ("decision_day", "decision_days", "decision_close_ns", "closes_for")
 
+# The EDGAR loader's merge and its submissions JSON reader (two files of the sources/edgar/ package) share their tests
+EDGAR_TESTS = (U + "test_loaders_edgar.py", U + "test_edgar_trust.py")
+
 # The point-in-time decision modules (docs/time.md, docs/method.md §1), each with the unit tests that cover it.
 MODULES: tuple[Target, ...] = (
     Target("finrag_dagster/core/context_card.py", (U + "test_pit_guard.py", U + "test_dedup_cards_anchors.py")),
@@ -74,7 +77,8 @@ MODULES: tuple[Target, ...] = (
     Target("finrag_dagster/core/loop_io.py", (U + "test_pit_guard.py", U + "test_pit_weights.py"), ("family_feedback", "weights_for")),
     Target("finrag_dagster/sources/fnspid.py", (U + "test_news_clock.py", U + "test_loaders_news.py")),
     Target("finrag_dagster/sources/news_stage.py", (U + "test_news_stage.py", U + "test_news_clock.py")),
-    Target("finrag_dagster/sources/edgar.py", (U + "test_loaders_edgar.py", U + "test_edgar_trust.py"), ("_merge_groups", "read_submissions_json")),
+    Target("finrag_dagster/sources/edgar/merge.py", EDGAR_TESTS, ("_merge_groups",)),
+    Target("finrag_dagster/sources/edgar/submissions.py", EDGAR_TESTS, ("read_submissions_json",)),
     Target("finrag_dagster/core/retrieval/pool.py", (U + "test_retrieval_pool.py", U + "test_pit_retrieval.py")),
     Target("finrag_dagster/core/retrieval/search.py", (U + "test_pit_search.py",), ("SearchIndex.__init__",)),
     Target("finrag_dagster/core/evaluation/experience.py", (U + "test_pit_experience_task.py",), ("task_inputs",)),

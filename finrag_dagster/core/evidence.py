@@ -258,7 +258,7 @@ def write_evidence(s, lake, cal, days: list[str], splitter: Splitter, log: Calla
     """The evidence of ``days`` (in order): each day's news and filing passages, clustered against
     the passages of the look-back sessions before it (``s.evidence.dup_lookback_sessions``, read
     back from the lake, so they must be materialised) and embedded; one partition per day.
-    ``s`` is the Settings object, ``splitter`` the filing splitter (sources/edgar.py)."""
+    ``s`` is the Settings object, ``splitter`` the filing splitter (sources/edgar/)."""
     es = s.evidence
     uni = lake.read("universe")
     sectors = dict(zip(uni["ticker"], uni["sector"]))

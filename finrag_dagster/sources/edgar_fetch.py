@@ -1,4 +1,4 @@
-"""A polite EDGAR downloader: submissions JSON and full submissions, in the layout ``edgar.py`` reads.
+"""A polite EDGAR downloader: submissions JSON and full submissions, in the layout ``sources/edgar/`` reads.
 
 It writes the SEC's ticker -> CIK map, the submissions JSON (and overflow pages) and each selected
 filing's ``full-submission.txt`` in sec-edgar-downloader's layout under ``out``, and follows the

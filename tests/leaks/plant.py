@@ -325,9 +325,9 @@ def _date_only_midnight_utc(p: Patcher) -> None:
 
 
 def _edgar_filing_date(p: Patcher) -> None:
-    from finrag_dagster.sources import edgar
+    from finrag_dagster.sources.edgar import loader
 
-    orig = edgar._accepted_frame
+    orig = loader._accepted_frame
 
     def _accepted_frame(rows, cal):
         for r in rows:
@@ -336,13 +336,13 @@ def _edgar_filing_date(p: Patcher) -> None:
                 r["public_ns"] = int(dt.datetime(f.year, f.month, f.day, tzinfo=dt.timezone.utc).timestamp()) * 10**9
         return orig(rows, cal)
 
-    p.replace(edgar, "_accepted_frame", _accepted_frame)
+    p.replace(loader, "_accepted_frame", _accepted_frame)
 
 
 def _edgar_acceptance_unchecked(p: Patcher) -> None:
-    from finrag_dagster.sources import edgar
+    from finrag_dagster.sources.edgar import merge
 
-    p.replace(edgar, "_acceptance_vs_filed", lambda g: None)  # an acceptance a month before its filing date is believed
+    p.replace(merge, "_acceptance_vs_filed", lambda g: None)  # an acceptance a month before its filing date is believed
 
 
 def _after_close_same_day(p: Patcher) -> None:
@@ -469,22 +469,22 @@ def _local_midnight_timed(p: Patcher) -> None:
 
 
 def _edgar_date_only_at_midnight(p: Patcher) -> None:
-    from finrag_dagster.sources import edgar
+    from finrag_dagster.sources.edgar import records
 
     edit = 'return int(date_only_public_ns(np.array([day], dtype="datetime64[D]"))[0]), str(value).strip()'
-    rewrite(p, edgar, "_acceptance_ns", [(edit, "return _utc_ns(value), str(value).strip()")])
+    rewrite(p, records, "_acceptance_ns", [(edit, "return _utc_ns(value), str(value).strip()")])
 
 
 def _edgar_duplicate_keeps_earlier(p: Patcher) -> None:
-    from finrag_dagster.sources import edgar
+    from finrag_dagster.sources.edgar import merge
 
-    rewrite(p, edgar, "_json_duplicates", [("keep = max(rs, key=", "keep = min(rs, key=")])
+    rewrite(p, merge, "_json_duplicates", [("keep = max(rs, key=", "keep = min(rs, key=")])
 
 
 def _edgar_arrays_zipped(p: Patcher) -> None:
-    from finrag_dagster.sources import edgar
+    from finrag_dagster.sources.edgar import submissions
 
-    rewrite(p, edgar, "read_submissions_json", [("    if short:\n", "    if False:\n"), ('arr("items"), strict=True)', 'arr("items"))')])
+    rewrite(p, submissions, "read_submissions_json", [("    if short:\n", "    if False:\n"), ('arr("items"), strict=True)', 'arr("items"))')])
 
 
 def _anchors_range_window(p: Patcher) -> None:
@@ -708,12 +708,12 @@ LEAKS: dict[str, Leak] = {
     "edgar_filing_date_not_acceptance": Leak(
         _edgar_filing_date,
         [U + "test_loaders_edgar.py::test_latest_acceptance_time_wins"],
-        "sources/edgar.py: a filing's public_time is its filing date at 00:00 UTC instead of the acceptance datetime",
+        "sources/edgar/loader.py _accepted_frame: a filing's public_time is its filing date at 00:00 UTC instead of the acceptance datetime",
     ),
     "edgar_acceptance_contradicts_filing_date": Leak(
         _edgar_acceptance_unchecked,
         [U + "test_edgar_trust.py::test_an_acceptance_time_that_contradicts_its_filing_date_is_quarantined"],
-        "sources/edgar.py _merge_groups: an acceptance time weeks before (or after) the record's own filing date is taken as the public time",
+        "sources/edgar/merge.py _merge_groups: an acceptance time weeks before (or after) the record's own filing date is taken as the public time",
     ),
     "after_close_news_decided_same_day": Leak(
         _after_close_same_day,
@@ -756,17 +756,17 @@ LEAKS: dict[str, Leak] = {
     "edgar_unequal_arrays_zipped": Leak(
         _edgar_arrays_zipped,
         [U + "test_edgar_trust.py::test_unequal_arrays_quarantine_the_file_never_zip_it"],
-        "sources/edgar.py read_submissions_json: a one-short acceptanceDateTime array zipped, lending filings their neighbours' times",
+        "sources/edgar/submissions.py read_submissions_json: a one-short acceptanceDateTime array zipped, lending filings their neighbours' times",
     ),
     "edgar_date_only_acceptance_at_utc_midnight": Leak(
         _edgar_date_only_at_midnight,
         [U + "test_edgar_bad_inputs.py::test_a_date_only_acceptance_is_public_at_the_end_of_its_day_and_flagged"],
-        "sources/edgar.py _acceptance_ns: an acceptanceDateTime given as a date only is read as 00:00 UTC, so a filing of that evening is decided that session",
+        "sources/edgar/records.py _acceptance_ns: an acceptanceDateTime given as a date only is read as 00:00 UTC, so a filing of that evening is decided that session",
     ),
     "edgar_duplicate_accession_keeps_the_earlier_time": Leak(
         _edgar_duplicate_keeps_earlier,
         [U + "test_edgar_bad_inputs.py::test_an_accession_listed_twice_keeps_the_later_time_and_quarantines_the_other"],
-        "sources/edgar.py _json_duplicates: of one accession listed twice in a submissions JSON, the earlier acceptance time is kept",
+        "sources/edgar/merge.py _json_duplicates: of one accession listed twice in a submissions JSON, the earlier acceptance time is kept",
     ),
     "anchors_dedup_window_of_the_range": Leak(
         _anchors_range_window,

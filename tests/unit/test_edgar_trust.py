@@ -101,7 +101,7 @@ def test_a_submission_over_the_size_limit_is_quarantined_unread(monkeypatch):
     sizes = {p.parent.name: p.stat().st_size for p in SGML.rglob("full-submission.txt")}
     limit = sorted(sizes.values())[-1] - 1  # only the largest file is over it
     big = max(sizes, key=sizes.get)
-    monkeypatch.setattr(edgar, "MAX_SUBMISSION_BYTES", limit)
+    monkeypatch.setattr(edgar.full_submission, "MAX_SUBMISSION_BYTES", limit)  # the global read_full_submission reads
     monkeypatch.setattr(rowcount, "MAX_SUBMISSION_BYTES", limit)
     read = []
     monkeypatch.setattr(type(SGML), "read_bytes", lambda self, _orig=type(SGML).read_bytes: read.append(self.parent.name) or _orig(self))

@@ -167,7 +167,7 @@ def test_filings_counted_in_the_files_catch_a_loader_that_loses_a_filing(tmp_pat
     def lossy(path, file_index):  # a reader that loses the last filing before anything counts it
         return read(path, file_index)[:-1]
 
-    monkeypatch.setattr(edgar, "read_submissions_json", lossy)
+    monkeypatch.setattr(edgar.index_sources, "read_submissions_json", lossy)  # the name _read_records calls
     passed, m = _reconcile(s)
     # the loader's own accounting still balances (rows in = accepted + quarantined) ...
     assert m == {"rows_in": 2, "accepted": 1, "quarantined": 1, "rows_in_files": 3}

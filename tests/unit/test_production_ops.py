@@ -156,7 +156,9 @@ def test_the_reader_and_the_embedding_run_in_pools_the_shipped_instance_limits(t
 
     def pools(s: Settings) -> dict[str, str | None]:
         return {
-            a.op.name: a.op.pool for a in build_definitions(s).assets if a.op.name.endswith("_loop") or a.op.name in ("evidence", "lora_adapters", "sensitivity")
+            a.op.name: a.op.pool
+            for a in build_definitions(s).assets
+            if a.op.name.endswith("_loop") or a.op.name in ("evidence", "lora_adapters", "sensitivity")
         }
 
     embedded, vllm = pools(Settings()), pools(Settings(reader={"backend": "vllm"}))
