@@ -107,6 +107,14 @@ _PRICES = 'lake.read_range("prices", days[0], s.calendar.end, {}).filter(pl.col(
 _COLUMNS = "reads every column of prices instead of the ticker alone: the same rows, the same last market date"
 EQUIVALENT: dict[tuple[str, str, str], str] = {
     (
+        "finrag_dagster/core/retrieval/search.py",
+        "SearchIndex.__init__",
+        'self.emb = ev["embedding"].to_numpy().astype(np.float32) if (ev.height) or True else np.zeros((0, 384), np.float32)',
+    ): "an empty Array(Float32, 384) column converts to the same (0, 384) float32 matrix as the explicit zeros",
+    ("finrag_dagster/core/retrieval/search.py", "SearchIndex.__init__", 'self._Wc = ""'): (
+        "_Wc is read only after keyword() sets it together with _W, whose None is what it tests"
+    ),
+    (
         "finrag_dagster/core/memory/feedback.py",
         "build_feedback",
         'j = outputs.join(lab, on=["ticker", "horizon"], )',

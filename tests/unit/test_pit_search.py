@@ -63,3 +63,19 @@ def test_search_index_holds_exactly_the_passages_public_before_as_of():
 def test_a_bare_date_as_of_is_the_end_of_that_day_in_new_york():
     assert _as_of_ns("2021-03-03") == pd.Timestamp("2021-03-03 23:59:59", tz="America/New_York").value
     assert _as_of_ns("2021-03-03T16:00") == pd.Timestamp("2021-03-03 21:00", tz="UTC").value
+
+
+def test_an_index_with_nothing_public_yet_is_empty_and_rows_are_in_public_time_order():
+    """Nothing visible: an empty float32 embedding matrix of the model's width, and every mode finds
+    nothing; visible passages are rows in (public_time, passage_id) order, whatever the input order."""
+    hour = dt.timedelta(hours=1)
+    ev = evidence([("b", AS_OF - 2 * hour, "nvidia margin"), ("a", AS_OF - 2 * hour, "nvidia margin"), ("c", AS_OF - 3 * hour, "nvidia")])
+    empty = SearchIndex(ev, int(pd.Timestamp(AS_OF - 4 * hour).value))
+    assert empty.pid == [] and empty.emb.shape == (0, 384) and empty.emb.dtype == np.float32
+    q = parse_query("NVDA margin", {"NVDA": ["nvidia"]}, AS_OF.date())
+    for mode in ("bm25", "dense", "hybrid", "full"):
+        assert run_search(empty, q, np.ones(384, dtype=np.float32) / np.sqrt(384), [], SearchConfig(k=5), mode).hits == []
+    idx = SearchIndex(ev, int(pd.Timestamp(AS_OF).value))
+    assert idx.pid == ["c", "a", "b"] and idx.emb.dtype == np.float32
+    assert np.array_equal(idx.emb[idx.row["a"]], ev.filter(pl.col("passage_id") == "a")["embedding"].to_numpy()[0])
+    assert idx.keyword("margin")[0].tolist() == [2, 1]  # ties: the later row first
