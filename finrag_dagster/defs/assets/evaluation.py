@@ -13,6 +13,7 @@ from ...core.evaluation.sensitivity import table6
 from ...core.evaluation.tables import METRICS, PCT, PORTFOLIO, metrics_md, run_evaluation, table2_rows
 from ...core.settings import Settings
 from ..context import step_errors_as_failures
+from ..kit import table_asset
 from ..pools import reader_pool
 from ..resources import FinragResource
 
@@ -25,11 +26,11 @@ def build_evaluation_assets(s: Settings) -> list[dg.AssetsDefinition]:
 def evaluation_asset(fam_outputs: list[dg.AssetKey]) -> dg.AssetsDefinition:
     """seed 000 Tables 2-4 over every family's reader outputs."""
 
-    @dg.asset(
-        name="evaluation",
-        group_name="evaluation",
-        kinds={"parquet", "scikit-learn"},
-        deps=["stock_day_signals", "labels", "table1_audit", "returns", *fam_outputs],
+    @table_asset(
+        "evaluation",
+        "evaluation",
+        ["stock_day_signals", "labels", "table1_audit", "returns", *fam_outputs],
+        kinds=("parquet", "scikit-learn"),
         description=(
             "seed 000 Table 2 (event-level quality per variant), Table 3 (validity checks, mean +- std over the "
             "shuffles) and Table 4 (the 3D portfolio diagnostic, 10 bps turnover cost, vs QQQ and the equal-weight "
@@ -63,12 +64,11 @@ def evaluation_asset(fam_outputs: list[dg.AssetKey]) -> dg.AssetsDefinition:
 def sensitivity_asset(pool: str | None = None) -> dg.AssetsDefinition:
     """seed 000 Table 6 on the validation split (it re-runs the reader: the loops' pool)."""
 
-    @dg.asset(
-        name="sensitivity",
+    @table_asset(
+        "sensitivity",
+        "evaluation",
+        ["candidates", "anchors", "context_cards", "labels", "returns"],
         pool=pool,  # a reader engine on this machine: one at a time (defs/pools.py)
-        group_name="evaluation",
-        kinds={"parquet"},
-        deps=["candidates", "anchors", "context_cards", "labels", "returns"],
         description=(
             "seed 000 Table 6: lambda in {0,.1,.2,.3,.5} at delta=.2 and delta in {.05,.1,.15,.2,.3} at lambda=.3, "
             "source memory re-run on the validation split, scored on the labels matured before the test split starts; "
@@ -106,11 +106,11 @@ def sensitivity_asset(pool: str | None = None) -> dg.AssetsDefinition:
 def report_asset() -> dg.AssetsDefinition:
     """The HTML report."""
 
-    @dg.asset(
-        name="report",
-        group_name="evaluation",
-        kinds={"html"},
-        deps=["evaluation", "sensitivity", "table1_audit", "experience_task"],
+    @table_asset(
+        "report",
+        "evaluation",
+        ["evaluation", "sensitivity", "table1_audit", "experience_task"],
+        kinds=("html",),
         description=(
             "Self-contained HTML report: Tables 1-4 and 6, cumulative net returns (Figure 2), source-memory utilities over time, "
             "label mix, citation validity; the experience trees and the experience task's tsIC/csIC tables."

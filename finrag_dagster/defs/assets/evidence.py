@@ -11,6 +11,7 @@ from ...core.evidence import pit_violations, write_evidence
 from ...core.storage import lake as core_lake
 from ...core.storage.lake import Lake
 from ..context import days_of, step_errors_as_failures
+from ..kit import daily_asset
 from ..pools import EMBEDDING_POOL
 from ..reporting import PIT_CHECK, SCHEMA_CHECK, check_schema, partition_meta, report_partition_rows
 from ..resources import FinragResource
@@ -33,23 +34,18 @@ def pit_check(lake: Lake, cal: TradingCalendar, table: str, days: list[str], tim
 
 
 def build_evidence_asset(partitions_def) -> dg.AssetsDefinition:
-    @dg.asset(
-        name="evidence",
-        group_name="evidence",
-        kinds={"parquet"},
+    @daily_asset(
+        "evidence",
+        "evidence",
+        partitions_def,
+        ["news_raw", "filings_raw", "universe"],
         pool=EMBEDDING_POOL,  # MiniLM embedding: one at a time on this machine (defs/pools.py)
-        partitions_def=partitions_def,
-        backfill_policy=dg.BackfillPolicy.single_run(),
-        deps=["news_raw", "filings_raw", "universe"],
+        checks=[(PIT_CHECK, "close(D-1) < public_time <= close(D)"), SCHEMA_CHECK],
         description=(
             "Timestamped passages: one per news item, item sections of each filing (seed 000 §3.3), "
             "with a MinHash near-duplicate cluster (earliest predecessor within the look-back) and a "
             "frozen all-MiniLM-L6-v2 embedding. Partition D = passages decided on D."
         ),
-        check_specs=[
-            dg.AssetCheckSpec(PIT_CHECK, asset="evidence", description="close(D-1) < public_time <= close(D)"),
-            dg.AssetCheckSpec(SCHEMA_CHECK, asset="evidence"),
-        ],
     )
     def evidence(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
         from ...sources.edgar import split_filing_passages
@@ -77,22 +73,17 @@ def build_evidence_asset(partitions_def) -> dg.AssetsDefinition:
 
 
 def build_anchors_asset(partitions_def) -> dg.AssetsDefinition:
-    @dg.asset(
-        name="anchors",
-        group_name="evidence",
-        kinds={"parquet"},
-        partitions_def=partitions_def,
-        backfill_policy=dg.BackfillPolicy.single_run(),
-        deps=["news_raw", "evidence"],
+    @daily_asset(
+        "anchors",
+        "evidence",
+        partitions_def,
+        ["news_raw", "evidence"],
+        checks=[(PIT_CHECK, "public_time <= decision_time = close(D)"), SCHEMA_CHECK],
         description=(
             "News event anchors of decision day D (seed 000 §3.1): ticker, public and decision time, "
             "session bucket, headline and the Table 5 event type (largest cue count; ties or none -> "
             "Other/Mixed). Near-duplicate re-reports of an earlier anchor are removed."
         ),
-        check_specs=[
-            dg.AssetCheckSpec(PIT_CHECK, asset="anchors", description="public_time <= decision_time = close(D)"),
-            dg.AssetCheckSpec(SCHEMA_CHECK, asset="anchors"),
-        ],
     )
     def anchors(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
         s = finrag.settings()
@@ -125,22 +116,17 @@ def build_anchors_asset(partitions_def) -> dg.AssetsDefinition:
 
 
 def build_cards_asset(partitions_def) -> dg.AssetsDefinition:
-    @dg.asset(
-        name="context_cards",
-        group_name="evidence",
-        kinds={"parquet"},
-        partitions_def=partitions_def,
-        backfill_policy=dg.BackfillPolicy.single_run(),
-        deps=["returns", "universe"],
+    @daily_asset(
+        "context_cards",
+        "evidence",
+        partitions_def,
+        ["returns", "universe"],
+        checks=[("market_bar_present", "the market proxy has a bar on D"), SCHEMA_CHECK],
         description=(
             "Market-context card per ticker and decision day (seed 000 App. B): prior 1D/5D/20D returns, "
             "relative to QQQ, realised-volatility state and market trend, from adjusted closes up to "
             "close(D) only; thresholds in settings.cards."
         ),
-        check_specs=[
-            dg.AssetCheckSpec("market_bar_present", asset="context_cards", description="the market proxy has a bar on D"),
-            dg.AssetCheckSpec(SCHEMA_CHECK, asset="context_cards"),
-        ],
     )
     def context_cards(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
         s = finrag.settings()

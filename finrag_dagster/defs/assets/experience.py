@@ -12,6 +12,7 @@ from ...core.experience.prior import TREE_ID, write_prior_trees
 from ...core.experience.tree import ExperienceTree, ToEParams, render_markdown
 from ...core.storage.lake import Lake
 from ..context import days_of, step_errors_as_failures
+from ..kit import daily_asset, table_asset
 from ..reporting import SCHEMA_CHECK, report_partition_rows
 from ..resources import FinragResource
 
@@ -36,12 +37,11 @@ def schema_check(lake: Lake, days: list[str]) -> dg.AssetCheckResult:
 
 
 def build_experience_tree_asset(partitions_def) -> dg.AssetsDefinition:
-    @dg.asset(
-        name="experience_tree",
-        group_name="experience",
-        kinds={"parquet"},
-        partitions_def=partitions_def,
-        backfill_policy=dg.BackfillPolicy.single_run(),
+    @daily_asset(
+        "experience_tree",
+        "experience",
+        partitions_def,
+        checks=[SCHEMA_CHECK],
         deps=[
             dg.AssetDep(
                 "experience_tree",
@@ -62,7 +62,6 @@ def build_experience_tree_asset(partitions_def) -> dg.AssetsDefinition:
             "updates here — updates from matured feedback come with the toe variants (`toe/experience_tree`). Days before "
             "the induction day hold an empty snapshot (no tree yet)."
         ),
-        check_specs=[dg.AssetCheckSpec(SCHEMA_CHECK, asset="experience_tree")],
     )
     def experience_tree(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
         s = finrag.settings()
@@ -99,11 +98,10 @@ def build_experience_tree_asset(partitions_def) -> dg.AssetsDefinition:
 
 
 def build_experience_task_asset() -> dg.AssetsDefinition:
-    @dg.asset(
-        name="experience_task",
-        group_name="experience",
-        kinds={"parquet"},
-        deps=["anchors", "news_raw", "prices", "universe", "experience_tree"],
+    @table_asset(
+        "experience_task",
+        "experience",
+        ["anchors", "news_raw", "prices", "universe", "experience_tree"],
         description=(
             "The experience task of seed 002 (FinEvolveBench protocol, US version) on the test split: sector targets "
             "(equal-weight sector returns), scores in [-1, 1] for h in {1, 5, 10, 20} from the news of days T-4..T, "

@@ -10,6 +10,7 @@ import polars as pl
 from ...sources.base import FLAG_COLUMNS, quarantined_rows
 from ...sources.registry import load_membership_frame, load_table, load_universe_frame, rows_in_files, stage_news_table
 from ..context import days_of
+from ..kit import daily_asset, table_asset
 from ..reporting import SCHEMA_CHECK, check_schema, partition_meta, report_partition_rows
 from ..resources import FinragResource
 
@@ -65,11 +66,10 @@ def build_world_asset(partitions_def, settings) -> dg.AssetsDefinition:
 
 
 def build_universe_asset(deps) -> dg.AssetsDefinition:
-    @dg.asset(
-        name="universe",
-        group_name="sources",
-        kinds={"parquet"},
-        deps=deps,
+    @table_asset(
+        "universe",
+        "sources",
+        deps,
         description=(
             "Tickers with company names, aliases, GICS sector and CIK; the market proxy flagged. Without "
             "sources.membership this is today's list (survivorship bias: names delisted before today are "
@@ -157,22 +157,19 @@ def load_and_write(s, table: str, universe: pl.DataFrame, lake, days: list[str])
 
 
 def build_raw_asset(table: str, partitions_def, description: str) -> dg.AssetsDefinition:
-    @dg.asset(
-        name=table,
-        group_name="sources",
-        kinds={"parquet"},
-        partitions_def=partitions_def,
-        backfill_policy=dg.BackfillPolicy.single_run(),
-        deps=["universe"],
-        description=description,
-        check_specs=[
-            dg.AssetCheckSpec(
+    @daily_asset(
+        table,
+        "sources",
+        partitions_def,
+        ["universe"],
+        description,
+        checks=[
+            (
                 "rows_reconcile",
-                asset=table,
-                description="rows in = accepted + quarantined (the sum of the quarantine's rows), and rows in = the rows "
+                "rows in = accepted + quarantined (the sum of the quarantine's rows), and rows in = the rows "
                 "counted in the files without the loader (news and price rows; filings by accession number)",
             ),
-            dg.AssetCheckSpec(SCHEMA_CHECK, asset=table, description="written files carry the declared schema"),
+            (SCHEMA_CHECK, "written files carry the declared schema"),
         ],
     )
     def _raw(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:

@@ -6,17 +6,18 @@ import polars as pl
 
 from ...core.labels import labels_from_lake
 from ..context import days_of
+from ..kit import daily_asset
 from ..reporting import SCHEMA_CHECK, check_schema, partition_meta, report_partition_rows
 from ..resources import FinragResource
 
 
 def build_labels_asset(partitions_def) -> dg.AssetsDefinition:
-    @dg.asset(
-        name="labels",
-        group_name="feedback",
-        kinds={"parquet", "statsmodels"},
-        partitions_def=partitions_def,
-        backfill_policy=dg.BackfillPolicy.single_run(),
+    @daily_asset(
+        "labels",
+        "feedback",
+        partitions_def,
+        kinds=("parquet", "statsmodels"),
+        checks=[SCHEMA_CHECK],
         # labels(D) reads prices D-271 .. D+5; declared as the same day's prices only, because Dagster
         # follows a window mapping downstream: a backfill of prices over days a..b would also target
         # the labels of b+1 .. b+271. Horizons that mature later are re-materialised by the
@@ -28,7 +29,6 @@ def build_labels_asset(partitions_def) -> dg.AssetsDefinition:
             "Reads prices of sessions D-271 .. D+5. Rows stay `pending` until close(D+h) is in prices; the "
             "matured_feedback sensor re-materialises a partition as each horizon matures."
         ),
-        check_specs=[dg.AssetCheckSpec(SCHEMA_CHECK, asset="labels")],
     )
     def labels(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
         s = finrag.settings()

@@ -7,19 +7,19 @@ import polars as pl
 from ...core.retrieval.candidates import candidates_for_days
 from ...core.retrieval.store_cache import load_store
 from ..context import days_of
+from ..kit import daily_asset
 from ..reporting import SCHEMA_CHECK, check_schema, partition_meta, report_partition_rows
 from ..resources import FinragResource
 from .evidence import require_partitions
 
 
 def build_candidates_asset(partitions_def) -> dg.AssetsDefinition:
-    @dg.asset(
-        name="candidates",
-        group_name="retrieval",
-        kinds={"parquet"},
-        partitions_def=partitions_def,
-        backfill_policy=dg.BackfillPolicy.single_run(),
-        deps=["anchors", "evidence"],
+    @daily_asset(
+        "candidates",
+        "retrieval",
+        partitions_def,
+        ["anchors", "evidence"],
+        checks=[("no_future_evidence", "every candidate was public before decision_time(D)"), SCHEMA_CHECK],
         description=(
             "Point-in-time candidate pool per anchor (seed 000 §3.3): passages public before decision_time(D) "
             "only (filter first, then score); anchor, same URL, same title and the anchor's near-duplicate "
@@ -29,10 +29,6 @@ def build_candidates_asset(partitions_def) -> dg.AssetsDefinition:
             "the evidence days it has not seen, so a daily run does not re-read the history (identical pools; rebuilt "
             "when an evidence day it holds was re-materialised)."
         ),
-        check_specs=[
-            dg.AssetCheckSpec("no_future_evidence", asset="candidates", description="every candidate was public before decision_time(D)"),
-            dg.AssetCheckSpec(SCHEMA_CHECK, asset="candidates"),
-        ],
     )
     def candidates(context: dg.AssetExecutionContext, finrag: FinragResource) -> dg.MaterializeResult:
         s = finrag.settings()
