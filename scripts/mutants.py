@@ -107,6 +107,66 @@ _PRICES = 'lake.read_range("prices", days[0], s.calendar.end, {}).filter(pl.col(
 _COLUMNS = "reads every column of prices instead of the ticker alone: the same rows, the same last market date"
 EQUIVALENT: dict[tuple[str, str, str], str] = {
     (
+        "finrag_dagster/core/evaluation/experience.py",
+        "task_inputs",
+        'news = lake.read("news_raw", dates=n_days, columns=["ticker", "title", "summary"]) if (n_days) or True else pl.DataFrame()',
+    ): "the lake reads no dates as an empty frame of the table's columns: the same empty windows",
+    (
+        "finrag_dagster/core/evaluation/experience.py",
+        "task_inputs",
+        'news = lake.read("news_raw", dates=None, columns=["ticker", "title", "summary"]) if n_days else pl.DataFrame()',
+    ): "more days read (up to the calendar's end, or every partition); inputs() looks up only the days of T-4..T, so no window changes",
+    (
+        "finrag_dagster/core/evaluation/experience.py",
+        "task_inputs",
+        'news = lake.read("news_raw", dates=n_days, columns=None) if n_days else pl.DataFrame()',
+    ): "every column read; the window selects the same columns by name",
+    (
+        "finrag_dagster/core/evaluation/experience.py",
+        "task_inputs",
+        'news = lake.read("news_raw", columns=["ticker", "title", "summary"]) if n_days else pl.DataFrame()',
+    ): "more days read (up to the calendar's end, or every partition); inputs() looks up only the days of T-4..T, so no window changes",
+    (
+        "finrag_dagster/core/evaluation/experience.py",
+        "task_inputs",
+        'news = lake.read("news_raw", dates=n_days, ) if n_days else pl.DataFrame()',
+    ): "every column read; the window selects the same columns by name",
+    (
+        "finrag_dagster/core/evaluation/experience.py",
+        "task_inputs",
+        'f_text, state = digest([e[:4] for e in events[k]], names) if (events[k]) or True else ("", "")',
+    ): "digest of no events is ('', ''), what the else branch gives",
+    (
+        "finrag_dagster/core/evaluation/experience.py",
+        "task_inputs",
+        "window_days = [d.isoformat() for d in cal.sessions_in_range(first, None)]",
+    ): "more days read (up to the calendar's end, or every partition); inputs() looks up only the days of T-4..T, so no window changes",
+    (
+        "finrag_dagster/core/evaluation/experience.py",
+        "task_inputs",
+        'anchors = lake.read("anchors", dates=a_days, columns=["ticker", "event_type", "headline", "summary"]) if (a_days) or True else pl.DataFrame()',
+    ): "the lake reads no dates as an empty frame of the table's columns: the same empty windows",
+    (
+        "finrag_dagster/core/evaluation/experience.py",
+        "task_inputs",
+        'anchors = lake.read("anchors", dates=None, columns=["ticker", "event_type", "headline", "summary"]) if a_days else pl.DataFrame()',
+    ): "more days read (up to the calendar's end, or every partition); inputs() looks up only the days of T-4..T, so no window changes",
+    (
+        "finrag_dagster/core/evaluation/experience.py",
+        "task_inputs",
+        'anchors = lake.read("anchors", dates=a_days, columns=None) if a_days else pl.DataFrame()',
+    ): "every column read; the window selects the same columns by name",
+    (
+        "finrag_dagster/core/evaluation/experience.py",
+        "task_inputs",
+        'anchors = lake.read("anchors", columns=["ticker", "event_type", "headline", "summary"]) if a_days else pl.DataFrame()',
+    ): "more days read (up to the calendar's end, or every partition); inputs() looks up only the days of T-4..T, so no window changes",
+    (
+        "finrag_dagster/core/evaluation/experience.py",
+        "task_inputs",
+        'anchors = lake.read("anchors", dates=a_days, ) if a_days else pl.DataFrame()',
+    ): "every column read; the window selects the same columns by name",
+    (
         "finrag_dagster/core/retrieval/search.py",
         "SearchIndex.__init__",
         'self.emb = ev["embedding"].to_numpy().astype(np.float32) if (ev.height) or True else np.zeros((0, 384), np.float32)',
