@@ -165,3 +165,21 @@ def test_memrl_reranks_by_learned_value_and_task_tree_resets_utilities():
     leaf = t.leaves()[0]
     assert leaf.q == {"1d": 1.0, "5d": 1.0, "10d": 1.0, "20d": 1.0} and leaf.n_hit == 0 and leaf.support == 5
     assert prior.leaves()[0].q["1D"] == 1.7  # the prior is not touched
+
+
+def test_release_learns_every_matured_outcome_and_keeps_the_rest_in_any_order(monkeypatch):
+    """An outcome is learned once its maturity is before the task day; one still pending does not hold
+    back those queued after it (the queue is in scoring order, not maturity order: 1d after 20d)."""
+    from finrag_dagster.core.experience import task as task_mod
+
+    learned = []
+    monkeypatch.setattr(task_mod, "_learn_outcome", lambda hn, d0, target, hk, used: learned.append((d0, target, hk)))
+    t = dt.date(2021, 3, 10)
+    pending = [
+        (dt.date(2021, 3, 30), dt.date(2021, 3, 2), "Tech", "20d", {}),  # matures after t: kept
+        (dt.date(2021, 3, 10), dt.date(2021, 3, 9), "Tech", "1d", {}),  # matures on t itself: kept
+        (dt.date(2021, 3, 9), dt.date(2021, 3, 8), "Energy", "1d", {}),  # matured before t: learned
+    ]
+    keep = task_mod._release_matured(None, pending, t)
+    assert keep == pending[:2]
+    assert learned == [(dt.date(2021, 3, 8), "Energy", "1d")]

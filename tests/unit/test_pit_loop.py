@@ -170,3 +170,18 @@ def test_toe_tree_of_day_d_is_updated_only_by_labels_matured_on_d_minus_1(tmp_pa
         assert set(r.toe_updates["outcome"]) <= {"applied"}
     # 1D of DAYS[0] matures on DAYS[1]: its update comes on DAYS[2], not before
     assert res[1].toe_updates.height == 0 and res[2].toe_updates.height == 2
+
+
+def test_a_new_split_starts_with_a_memory_of_its_own_decision_days_only(tmp_path):
+    """Splits are learned apart: from a split's first day, the memory holds only the feedback of that
+    split's decision days, even where a label of the previous split matures inside the new one."""
+    env = env_for(tmp_path)
+    second = DAYS[3]
+    env.split_start = lambda d: DAYS[0] if d < second else second
+    res = run_days(DAYS, Variant("source_memory", "source_memory", 0.3), env, None)
+    for i, r in enumerate(res):
+        prev = cal.offset(r.day, -1).isoformat() if i else None
+        first = DAYS[0] if r.day < second else second
+        want = sum(1 for d0, _ in matured_by(r.day, prev) if d0 >= first) * len(TICKERS) if i else 0
+        assert r.snapshot["n"].sum() == want, f"memory of {r.day}"
+    assert int(res[DAYS.index(second) + 1].snapshot["n"].sum()) == 0  # the old split's labels maturing now are not the new memory's
