@@ -126,6 +126,8 @@ def main() -> None:
     from finrag_dagster.core.lake_prompts import day_requests
     from finrag_dagster.core.tables import Lake
 
+    if not Path(args.lake).is_dir():
+        raise SystemExit(f"no lake folder at {args.lake}: give the lake_dir of a run with the loop (make demo: data_lake)")
     lake = Lake(args.lake)
     changed = changed_anchors(lake, args.variant, args.twin, args.start, args.end)
     pairs = []
