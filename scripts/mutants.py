@@ -64,11 +64,13 @@ MODULES: tuple[Target, ...] = (
         "finrag_dagster/core/calendar.py",
         (U + "test_pit_guard.py", U + "test_calendar.py"),
         tuple(f"TradingCalendar.{m}" for m in CALENDAR_METHODS)
-        + ("_as_date", "date_only_public_time", "date_only_public_ns", "eastern_to_utc", "lookback_days", "maturing_on"),
+        + ("_as_date", "date_only_public_time", "date_only_public_ns", "eastern_to_utc", "lookback_days", "maturing_on", "overdue_sessions"),
     ),
     Target("finrag_dagster/core/evidence.py", (U + "test_pit_guard.py",), ("pit_violations",)),
     Target("finrag_dagster/core/labels.py", (U + "test_pit_guard.py", U + "test_labels.py", U + "test_pit_labels.py")),
-    Target("finrag_dagster/core/loop.py", (U + "test_pit_loop.py",), ("_maturing_on", "matured_on", "toe_matured_on", "step")),
+    Target(
+        "finrag_dagster/core/loop.py", (U + "test_pit_loop.py", U + "test_loop_wiring.py"), ("_maturing_on", "matured_on", "toe_matured_on", "step")
+    ),
     Target(
         "finrag_dagster/core/memory/feedback.py",
         (U + "test_pit_guard.py", U + "test_pit_feedback.py", U + "test_memory_stance.py", U + "test_memory_families.py"),
@@ -105,7 +107,17 @@ _SEARCH = "np.searchsorted compares int64 and datetime64[ns] values by their nan
 _LOOP_IO = "finrag_dagster/core/loop_io.py"
 _PRICES = 'lake.read_range("prices", days[0], s.calendar.end, {}).filter(pl.col("ticker") == market)["date"].max()'
 _COLUMNS = "reads every column of prices instead of the ticker alone: the same rows, the same last market date"
+_LOOP = "finrag_dagster/core/loop.py"
+_RERANK = "contexts = rerank(data.candidates, keys, {}, {}, env.m, env.family_of)"
+_NO_MEMORY = "a variant without memory never holds one (run_days starts from None and only a memory variant creates one), and with no memory rerank adds nothing whatever lambda is"
+_RECENT = (
+    "recent keeps the stored rows of D-7..D (or D-6..D, D-8..D); feedback on D+1 reads decision days down to D-5 (the 5D horizon), so no row changes"
+)
 EQUIVALENT: dict[tuple[str, str, str], str] = {
+    (_LOOP, "step", _RERANK.format("memory if (v.uses_memory) or True else None", "params.lam if v.uses_memory else v.lam")): _NO_MEMORY,
+    (_LOOP, "step", _RERANK.format("memory if v.uses_memory else None", "params.lam if (v.uses_memory) or True else v.lam")): _NO_MEMORY,
+    (_LOOP, "step", "for old in [k for k in recent if k <= env.cal.offset(d, -7).isoformat()]:"): _RECENT,
+    (_LOOP, "step", "for old in [k for k in recent if k < env.cal.offset(d, -8).isoformat()]:"): _RECENT,
     (
         "finrag_dagster/core/evaluation/experience.py",
         "task_inputs",
