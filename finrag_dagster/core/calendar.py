@@ -191,6 +191,17 @@ def lookback_days(cal: TradingCalendar, first: str, n: int, earliest: dt.date) -
     return out
 
 
+def overdue_sessions(cal: TradingCalendar, first: dt.date | str, now: pd.Timestamp, due: dt.time, done: set[str], window: int) -> list[str]:
+    """The sessions from ``first`` whose output was due at ``due`` New York time on that day, ``now``
+    (UTC) is past that, and that are not in ``done`` (ISO days): the last ``window`` due sessions only."""
+    now_ny = now.tz_convert(NY)
+    last = now_ny.date() if now_ny.time() >= due else now_ny.date() - dt.timedelta(days=1)
+    if _as_date(first) > last:
+        return []
+    sessions = [d.isoformat() for d in cal.sessions_in_range(first, last)][-window:] if window > 0 else []
+    return [d for d in sessions if d not in done]
+
+
 def nyse() -> TradingCalendar:
     return TradingCalendar.nyse()
 

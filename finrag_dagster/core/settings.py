@@ -330,6 +330,8 @@ class FreshnessSettings(_M):
 
     enabled: bool = True
     allowance_min: int = Field(120, ge=1, le=329)  # the deadline stays on the session's day (before 24:00)
+    window_sessions: int = Field(10, ge=1)  # sessions_on_time looks at the last this many due sessions
+    check_interval_s: int = Field(600, ge=1)  # how often the sensor decisions_on_time looks
 
 
 class CheckSettings(_M):

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from finrag_dagster.core.calendar import CalendarError, date_only_public_time, eastern_to_utc, maturing_on, nyse
+from finrag_dagster.core.calendar import CalendarError, date_only_public_time, eastern_to_utc, maturing_on, nyse, overdue_sessions
 
 NY = "America/New_York"
 cal = nyse()
@@ -104,3 +104,22 @@ def test_the_labels_maturing_at_a_close_are_h_sessions_back_and_not_before_the_f
     first = cal.sessions[0].item()
     assert maturing_on(cal, cal.offset(first, 2)) == [(cal.offset(first, 1).isoformat(), 1)]  # no session before the calendar's first
     assert maturing_on(cal, cal.offset(first, 3)) == [(cal.offset(first, 2).isoformat(), 1), (first.isoformat(), 3)]
+
+
+DUE_AT = dt.time(20, 30)  # the decisions' deadline: 18:30 + the default allowance of 120 minutes
+
+
+def ny(s: str) -> pd.Timestamp:
+    return pd.Timestamp(s, tz="America/New_York").tz_convert("UTC")
+
+
+def test_overdue_sessions_by_hand():
+    cal = nyse()
+    # Fri 2019-02-15, Presidents' Day Mon 02-18 (no session), Tue 02-19
+    assert overdue_sessions(cal, "2019-02-14", ny("2019-02-19 20:29:59"), DUE_AT, set(), 10) == ["2019-02-14", "2019-02-15"]
+    assert overdue_sessions(cal, "2019-02-14", ny("2019-02-19 20:30"), DUE_AT, set(), 10) == ["2019-02-14", "2019-02-15", "2019-02-19"]
+    assert overdue_sessions(cal, "2019-02-14", ny("2019-02-19 20:30"), DUE_AT, {"2019-02-15"}, 10) == ["2019-02-14", "2019-02-19"]
+    assert overdue_sessions(cal, "2019-02-14", ny("2019-02-19 23:00"), DUE_AT, set(), 2) == ["2019-02-15", "2019-02-19"]  # the last 2 due
+    assert overdue_sessions(cal, "2019-02-20", ny("2019-02-19 23:00"), DUE_AT, set(), 10) == []  # nothing due before the first partition
+    # a clock in another zone is read as the instant it is: 01:00 UTC on the 20th is 20:00 New York on the 19th
+    assert overdue_sessions(cal, "2019-02-19", pd.Timestamp("2019-02-20 01:00", tz="UTC"), DUE_AT, set(), 10) == []
