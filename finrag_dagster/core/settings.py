@@ -321,6 +321,7 @@ class AlertSettings(_M):
     webhook_url: str = ""
     ui_url: str = "http://127.0.0.1:3000"
     timeout_s: float = Field(10.0, gt=0)
+    interval_s: int = Field(30, ge=1)  # how often the daemon looks for failed runs (the sensor's minimum interval)
 
 
 class FreshnessSettings(_M):

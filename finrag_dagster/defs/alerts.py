@@ -90,6 +90,7 @@ def build_failure_alert_sensor(s: Settings) -> dg.SensorDefinition | None:
         description="Posts a short message on every failed run to [alerts] webhook_url (docs/production.md).",
         default_status=dg.DefaultSensorStatus.RUNNING,
         monitor_all_code_locations=False,
+        minimum_interval_seconds=a.interval_s,
     )
     def run_failure_alert(context: dg.RunFailureSensorContext):
         error, steps = run_error(context)

@@ -110,7 +110,7 @@ def ui(tmp_path_factory):
     port = _port()
     hook = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
     threading.Thread(target=hook.serve_forever, daemon=True).start()
-    alerts = {"webhook_url": f"http://127.0.0.1:{hook.server_address[1]}/hooks/T000/B000/secret", "ui_url": f"http://127.0.0.1:{port}"}
+    alerts = {"webhook_url": f"http://127.0.0.1:{hook.server_address[1]}/hooks/T000/B000/secret", "ui_url": f"http://127.0.0.1:{port}", "interval_s": 5}
     settings = short_settings(raw, root / "lake", variants={"families": FAMILIES}, alerts=alerts)
     home = root / "dagster_home"
     home.mkdir()
@@ -285,12 +285,12 @@ def test_two_overlapping_backfills_take_turns_on_the_embedding_pool(ui):
         store.initialize_concurrency_limit_to_default(EMBEDDING_POOL)
         assert store.claim_concurrency_slot(EMBEDDING_POOL, "pool-test", "holder").is_claimed
         try:
-            bids = [_launch_backfill(port, days[:2], ["evidence"], "pool a"), _launch_backfill(port, days[2:4], ["evidence"], "pool b")]
+            bids = [_launch_backfill(port, days[:1], ["evidence"], "pool a"), _launch_backfill(port, days[1:2], ["evidence"], "pool b")]
             deadline, runs = time.time() + 300, []
             while time.time() < deadline and len(runs) < 2:
                 time.sleep(2)
                 runs = [r for bid in bids for r in _gql(port, runs_q % bid)["runsOrError"]["results"]]
-            time.sleep(20)  # several turns of the run queue with the slot still held
+            time.sleep(10)  # a few turns of the run queue (every 5 s in dagster dev) with the slot still held
             runs = [r for bid in bids for r in _gql(port, runs_q % bid)["runsOrError"]["results"]]
             assert [r["status"] for r in runs] == ["QUEUED", "QUEUED"], (runs, (root / "dagster_dev.log").read_text()[-3000:])
             assert all(EMBEDDING_POOL in r["allPools"] for r in runs)
@@ -322,7 +322,7 @@ def test_a_run_that_fails_in_the_daemon_posts_one_alert(ui):
     try:
         bid = _launch_backfill(port, [day], ["candidates"], "alert test")
         status, _ = _wait_backfill(port, bid, 600)
-        deadline = time.time() + 180  # the sensor's tick: every 30 s
+        deadline = time.time() + 180  # the sensor's tick: every 5 s here (alerts.interval_s)
         while time.time() < deadline and not Hook.bodies:
             time.sleep(2)
     finally:

@@ -121,5 +121,9 @@ def test_overdue_sessions_by_hand():
     assert overdue_sessions(cal, "2019-02-14", ny("2019-02-19 20:30"), DUE_AT, {"2019-02-15"}, 10) == ["2019-02-14", "2019-02-19"]
     assert overdue_sessions(cal, "2019-02-14", ny("2019-02-19 23:00"), DUE_AT, set(), 2) == ["2019-02-15", "2019-02-19"]  # the last 2 due
     assert overdue_sessions(cal, "2019-02-20", ny("2019-02-19 23:00"), DUE_AT, set(), 10) == []  # nothing due before the first partition
+    assert overdue_sessions(cal, "2019-02-19", ny("2019-02-19 20:30"), DUE_AT, set(), 10) == ["2019-02-19"]  # the first partition's own deadline
+    # before the deadline the day before counts: Wednesday morning, Tuesday's decisions are due (Monday is a holiday)
+    assert overdue_sessions(cal, "2019-02-14", ny("2019-02-20 10:00"), DUE_AT, set(), 1) == ["2019-02-19"]
+    assert overdue_sessions(cal, "2019-02-14", ny("2019-02-20 10:00"), DUE_AT, set(), 0) == []  # a window of none
     # a clock in another zone is read as the instant it is: 01:00 UTC on the 20th is 20:00 New York on the 19th
     assert overdue_sessions(cal, "2019-02-19", pd.Timestamp("2019-02-20 01:00", tz="UTC"), DUE_AT, set(), 10) == []
