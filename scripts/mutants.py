@@ -113,7 +113,31 @@ _NO_MEMORY = "a variant without memory never holds one (run_days starts from Non
 _RECENT = (
     "recent keeps the stored rows of D-7..D (or D-6..D, D-8..D); feedback on D+1 reads decision days down to D-5 (the 5D horizon), so no row changes"
 )
+_LABELS = "finrag_dagster/core/labels.py"
+_INT64 = "Python ints make an int64 array without being told the dtype"
+_NAN = "None stored into a float array is NaN, what np.nan stores"
+_OK_END = "ok_end is none of the ends only when no window fits, and then the fit below adds nothing: every row stays NaN with 0 observations"
+_DY = "dx is 0 wherever a row is left out and sums to 0 over the rows kept, so sum(dx * dy) is the same whatever dy holds there or adds as a constant"
+_PANEL = "rows after the panel's last session stay NaN or hold bars after it; every row read is at most hi - lo and the last market bar is compared only with those"
+_END0 = "a window that ends on row 0 holds at most one return, fewer than the 3 eq. 1 needs: alpha is NaN and the label insufficient either way"
 EQUIVALENT: dict[tuple[str, str, str], str] = {
+    (_LABELS, "price_panel", 'jj = np.array([col[t] for t in prices["ticker"].to_list()], dtype=None)'): _INT64,
+    (_LABELS, "price_panel", 'jj = np.array([col[t] for t in prices["ticker"].to_list()], )'): _INT64,
+    (_LABELS, "price_panel", "P = np.full((hi + lo + 1, len(tickers)), np.nan)"): _PANEL,
+    (_LABELS, "price_panel", "P = np.full((hi - lo + 2, len(tickers)), np.nan)"): _PANEL,
+    (_LABELS, "compute_labels", "ends = np.array([k - lo - gap - h for k in ks], dtype=None)  # last start t with t+h = k-gap"): _INT64,
+    (_LABELS, "compute_labels", "ends = np.array([k - lo - gap - h for k in ks], )  # last start t with t+h = k-gap"): _INT64,
+    (_LABELS, "window_market_model", "alpha[ok_end] = np.where(enough, a_, None)"): _NAN,
+    (_LABELS, "window_market_model", "beta[ok_end] = np.where(enough, b_, None)"): _NAN,
+    (_LABELS, "window_market_model", "sigma[ok_end] = np.where(enough, s_, None)"): _NAN,
+    (_LABELS, "window_market_model", "if not ok_end.any() and len(r) < window:"): _OK_END,
+    (_LABELS, "window_market_model", "dy = np.where(v, y + ym[:, None], 0.0)"): _DY,
+    (_LABELS, "window_market_model", "dy = np.where(v, y - ym[:, None], 1.0)"): _DY,
+    (_LABELS, "_label_status", "if end <= 0 or np.isnan(alpha) or not (nobs >= min_obs):"): _END0,
+    (_LABELS, "_label_status", "if end < 1 or np.isnan(alpha) or not (nobs >= min_obs):"): _END0,
+    (_LABELS, "_label_panel", "last_market = int(np.max(np.flatnonzero(~np.isnan(mk)))) if np.any(~np.isnan(mk)) else -2"): (
+        "with no market bar any negative index keeps every label pending (i + h >= 1)"
+    ),
     (_LOOP, "step", _RERANK.format("memory if (v.uses_memory) or True else None", "params.lam if v.uses_memory else v.lam")): _NO_MEMORY,
     (_LOOP, "step", _RERANK.format("memory if v.uses_memory else None", "params.lam if (v.uses_memory) or True else v.lam")): _NO_MEMORY,
     (_LOOP, "step", "for old in [k for k in recent if k <= env.cal.offset(d, -7).isoformat()]:"): _RECENT,

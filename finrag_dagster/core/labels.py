@@ -18,7 +18,7 @@ import polars as pl
 import pyarrow as pa
 
 from .calendar import TradingCalendar
-from .settings import HORIZON_NAMES, HORIZONS
+from .settings import HORIZONS, LabelSettings
 from .storage.schemas import TableSpec
 
 LABELS = TableSpec(
@@ -160,20 +160,18 @@ def _label_status(pn: _LabelPanel, i: int, j: int, h: int, fit: tuple, *, min_ob
     return "ok", dict(R=R, Rm=Rm, alpha=alpha, beta=beta, sigma=sigma, epsilon=eps, z=z, y=y)
 
 
-def _label_record(
-    pn: _LabelPanel, cal: TradingCalendar, *, ticker: str, day: str, k: int, h: int, fit: tuple, min_obs: int, z_threshold: float
-) -> dict:
+def _label_record(pn: _LabelPanel, cal: TradingCalendar, *, ticker: str, day: str, k: int, h: int, fit: tuple, params: LabelSettings) -> dict:
     """One label row: ticker, day D (session ``k``), horizon ``h``, maturity_day D+h, status and values."""
     end = fit[4]
     mat = cal.sessions[k + h].item() if k + h < len(cal.sessions) else None
     rec = dict(
         date=dt.date.fromisoformat(day),
         ticker=ticker,
-        horizon=HORIZON_NAMES.get(h, f"{h}D"),
+        horizon=f"{h}D",  # the names of HORIZON_NAMES, for any horizon asked
         maturity_day=mat,
         n_obs=int(fit[3]) if end >= 0 else 0,
     )
-    status, vals = _label_status(pn, k - pn.lo, pn.names.index(ticker), h, fit, min_obs=min_obs, z_threshold=z_threshold)
+    status, vals = _label_status(pn, k - pn.lo, pn.names.index(ticker), h, fit, min_obs=params.min_obs, z_threshold=params.z_threshold)
     rec["status"] = status
     rec.update(vals)
     return rec
@@ -185,14 +183,13 @@ def compute_labels(
     cal: TradingCalendar,
     market: str,
     tickers: list[str] | None = None,
-    window: int = 252,
-    gap: int = 20,
-    min_obs: int = 120,
-    z_threshold: float = 1.0,
+    params: LabelSettings = LabelSettings(),
     horizons: tuple[int, ...] = HORIZONS,
 ) -> pl.DataFrame:
     """Labels for every (ticker, day, horizon). ``prices``: ticker, date, adj_close for every bar
-    needed (k−window−gap+1 … D+h); "now" is the last date with a market bar."""
+    needed (k−window−gap+1 … D+h); "now" is the last date with a market bar. ``params``: the
+    estimation window, gap, minimum observations and z threshold (settings ``[labels]``)."""
+    window, gap, min_obs = params.window, params.gap, params.min_obs
     ks = [cal.session_index(d) for d in days]
     lo = min(ks) - (window + gap - 1)
     hi = max(ks) + max(horizons)
@@ -213,7 +210,7 @@ def compute_labels(
             alpha, beta, sigma, nobs = window_market_model(Rh[:, j], Rh[:, m], ends, win, min_obs)
             for w, (d, k) in enumerate(zip(days, ks)):
                 fit = (alpha[w], beta[w], sigma[w], nobs[w], int(ends[w]))
-                rec = _label_record(pn, cal, ticker=t, day=d, k=k, h=h, fit=fit, min_obs=min_obs, z_threshold=z_threshold)
+                rec = _label_record(pn, cal, ticker=t, day=d, k=k, h=h, fit=fit, params=params)
                 for key, v in rec.items():
                     rows[key].append(v)
     return pl.DataFrame(rows, schema=_LABEL_COLUMNS)
@@ -245,6 +242,4 @@ def labels_from_lake(lake, cal: TradingCalendar, s, days: list[str]) -> pl.DataF
     prices = lake.read_range("prices", lo, hi, columns=["ticker", "adj_close"])
     uni = lake.read("universe")
     tickers = uni.filter(~pl.col("is_benchmark"))["ticker"].to_list()
-    return compute_labels(
-        prices, days, cal, market=s.market_ticker, tickers=tickers, window=ls.window, gap=ls.gap, min_obs=ls.min_obs, z_threshold=ls.z_threshold
-    )
+    return compute_labels(prices, days, cal, market=s.market_ticker, tickers=tickers, params=ls)

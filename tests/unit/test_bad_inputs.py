@@ -23,6 +23,7 @@ import pytest
 
 from finrag_dagster.core.calendar import nyse
 from finrag_dagster.core.labels import compute_labels
+from finrag_dagster.core.settings import LabelSettings
 from finrag_dagster.sources import edgar, fnspid, prices
 from finrag_dagster.sources.base import FLAG_COLUMNS, LoadResult, SourceError
 from finrag_dagster.sources.edgar import load_filings
@@ -331,7 +332,7 @@ def test_missing_session_makes_exactly_the_flagged_labels_missing_price():
     assert len(claimed) == 6
     cal = nyse()
     days = [cal.offset(flag["date"], i).isoformat() for i in range(-7, 2)]
-    lab = compute_labels(res.accepted.select("ticker", "date", "adj_close"), days, cal, "QQQ", ["AAPL"], window=20, gap=2, min_obs=10)
+    lab = compute_labels(res.accepted.select("ticker", "date", "adj_close"), days, cal, "QQQ", ["AAPL"], LabelSettings(window=20, gap=2, min_obs=10))
     status = {(d.isoformat(), h): s for d, h, s in lab.select("date", "horizon", "status").iter_rows()}
     assert {k for k, s in status.items() if s == "missing_price"} == claimed
     assert {s for k, s in status.items() if k not in claimed} == {"ok"}
