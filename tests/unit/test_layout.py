@@ -158,3 +158,61 @@ def test_module_docstrings_are_a_short_paragraph(tmp_path):
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "m.py").write_text('"""' + "line\n" * 15 + '"""\n')  # 16 lines: caught
     assert long_module_docstrings(tmp_path / "pkg") == ["pkg/m.py: 16 lines"]
+
+
+# Functions that may take more than 8 parameters. numba kernels (decorated @njit) are exempt by rule:
+# nopython code takes its arrays one by one (a dataclass does not enter it), and they are the hot loop.
+# So are the `finrag` commands (cli/): each option a user types is one parameter of its Typer
+# command. The rest are the signatures still to be cut to a settings section or an inputs dataclass:
+# this list may only shrink.
+MANY_PARAMETERS_TO_CUT = {
+    "core/anchors.py:anchors_for_days",
+    "core/experience/loop.py:choose_principles",
+    "core/experience/task.py:run_task",
+    "core/loop_io.py:_day_feedback",
+    "core/loop_io.py:run_family",
+    "core/memory/feedback.py:build_feedback",
+    "core/reader/run.py:_build_prompts",
+    "core/reader/run.py:read_day",
+    "core/retrieval/candidates.py:candidates_for_days",
+    "core/retrieval/pool.py:_group",
+    "core/retrieval/pool.py:_group_numba",
+    "pipeline.py:_run_stages",
+    "pipeline.py:run_range",
+    "sources/edgar_fetch.py:__init__",
+    "sources/news_stage.py:_stage_rows",
+    "sources/news_stage.py:_stage_segment",
+    "sources/synthetic/filings.py:render_8k_body",
+    "sources/synthetic/filings.py:render_ex991",
+    "sources/synthetic/news.py:_commentary",
+    "sources/synthetic/world.py:_news",
+}
+
+
+def many_parameters(root: Path = PKG, limit: int = 8) -> set[str]:
+    """``path:function`` of every function over ``limit`` parameters (self and cls not counted),
+    numba kernels and the command line's commands left out."""
+    out = set()
+    for p in root.rglob("*.py"):
+        rel = p.relative_to(root).as_posix()
+        if rel.startswith("cli/"):
+            continue
+        for n in ast.walk(ast.parse(p.read_text())):
+            if not isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            if any("njit" in ast.unparse(d) for d in n.decorator_list):
+                continue
+            a = n.args
+            names = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs] + [x.arg for x in (a.vararg, a.kwarg) if x]
+            if len([x for x in names if x not in ("self", "cls")]) > limit:
+                out.add(f"{rel}:{n.name}")
+    return out
+
+
+def test_no_function_over_8_parameters(tmp_path):
+    found = many_parameters()
+    assert found - MANY_PARAMETERS_TO_CUT == set(), "pass a settings section or an inputs dataclass instead"
+    assert MANY_PARAMETERS_TO_CUT - found == set(), "cut from the list: it no longer needs the exception"
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text("def f(a, b, c, d, e, f, g, h, i): ...\ndef g(self, a, b, c, d, e, f, g, h): ...\n")
+    assert many_parameters(tmp_path / "pkg") == {"m.py:f"}
