@@ -20,6 +20,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from .day_run import DayRun
 from .errors import MissingInput, StepError
 from .experience.loop import anchor_states
 from .experience.prior import TREE_ID, company_names
@@ -372,11 +373,8 @@ def answer_tally(outputs: pl.DataFrame) -> dict[str, int]:
 
 
 def run_family(
-    s: Settings,
-    lake: Lake,
-    cal: TradingCalendar,
+    at: DayRun,
     variants: list[Variant],
-    days: list[str],
     params: MemoryParams,
     backend,
     decoding: dict,
@@ -384,11 +382,12 @@ def run_family(
     on_day: Callable[[str], None] | None = None,
     backend_for: Callable[[Variant], object] | None = None,
 ) -> FamilyRun:
-    """Step every variant of a family over ``days`` (from the state of the day before) and write
+    """Step every variant of a family over ``at.days`` (from the state of the day before) and write
     its memory snapshots, experience trees, contexts and reader outputs, variant after variant.
     A LoRA variant (``lora_seed`` set) reads with ``backend_for(variant)`` (base model + its
     adapter; :func:`..lora_train.lora_backends`). Raises :class:`FamilyIncomplete` when the reader
     leaves anchors unanswered."""
+    s, lake, cal, days = at.settings, at.lake, at.cal, at.days
     uses_memory, uses_toe = variants[0].uses_memory, variants[0].toe
     env = build_env(s, lake, cal, days=days, backend=backend, params=params, decoding=decoding, toe_needed=uses_toe)
     if uses_memory:

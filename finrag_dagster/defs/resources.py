@@ -8,6 +8,7 @@ from functools import lru_cache
 import dagster as dg
 
 from ..core.calendar import TradingCalendar, nyse
+from ..core.day_run import DayRun
 from ..core.settings import Settings, load_settings, with_lake
 from ..core.storage.lake import Lake
 from ..core.tables import open_lake
@@ -38,6 +39,10 @@ class FinragResource(dg.ConfigurableResource):
 
     def calendar(self) -> TradingCalendar:
         return nyse()
+
+    def day_run(self, days: list[str]) -> DayRun:
+        """Settings, lake and calendar of this resource with a step's decision days."""
+        return DayRun(self.settings(), self.lake(), self.calendar(), days)
 
 
 @lru_cache(maxsize=16)

@@ -170,7 +170,6 @@ MANY_PARAMETERS_TO_CUT = {
     "core/experience/loop.py:choose_principles",
     "core/experience/task.py:run_task",
     "core/loop_io.py:_day_feedback",
-    "core/loop_io.py:run_family",
     "core/memory/feedback.py:build_feedback",
     "core/reader/run.py:_build_prompts",
     "core/reader/run.py:read_day",

@@ -14,6 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from finrag_dagster.core.day_run import DayRun
 from finrag_dagster.core.reader.backends import BackendConfig, vllm_lora_engine_kwargs, vllm_lora_request_kwargs, with_adapter
 from finrag_dagster.core.reader.lora import (
     LoraHyper,
@@ -313,11 +314,11 @@ def test_run_family_reads_no_lora_day_before_the_test_split(monkeypatch):
     s, cal = Settings(), nyse()
     days = [d.isoformat() for d in cal.sessions_in_range(D(2020, 12, 30), D(2021, 1, 5))]
     vs = variants_of("lora_no_memory", 0.0, 5, (0,))
-    run = loop_io.run_family(s, None, cal, vs, days, MemoryParams(), None, {}, backend_for=lambda v: loaded.append(v.name))
+    run = loop_io.run_family(DayRun(s, None, cal, days), vs, MemoryParams(), None, {}, backend_for=lambda v: loaded.append(v.name))
     assert stepped == [("lora_no_memory_s0", ["2021-01-04", "2021-01-05"])] and loaded == ["lora_no_memory_s0"]
     assert run.skipped == {"lora_no_memory_s0": 2}
     stepped.clear(), loaded.clear()
-    run = loop_io.run_family(s, None, cal, vs, days[:2], MemoryParams(), None, {}, backend_for=lambda v: loaded.append(v.name))
+    run = loop_io.run_family(DayRun(s, None, cal, days[:2]), vs, MemoryParams(), None, {}, backend_for=lambda v: loaded.append(v.name))
     assert stepped == [] and loaded == [] and run.skipped == {"lora_no_memory_s0": 2}
 
 

@@ -148,9 +148,8 @@ def _run_loop(context: dg.AssetExecutionContext, config: ReaderConfig, finrag: F
     """Step the family's variants over the run's days; returns (settings, memory params, backend, run).
 
     A family that cannot finish its days is a ``dg.Failure`` carrying the reader's statistics."""
-    s = finrag.settings()
-    lake, cal = finrag.lake(), finrag.calendar()
-    days = days_of(context)
+    at = finrag.day_run(days_of(context))
+    s, cal, days = at.settings, at.cal, at.days
     params = config.memory_params(s)
     bcfg = config.backend_config(s)
     prog = Progress(len(days) * len(vs), f"{family} loop", log=context.log.info, every=20, unit="variant-days")
@@ -160,11 +159,8 @@ def _run_loop(context: dg.AssetExecutionContext, config: ReaderConfig, finrag: F
             backend = make_backend(bcfg) if family in LORA_FAMILIES else distributed_backend(bcfg)
             backend_for = lora_backends(s, s.lake_dir, cal, bcfg) if family in LORA_FAMILIES else None
             run = run_family(
-                s,
-                lake,
-                cal,
+                at,
                 variants=vs,
-                days=days,
                 params=params,
                 backend=backend,
                 decoding=bcfg.decoding(),
