@@ -10,6 +10,8 @@ import pytest
 
 from finrag_dagster.core.experience.task import (
     HALF_LIFE,
+    HKEYS,
+    METHODS,
     DayInput,
     Note,
     NoteMemory,
@@ -183,3 +185,135 @@ def test_release_learns_every_matured_outcome_and_keeps_the_rest_in_any_order(mo
     keep = task_mod._release_matured(None, pending, t)
     assert keep == pending[:2]
     assert learned == [(dt.date(2021, 3, 8), "Energy", "1d")]
+
+
+def _ic_oracle(rows, by, over):
+    """mean over groups ``by`` of the Pearson correlation over ``over`` (statistics.correlation, a
+    second implementation), groups with < 3 points or a constant side skipped; (value, n)."""
+    import statistics
+
+    groups = {}
+    for r in rows:
+        if r["alpha"] is not None:
+            groups.setdefault(r[by], []).append((r[over], r["score"], r["alpha"]))
+    vals = []
+    for pts in groups.values():
+        pts.sort()
+        s, a = [p[1] for p in pts], [p[2] for p in pts]
+        if len(pts) >= 3 and len(set(s)) > 1 and len(set(a)) > 1:
+            vals.append(statistics.correlation(s, a))
+    return (statistics.fmean(vals) if vals else None), len(vals)
+
+
+_TASK_SCORES_FRAME = {"method": pl.Utf8, "date": pl.Date, "target": pl.Utf8, "horizon": pl.Utf8, "score": pl.Float64, "alpha": pl.Float64}
+
+
+def test_result_tables_equal_tables_built_by_hand():
+    """Seed 002 Tables 1, 6 and 2 from a score table of every method and horizon: every row, in the
+    order methods x horizons, value and n, with days and targets that fall under the minimum of 3
+    points, a constant score, and unmatured rows."""
+    import datetime as dt
+
+    rng = np.random.default_rng(7)
+    days = [dt.date(2021, 3, d) for d in (1, 2, 3, 4, 5, 8)]
+    rows = []
+    for mi, m in enumerate(METHODS):
+        for hi, h in enumerate(HKEYS):
+            for di, d in enumerate(days):
+                for ti, t in enumerate(("T1", "T2", "T3", "T4")):
+                    if (mi + hi + di + ti) % 7 == 0:
+                        continue  # a missing (day, target): some days or targets fall under 3 points
+                    score = 0.0 if (m == "Baseline" and h == "1d") else float(rng.normal())  # a constant method-horizon
+                    alpha = None if d == days[-1] and h == "20d" else float(rng.normal())  # the last day's 20d not matured
+                    rows.append({"method": m, "date": d, "target": t, "horizon": h, "score": score, "alpha": alpha})
+            # a target seen on 2 days only (no tsIC of its own) and a day with 2 targets only (no csIC of its own)
+            for d, t in ((days[0], "T5"), (days[1], "T5"), (dt.date(2021, 3, 9), "T1"), (dt.date(2021, 3, 9), "T2")):
+                score = 0.0 if (m == "Baseline" and h == "1d") else float(rng.normal())
+                rows.append({"method": m, "date": d, "target": t, "horizon": h, "score": score, "alpha": float(rng.normal())})
+    sc = pl.DataFrame(rows, schema=_TASK_SCORES_FRAME)
+    want = []
+    for table, metric, by, over in (("Table 1", "tsIC", "target", "date"), ("Table 6", "csIC", "date", "target")):
+        for m in METHODS:
+            for h in HKEYS:
+                v, n = _ic_oracle([r for r in rows if r["method"] == m and r["horizon"] == h], by, over)
+                want.append((table, m, h, metric, v, n))
+    for metric, by, over in (("tsIC", "target", "date"), ("csIC", "date", "target")):
+        for m, name in (("Pipe+ToE", "Pipe+formula"), ("Pipe+ToE(llm)", "Pipe+llm")):
+            v, n = _ic_oracle([r for r in rows if r["method"] == m and r["horizon"] == "20d"], by, over)
+            want.append(("Table 2", name, "20d", metric, v, n))
+    order = {"Table 1": 0, "Table 2": 1, "Table 6": 2}
+    names = [*METHODS, "Pipe+formula", "Pipe+llm"]
+    want.sort(key=lambda w: (order[w[0]], names.index(w[1]), HKEYS.index(w[2]), w[3]))
+    got = result_tables(sc)
+    assert got.columns == ["table", "method", "horizon", "metric", "value", "n"]
+    assert [r[:4] + (r[5],) for r in got.iter_rows()] == [w[:4] + (w[5],) for w in want]
+    for r, w in zip(got.iter_rows(), want):
+        assert (r[4] is None) == (w[4] is None) and (r[4] is None or r[4] == pytest.approx(w[4], rel=1e-9)), (r, w)
+    assert got.filter(pl.col("method") == "Baseline").filter(pl.col("horizon") == "1d")["value"].null_count() == 2  # no spread
+    assert max(w[5] for w in want if w[3] == "tsIC") == 4 and max(w[5] for w in want if w[3] == "csIC") == 6  # T5 and Mar 9 skipped
+
+
+def test_sector_and_excess_returns_equal_a_second_implementation():
+    """Random closes with holes (a member missing a day, the market missing a day, a sector's only
+    member missing a day), members without a usable sector, unsorted rows: both frames, row by row,
+    against plain loops."""
+    from finrag_dagster.core.experience.task import TASK_HORIZONS
+
+    rng = np.random.default_rng(3)
+    tickers = {"A1": "Tech", "A2": "Tech", "B1": "Energy", "C1": "", "C2": "Unknown", "C3": None, "E1": "ETF", "QQQ": "Tech"}
+    holes = {("A2", D[10]), ("QQQ", D[15]), ("B1", D[5]), ("B1", D[6])}
+    px = {}
+    for t in tickers:
+        p = 50.0
+        for d in D[:26]:
+            p *= 1 + rng.normal(0, 0.02)
+            if (t, d) not in holes:
+                px[(t, d)] = p
+    rows = [(d, t, v) for (t, d), v in px.items()]
+    rng.shuffle(rows)
+    prices = pl.DataFrame(rows, schema={"date": pl.Date, "ticker": pl.Utf8, "adj_close": pl.Float64}, orient="row")
+    uni = pl.DataFrame(
+        {"ticker": list(tickers), "sector": list(tickers.values()), "is_benchmark": [t == "QQQ" for t in tickers]},
+        schema={"ticker": pl.Utf8, "sector": pl.Utf8, "is_benchmark": pl.Boolean},
+    )
+    # each ticker's return: its close over its previous close (whatever the gap)
+    ret = {}
+    for t in tickers:
+        days_t = sorted(d for (u, d) in px if u == t)
+        for a, b in zip(days_t, days_t[1:]):
+            ret[(t, b)] = px[(t, b)] / px[(t, a)] - 1
+    want = {}
+    for sector in ("Energy", "Tech"):
+        for d in D:
+            vals = [ret[(t, d)] for t, s in tickers.items() if s == sector and t != "QQQ" and (t, d) in ret]
+            if vals:
+                want[(d, sector)] = sum(vals) / len(vals)
+    want.update({(d, "QQQ"): ret[("QQQ", d)] for d in D if ("QQQ", d) in ret})
+    daily = sector_returns(prices, uni, "QQQ")
+    assert daily.columns == ["date", "target", "ret"]
+    assert [(d, t) for d, t, _ in daily.iter_rows()] == sorted(want, key=lambda k: (k[1], k[0]))
+    assert all(r == pytest.approx(want[(d, t)], rel=1e-12) for d, t, r in daily.iter_rows())
+
+    asked = [D[0], D[2], D[9], D[14], D[24], D[27]]
+    exp = []
+    for t in asked:
+        if not any(k[0] == t for k in want):
+            continue
+        for h in TASK_HORIZONS:
+            if D.index(t) + h >= len(D):
+                continue
+            span = D[D.index(t) + 1 : D.index(t) + h + 1]
+            if any((d, "QQQ") not in want for d in span) or span[-1] not in {k[0] for k in want}:
+                continue
+            m = math.prod(1 + want[(d, "QQQ")] for d in span) - 1
+            for sector in ("Energy", "Tech"):
+                if all((d, sector) in want for d in span):
+                    exp.append((t, sector, f"{h}d", math.prod(1 + want[(d, sector)] for d in span) - 1 - m, span[-1]))
+    al = excess_returns(daily, "QQQ", D, asked)
+    assert al.columns == ["date", "target", "horizon", "alpha", "maturity_day"]
+    got = list(al.iter_rows())
+    assert [g[:3] + g[4:] for g in got] == [e[:3] + e[4:] for e in exp]
+    assert all(g[3] == pytest.approx(e[3], rel=1e-9, abs=1e-12) for g, e in zip(got, exp))
+    assert {e[1] for e in exp} == {"Energy", "Tech"} and len(exp) == 10  # what the holes and the last close leave
+    with pytest.raises(ValueError, match="no returns for the market ticker SPY"):
+        excess_returns(daily, "SPY", D, asked)

@@ -92,7 +92,10 @@ def excess_returns(daily: pl.DataFrame, market: str, sessions: Sequence[dt.date]
     if market not in wide.columns:
         raise ValueError(f"no returns for the market ticker {market}")
     g = {c: np.log1p(wide[c].to_numpy().astype(np.float64)) for c in [*targets, market]}
-    cum = {c: np.concatenate([[0.0], np.cumsum(v)]) for c, v in g.items()}  # NaN where a day is missing
+    # running sums of log returns, and of missing days: a window holding a missing day is NaN, the others are not
+    cum = {c: np.concatenate([[0.0], np.cumsum(np.nan_to_num(v, nan=0.0))]) for c, v in g.items()}
+    gaps = {c: np.concatenate([[0], np.cumsum(np.isnan(v))]) for c, v in g.items()}
+    span = lambda c, i, k: cum[c][k + 1] - cum[c][i + 1] if gaps[c][k + 1] == gaps[c][i + 1] else math.nan  # noqa: E731
     rows = []
     for t in days:
         i = pos.get(t)
@@ -105,9 +108,9 @@ def excess_returns(daily: pl.DataFrame, market: str, sessions: Sequence[dt.date]
             k = pos[sessions[j]]
             if k - i != h:  # a missing price day inside the window
                 continue
-            rm = math.expm1(cum[market][k + 1] - cum[market][i + 1])
+            rm = math.expm1(span(market, i, k))
             for c in targets:
-                v = cum[c][k + 1] - cum[c][i + 1]
+                v = span(c, i, k)
                 if math.isfinite(v) and math.isfinite(rm):
                     rows.append((t, c, f"{h}d", math.expm1(v) - rm, sessions[j]))
     return pl.DataFrame(
@@ -416,6 +419,6 @@ def result_tables(scores: pl.DataFrame) -> pl.DataFrame:
             pl.col("method").replace_strict(order, return_dtype=pl.Int32).alias("_o"),
             pl.col("horizon").replace_strict(hord, return_dtype=pl.Int32).alias("_h"),
         )
-        .sort("table", "_o", "_h")
+        .sort("table", "_o", "_h", "metric")  # Table 2 holds both metrics of a method and horizon: ties would fall in any order
         .drop("_o", "_h")
     )
