@@ -190,6 +190,7 @@ def loop(tmp_path_factory):
         root / "lake",
         variants={"families": FAMILIES},
         sensors={"new_market_data_interval_s": 5, "matured_feedback_interval_s": 5, "decisions_after_ingest_interval_s": 5},
+        freshness={"check_interval_s": 5},
         execution={"job_executor": "in_process"},
     )
     home = root / "home"
@@ -394,3 +395,21 @@ def test_the_daily_loop_runs_from_sensors_and_the_schedule(loop):
     st = json.loads(r.stdout)
     assert st["last_market_day"] == nxt and st["last_decision_day"]["source_memory/reader_outputs"] >= SCHEDULE_DAY
     assert {s["name"] for s in st["sensors"]} >= {"new_market_data", "matured_feedback"}
+
+    # a session held back: its close released but not ingested (new_market_data stopped), and the
+    # replay clock past its deadline; the daemon's decisions_on_time runs the checks, which name it
+    _stop_sensor(ui, "new_market_data")
+    late = CAL.next_session(nxt).isoformat()
+    rep.release_until(pd.Timestamp(f"{late} 21:00", tz="America/New_York"))
+    res = ui.gql(
+        "mutation($s: SensorSelector!) { startSensor(sensorSelector: $s) { __typename } }", {"s": {**LOC, "sensorName": "decisions_on_time"}}
+    )
+    assert res["startSensor"]["__typename"] == "Sensor", res
+    _wait(ui, "the freshness checks", lambda: any(r["jobName"] == "finrag_freshness" and r["status"] == "SUCCESS" for r in ui.runs()), 180)
+    q = (
+        '{ assetCheckExecutions(assetKey: {path: ["stock_day_signals"]}, checkName: "sessions_on_time", limit: 1) '
+        "{ status evaluation { success description metadataEntries { label ... on JsonMetadataEntry { jsonString } } } } }"
+    )
+    (ex,) = ui.gql(q)["assetCheckExecutions"]
+    overdue = {m["label"]: m.get("jsonString") for m in ex["evaluation"]["metadataEntries"]}["overdue"]
+    assert ex["status"] == "FAILED" and not ex["evaluation"]["success"] and json.loads(overdue) == [late], ex

@@ -110,7 +110,11 @@ def ui(tmp_path_factory):
     port = _port()
     hook = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
     threading.Thread(target=hook.serve_forever, daemon=True).start()
-    alerts = {"webhook_url": f"http://127.0.0.1:{hook.server_address[1]}/hooks/T000/B000/secret", "ui_url": f"http://127.0.0.1:{port}", "interval_s": 5}
+    alerts = {
+        "webhook_url": f"http://127.0.0.1:{hook.server_address[1]}/hooks/T000/B000/secret",
+        "ui_url": f"http://127.0.0.1:{port}",
+        "interval_s": 5,
+    }
     settings = short_settings(raw, root / "lake", variants={"families": FAMILIES}, alerts=alerts)
     home = root / "dagster_home"
     home.mkdir()

@@ -84,3 +84,13 @@ def test_a_held_back_session_fails_its_check_until_it_lands(tmp_path):
         assert check()[signals] == (True, [])
         clock("2019-02-08 20:31")
         assert all(v == (False, ["2019-02-08"]) for v in check().values())
+
+
+def test_a_run_of_some_due_assets_carries_their_checks_alone(tmp_path):
+    """What the matured_feedback sensor launches (labels and feedback) builds: the check op is subset
+    to the selected assets' checks, and the daily job runs none of them."""
+    s = _settings(tmp_path)
+    defs = build_definitions(s, FinragResource.from_settings(s))
+    job = defs.resolve_implicit_global_asset_job_def().get_subset(asset_selection={dg.AssetKey("labels")})
+    assert {n.name for n in job.graph.nodes} == {"labels", "decisions_on_time"}
+    assert "decisions_on_time" not in {n.name for n in defs.resolve_job_def("finrag_daily").graph.nodes}
