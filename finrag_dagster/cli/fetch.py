@@ -21,6 +21,7 @@ from ..sources.edgar_fetch import (
     USER_AGENT_ENV,
     EdgarFetcher,
     EdgarFetchError,
+    FetchPolicy,
     MissingUserAgentError,
     make_client,
     resolve_user_agent,
@@ -98,17 +99,10 @@ def edgar(
     if universe is not None and not universe.is_file():
         raise _fail(f"--universe {universe} is not a file")
     with make_client() as client:
-        fetcher = EdgarFetcher(
-            client,
-            ua,
-            out,
-            base_url=base_url,
-            data_base_url=data_base_url,
-            max_rps=max_rps,
-            max_retries=max_retries,
-            submissions_max_age_s=refresh_hours * 3600.0,
-            progress=progress,
+        policy = FetchPolicy(
+            base_url=base_url, data_base_url=data_base_url, max_rps=max_rps, max_retries=max_retries, submissions_max_age_s=refresh_hours * 3600.0
         )
+        fetcher = EdgarFetcher(client, ua, out, policy, progress=progress)
         try:
             summary = fetcher.run(names, since_day, form_list, include_amendments=amendments, universe=universe)
         except EdgarFetchError as exc:

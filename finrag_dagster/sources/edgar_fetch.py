@@ -281,35 +281,40 @@ class FetchSummary:
 
 
 # ============================================================================ downloader
+@dataclass(frozen=True)
+class FetchPolicy:
+    """Where :class:`EdgarFetcher` fetches from and how it paces and retries.
+
+    ``base_url``, ``data_base_url``: www.sec.gov and data.sec.gov, overridable for mirrors and tests.
+    ``max_rps``: request starts per second, all requests together (retries included).
+    ``max_retries``: retries after the first attempt for 429, 5xx and transport errors.
+    ``backoff_base``, ``backoff_cap``: the wait before retry ``k`` (0-based) without a Retry-After,
+    ``min(cap, base * 2**k)`` seconds. ``max_retry_after``: a longer Retry-After ends the run (we
+    neither wait hours nor ignore it). ``submissions_max_age_s``: a submissions JSON on disk younger
+    than this is reused (0: always refetch). ``max_consecutive_failures``: the run stops after this
+    many documents in a row failed (the server is likely down).
+    """
+
+    base_url: str = DEFAULT_BASE_URL
+    data_base_url: str = DEFAULT_DATA_BASE_URL
+    max_rps: float = DEFAULT_MAX_RPS
+    max_retries: int = 5
+    backoff_base: float = 1.0
+    backoff_cap: float = 60.0
+    max_retry_after: float = 600.0
+    submissions_max_age_s: float = 86400.0
+    max_consecutive_failures: int = 5
+
+
 class EdgarFetcher:
     """Downloads submissions JSON and full submissions from EDGAR into ``out``.
 
-    Parameters
-    ----------
-    client : httpx.Client
-        The HTTP client (its own headers are kept; the User-Agent is set on every request).
-    user_agent : str
-        "Name contact@email" (see :func:`resolve_user_agent`).
-    out : Path
-        Output folder (layout in the module docstring).
-    base_url, data_base_url : str
-        www.sec.gov and data.sec.gov, overridable for mirrors and tests.
-    max_rps : float
-        Request starts per second, all requests together (retries included).
-    max_retries : int
-        Retries after the first attempt for 429, 5xx and transport errors.
-    backoff_base, backoff_cap : float
-        Wait before retry ``k`` (0-based) when no Retry-After: ``min(cap, base * 2**k)`` seconds.
-    max_retry_after : float
-        A Retry-After longer than this ends the run (we neither wait hours nor ignore it).
-    submissions_max_age_s : float
-        Submissions JSON on disk younger than this is reused (0: always refetch).
-    max_consecutive_failures : int
-        The run stops after this many documents in a row failed (the server is likely down).
-    sleep : callable
-        Used for retry waits (tests inject a recorder); ``limiter`` has its own clock/sleep.
-    now : callable
-        Wall clock (seconds since the epoch) for file ages and HTTP-date Retry-After.
+    ``client``: the HTTP client (its own headers are kept; the User-Agent is set on every request).
+    ``user_agent``: "Name contact@email" (see :func:`resolve_user_agent`). ``out``: the output folder
+    (layout in the module docstring). ``policy``: the addresses, pace and retries (:class:`FetchPolicy`).
+    ``limiter``: a shared :class:`RateLimiter` (default: one at ``policy.max_rps``). ``sleep``: used for
+    retry waits (tests inject a recorder; ``limiter`` has its own clock). ``now``: the wall clock
+    (seconds since the epoch) for file ages and HTTP-date Retry-After.
     """
 
     def __init__(
@@ -317,32 +322,25 @@ class EdgarFetcher:
         client: httpx.Client,
         user_agent: str,
         out: str | Path,
+        policy: FetchPolicy = FetchPolicy(),
         *,
-        base_url: str = DEFAULT_BASE_URL,
-        data_base_url: str = DEFAULT_DATA_BASE_URL,
-        max_rps: float = DEFAULT_MAX_RPS,
         limiter: RateLimiter | None = None,
-        max_retries: int = 5,
-        backoff_base: float = 1.0,
-        backoff_cap: float = 60.0,
-        max_retry_after: float = 600.0,
-        submissions_max_age_s: float = 86400.0,
-        max_consecutive_failures: int = 5,
         sleep: Callable[[float], None] = time.sleep,
         now: Callable[[], float] = time.time,
         progress: bool = False,
     ):
+        p = policy
         self.client = client
         self.user_agent = resolve_user_agent(user_agent, environ={})
         self.out = Path(out)
-        self.base_url = base_url.rstrip("/")
-        self.data_base_url = data_base_url.rstrip("/")
-        self.limiter = limiter or RateLimiter(max_rps)
-        self.max_retries = int(max_retries)
-        self.backoff_base, self.backoff_cap = float(backoff_base), float(backoff_cap)
-        self.max_retry_after = float(max_retry_after)
-        self.submissions_max_age_s = float(submissions_max_age_s)
-        self.max_consecutive_failures = int(max_consecutive_failures)
+        self.base_url = p.base_url.rstrip("/")
+        self.data_base_url = p.data_base_url.rstrip("/")
+        self.limiter = limiter or RateLimiter(p.max_rps)
+        self.max_retries = int(p.max_retries)
+        self.backoff_base, self.backoff_cap = float(p.backoff_base), float(p.backoff_cap)
+        self.max_retry_after = float(p.max_retry_after)
+        self.submissions_max_age_s = float(p.submissions_max_age_s)
+        self.max_consecutive_failures = int(p.max_consecutive_failures)
         self.sleep, self.now = sleep, now
         self.progress = progress
         self.requests = 0

@@ -26,6 +26,7 @@ from finrag_dagster.sources import edgar_fetch as ef
 from finrag_dagster.sources.edgar_fetch import (
     EdgarFetcher,
     EdgarHTTPError,
+    FetchPolicy,
     FilingRef,
     MissingUserAgentError,
     RateLimiter,
@@ -158,7 +159,9 @@ def make(server, tmp_path):
         clients.append(client)
         kw.setdefault("max_rps", 1000)
         kw.setdefault("backoff_base", 0.01)
-        return EdgarFetcher(client, UA, out or tmp_path / "edgar", base_url=f"{server.url}/www", data_base_url=f"{server.url}/data", **kw)
+        pol = {k: kw.pop(k) for k in list(kw) if k in FetchPolicy.__dataclass_fields__}
+        policy = FetchPolicy(base_url=f"{server.url}/www", data_base_url=f"{server.url}/data", **pol)
+        return EdgarFetcher(client, UA, out or tmp_path / "edgar", policy, **kw)
 
     yield _make
     for c in clients:

@@ -178,7 +178,6 @@ MANY_PARAMETERS_TO_CUT = {
     "core/retrieval/pool.py:_group_numba",
     "pipeline.py:_run_stages",
     "pipeline.py:run_range",
-    "sources/edgar_fetch.py:__init__",
     "sources/news_stage.py:_stage_rows",
     "sources/news_stage.py:_stage_segment",
     "sources/synthetic/filings.py:render_8k_body",
