@@ -109,20 +109,22 @@ def run_range(
     defs = build_definitions(settings, resource)
     all_assets = list(defs.assets)
     instance = instance or dg.DagsterInstance.ephemeral()
+    plan = _Plan(settings, instance, all_assets, resource, own_resource, hist_days, dec_days)
     with planned_as_ranges():
-        return _run_stages(
-            settings,
-            instance,
-            all_assets,
-            resource=resource,
-            own_resource=own_resource,
-            hist_days=hist_days,
-            dec_days=dec_days,
-            only=only,
-            on_stage=on_stage,
-            log_level=log_level,
-            world_config=world_config,
-        )
+        return _run_stages(plan, only=only, on_stage=on_stage, log_level=log_level, world_config=world_config)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What every stage of one :func:`run_range` call runs against."""
+
+    settings: Settings
+    instance: dg.DagsterInstance
+    assets: list
+    resource: FinragResource
+    own_resource: bool  # built here from the settings (step processes can rebuild it), not handed in
+    hist_days: list  # the history stage's sessions
+    dec_days: list  # the decision stages' sessions
 
 
 PLANNED_AS_RANGE = "DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS"
@@ -146,7 +148,9 @@ def planned_as_ranges():
             os.environ[PLANNED_AS_RANGE] = old
 
 
-def _run_stages(settings, instance, all_assets, resource, own_resource, hist_days, dec_days, only, on_stage, log_level, world_config):
+def _run_stages(plan: _Plan, only, on_stage, log_level: str, world_config: dict | None):
+    settings, instance, all_assets, resource, own_resource = plan.settings, plan.instance, plan.assets, plan.resource, plan.own_resource
+    hist_days, dec_days = plan.hist_days, plan.dec_days
     results = []
     for st in stages(settings):
         names = [a for a in st.assets if (only is None or a in only)]

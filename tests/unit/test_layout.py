@@ -176,7 +176,6 @@ MANY_PARAMETERS_TO_CUT = {
     "core/retrieval/candidates.py:candidates_for_days",
     "core/retrieval/pool.py:_group",
     "core/retrieval/pool.py:_group_numba",
-    "pipeline.py:_run_stages",
     "pipeline.py:run_range",
     "sources/news_stage.py:_stage_rows",
     "sources/news_stage.py:_stage_segment",
