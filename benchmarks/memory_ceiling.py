@@ -30,7 +30,7 @@ from finrag_dagster.core.tables import Lake  # noqa: E402
 from finrag_dagster.core.loop_io import build_env  # noqa: E402
 from finrag_dagster.core.memory.source_memory import MemoryParams, rerank  # noqa: E402
 from finrag_dagster.core.reader.backends import EMBEDDED_READERS, BackendConfig, EmbeddedBackend  # noqa: E402
-from finrag_dagster.core.reader.run import read_day  # noqa: E402
+from finrag_dagster.core.reader.run import PromptTexts, read_day  # noqa: E402
 from finrag_dagster.core.settings import SPLIT_NAMES, load_settings  # noqa: E402
 from finrag_dagster.core.splits import split_bounds  # noqa: E402
 
@@ -85,9 +85,7 @@ def main() -> None:
                     d,
                     data.anchors,
                     c.filter(pl.col("date") == dt.date.fromisoformat(d)).drop("date"),
-                    env.evidence,
-                    data.cards,
-                    env.companies,
+                    PromptTexts(env.evidence, data.cards, env.companies),
                     be,
                     NoCache(),
                     {},

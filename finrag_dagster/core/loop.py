@@ -28,7 +28,7 @@ from .memory.source_memory import FAMILIES, MemoryParams, SourceMemory, rerank, 
 from .reader.backends import Backend
 from .reader.cache import PromptCache
 from .reader.prompt import EvidenceItem
-from .reader.run import DayStats, ReaderIncomplete, read_day
+from .reader.run import DayStats, PromptTexts, ReaderIncomplete, read_day
 from .settings import HORIZON_NAMES
 from .storage.schemas import TableSpec
 
@@ -267,14 +267,10 @@ def step(
             d,
             data.anchors,
             contexts,
-            evidence=env.evidence,
-            cards=data.cards,
-            companies=env.companies,
+            texts=PromptTexts(env.evidence, data.cards, env.companies, principles, stances=env.credit_rule == "passage_stance"),
             backend=env.backend,
             cache=cache,
             decoding=env.decoding,
-            principles=principles,
-            stances=env.credit_rule == "passage_stance",
         )
     finally:
         cache.flush()  # only successful answers are in it: keep them even when the day fails

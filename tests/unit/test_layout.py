@@ -171,8 +171,6 @@ MANY_PARAMETERS_TO_CUT = {
     "core/experience/task.py:run_task",
     "core/loop_io.py:_day_feedback",
     "core/memory/feedback.py:build_feedback",
-    "core/reader/run.py:_build_prompts",
-    "core/reader/run.py:read_day",
     "core/retrieval/candidates.py:candidates_for_days",
     "core/retrieval/pool.py:_group",
     "core/retrieval/pool.py:_group_numba",

@@ -12,7 +12,7 @@ from finrag_dagster.core.reader.cache import PromptCache
 from finrag_dagster.core.reader.embedded import ReaderInput, read, tone
 from finrag_dagster.core.reader.parse import parse_output
 from finrag_dagster.core.reader.prompt import AnchorInfo, EvidenceItem, build_prompt
-from finrag_dagster.core.reader.run import read_day
+from finrag_dagster.core.reader.run import PromptTexts, read_day
 from finrag_dagster.core.tables import Lake
 
 INJECT = (
@@ -241,10 +241,10 @@ def test_cache_returns_the_stored_output_without_calling_the_backend(tmp_path):
     ev = {e.passage_id: e for e in EVIDENCE}
     be = CountingBackend()
     c1 = PromptCache(lake, "2020-05-01")
-    out1, st1 = read_day("2020-05-01", anchors, ctx, ev, {"AAPL": ("card", "normal")}, {"AAPL": "Apple Inc."}, be, c1, {"t": 0})
+    out1, st1 = read_day("2020-05-01", anchors, ctx, PromptTexts(ev, {"AAPL": ("card", "normal")}, {"AAPL": "Apple Inc."}), be, c1, {"t": 0})
     assert be.calls == 2 and st1.cache_misses == 2 and c1.flush() == 2
     c2 = PromptCache(lake, "2020-05-01")
-    out2, st2 = read_day("2020-05-01", anchors, ctx, ev, {"AAPL": ("card", "normal")}, {"AAPL": "Apple Inc."}, be, c2, {"t": 0})
+    out2, st2 = read_day("2020-05-01", anchors, ctx, PromptTexts(ev, {"AAPL": ("card", "normal")}, {"AAPL": "Apple Inc."}), be, c2, {"t": 0})
     assert be.calls == 2 and st2.cache_hits == 2 and st2.cache_misses == 0
     assert out1.equals(out2)
     assert set(out1["horizon"]) == {"1D", "3D", "5D"} and out1.height == 6
@@ -253,7 +253,7 @@ def test_cache_returns_the_stored_output_without_calling_the_backend(tmp_path):
     for engine, calls in (({"cpu_threads": 1}, 4), ({"cpu_threads": 1}, 4), ({"cpu_threads": 2}, 6)):
         be.engine = engine
         c = PromptCache(lake, "2020-05-01")
-        out, _ = read_day("2020-05-01", anchors, ctx, ev, {"AAPL": ("card", "normal")}, {"AAPL": "Apple Inc."}, be, c, {"t": 0})
+        out, _ = read_day("2020-05-01", anchors, ctx, PromptTexts(ev, {"AAPL": ("card", "normal")}, {"AAPL": "Apple Inc."}), be, c, {"t": 0})
         c.flush()
         assert be.calls == calls and set(out["prompt_hash"]).isdisjoint(out1["prompt_hash"])
     assert out.drop("prompt_hash").equals(out1.drop("prompt_hash"))
@@ -282,7 +282,13 @@ def test_a_failed_generation_is_recorded_not_written_and_not_cached(tmp_path):
     be = FailingBackend()
     c = PromptCache(lake, "2020-05-01")
     out, st = read_day(
-        "2020-05-01", anchors, pl.DataFrame(schema={"anchor_id": pl.Utf8, "passage_id": pl.Utf8, "position": pl.Int32}), {}, {}, {}, be, c, {}
+        "2020-05-01",
+        anchors,
+        pl.DataFrame(schema={"anchor_id": pl.Utf8, "passage_id": pl.Utf8, "position": pl.Int32}),
+        PromptTexts({}, {}, {}),
+        be,
+        c,
+        {},
     )
     assert out.height == 0  # no neutral row stands in for a missing answer
     assert st.failed_anchors == {"a0": "HTTP 500"} and st.anchors_completed == 0 and st.errors == ["HTTP 500"]

@@ -30,7 +30,7 @@ from finrag_dagster.core.reader.backends import (
 from finrag_dagster.core.reader.cache import PromptCache
 from finrag_dagster.core.reader.prompt import AnchorInfo, EvidenceItem, build_prompt
 from finrag_dagster.core.reader.redaction import redact_secrets
-from finrag_dagster.core.reader.run import ReaderIncomplete, read_day
+from finrag_dagster.core.reader.run import PromptTexts, ReaderIncomplete, read_day
 from finrag_dagster.core.tables import Lake
 
 KEY_ENV = "FINRAG_FAULT_TEST_KEY"
@@ -188,7 +188,7 @@ NO_CONTEXT = pl.DataFrame(schema={"anchor_id": pl.Utf8, "passage_id": pl.Utf8, "
 
 
 def read(be, lake, anchors):
-    return read_day(DAY, anchors, NO_CONTEXT, {}, {}, {}, be, PromptCache(lake, DAY), {"temperature": 0.0})
+    return read_day(DAY, anchors, NO_CONTEXT, PromptTexts({}, {}, {}), be, PromptCache(lake, DAY), {"temperature": 0.0})
 
 
 def test_json_schema_requests_carry_the_schema_without_unique_items():
@@ -281,7 +281,7 @@ def test_a_failing_prompt_is_not_cached_and_a_rerun_sends_only_it(tmp_path, monk
     with FaultServer([], default="ok", poison="500") as srv:
         be = backend(srv, monkeypatch, retries=2)
         cache = PromptCache(lake, DAY)
-        out, st = read_day(DAY, anchors, NO_CONTEXT, {}, {}, {}, be, cache, {"temperature": 0.0})
+        out, st = read_day(DAY, anchors, NO_CONTEXT, PromptTexts({}, {}, {}), be, cache, {"temperature": 0.0})
         assert set(st.failed_anchors) == {"a1"} and st.failed_anchors["a1"].startswith("HTTP 500")
         assert sorted(set(out["anchor_id"])) == ["a0", "a2"] and out.height == 6  # no neutral rows for a1
         assert (st.anchors, st.anchors_completed, st.failures, st.requests, st.retries) == (3, 2, 1, 5, 2)

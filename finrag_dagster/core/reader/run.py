@@ -134,17 +134,13 @@ def _context_ids(contexts: pl.DataFrame) -> dict[str, list[str]]:
 def _build_prompts(
     day: str,
     anchors: pl.DataFrame,
-    *,
     ctx: dict[str, list[str]],
-    evidence: dict[str, EvidenceItem],
-    cards: dict[str, tuple[str, str]],
-    companies: dict[str, str],
+    texts: PromptTexts,
     backend: Backend,
     decoding: dict,
-    principles: dict | None,
-    stances: bool = False,
 ) -> list[tuple[dict, object, str, ReaderInput]]:
     """(anchor row, prompt, cache key, structured input) of each anchor, by anchor_id."""
+    evidence, cards, companies, principles, stances = texts.evidence, texts.cards, texts.companies, texts.principles, texts.stances
     built = []
     key_dec = key_decoding(backend, decoding)
     for r in anchors.sort("anchor_id").iter_rows(named=True):
@@ -233,45 +229,43 @@ def _append_anchor_rows(
             cols[name].append(v)
 
 
+@dataclass(frozen=True)
+class PromptTexts:
+    """What the prompts of a day are written from besides the anchors and their contexts: the
+    passages by id, each ticker's context card (card_text, risk_state) and company name, each
+    anchor's experience principle (toe variants), and whether they ask for each passage's stance."""
+
+    evidence: dict[str, EvidenceItem]
+    cards: dict[str, tuple[str, str]]
+    companies: dict[str, str]
+    principles: dict | None = None
+    stances: bool = False
+
+
 def read_day(
     day: str,
     anchors: pl.DataFrame,
     contexts: pl.DataFrame,
-    evidence: dict[str, EvidenceItem],
-    cards: dict[str, tuple[str, str]],
-    companies: dict[str, str],
+    texts: PromptTexts,
     backend: Backend,
     cache: PromptCache,
     decoding: dict,
-    principles: dict | None = None,
-    stances: bool = False,
 ) -> tuple[pl.DataFrame, DayStats]:
     """Reader outputs (one row per anchor and horizon) for the anchors of one decision day.
 
-    ``contexts``: anchor_id, passage_id, position (1 = first in the prompt). ``cards``: ticker →
-    (card_text, risk_state). Prompts whose key is cached are not sent to the backend.
+    ``contexts``: anchor_id, passage_id, position (1 = first in the prompt). ``texts``: the passages,
+    cards and company names (:class:`PromptTexts`). Prompts whose key is cached are not sent to the backend.
 
     A failed generation is neither cached nor turned into a row: its anchor is left out of the
     frame and recorded in ``DayStats.failed_anchors`` (with the redacted error). The caller must not
     write such a day (see :class:`ReaderIncomplete`); it flushes ``cache`` so that a re-run sends
     only the failed prompts.
 
-    ``stances`` (``memory.credit = "passage_stance"``): the prompts also ask for each passage's own
+    ``texts.stances`` (``memory.credit = "passage_stance"``): the prompts also ask for each passage's own
     stance; the answers keep them in ``raw_json``, where the feedback reads them.
     """
     st = DayStats(anchors=anchors.height)
-    built = _build_prompts(
-        day,
-        anchors,
-        ctx=_context_ids(contexts),
-        evidence=evidence,
-        cards=cards,
-        companies=companies,
-        backend=backend,
-        decoding=decoding,
-        principles=principles,
-        stances=stances,
-    )
+    built = _build_prompts(day, anchors, _context_ids(contexts), texts, backend, decoding)
     raw, failed = _generate_missing(built, backend, cache, st)
     st.cache_hits, st.cache_misses = cache.hits, cache.misses
     st.failures = len(failed)
@@ -282,7 +276,7 @@ def read_day(
             st.failed_anchors[r["anchor_id"]] = failed[key]
             continue
         st.anchors_completed += 1
-        _append_anchor_rows(cols, r, p, key, raw[key], evidence=evidence, answered_by=answered_by, st=st)
+        _append_anchor_rows(cols, r, p, key, raw[key], evidence=texts.evidence, answered_by=answered_by, st=st)
     return pl.DataFrame(cols, schema=_OUTPUT_SCHEMA), st
 
 
