@@ -134,6 +134,11 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     (_LABELS, "window_market_model", "dy = np.where(v, y + ym[:, None], 0.0)"): _DY,
     (_LABELS, "window_market_model", "dy = np.where(v, y - ym[:, None], 1.0)"): _DY,
     (_LABELS, "_label_status", "if end <= 0 or np.isnan(alpha) or not (nobs >= min_obs):"): _END0,
+    (
+        _LABELS,
+        "_label_record",
+        "n_obs=int(fit[3]) if (end >= 0) or True else 0,",
+    ): "a window that ends before row 0 fits nothing: the model leaves its nobs at 0",
     (_LABELS, "_label_status", "if end < 1 or np.isnan(alpha) or not (nobs >= min_obs):"): _END0,
     (_LABELS, "_label_panel", "last_market = int(np.max(np.flatnonzero(~np.isnan(mk)))) if np.any(~np.isnan(mk)) else -2"): (
         "with no market bar any negative index keeps every label pending (i + h >= 1)"

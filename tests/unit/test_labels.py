@@ -164,10 +164,10 @@ def test_every_label_row_equals_the_oracle_on_a_small_window():
 
 def test_labels_need_the_market_proxy_and_the_window_before_the_first_day():
     prices = make_prices(start="2019-01-02", end="2019-06-28")
-    with pytest.raises(ValueError, match="labels need the market proxy SPY in prices"):
+    with pytest.raises(ValueError, match="^labels need the market proxy SPY in prices$"):
         compute_labels(prices, ["2019-06-03"], cal, "SPY", params=LabelSettings(window=10, gap=2, min_obs=5))
     first = cal.sessions[0].item()
-    with pytest.raises(ValueError, match="labels need a calendar with the estimation window before the first day"):
+    with pytest.raises(ValueError, match="^labels need a calendar with the estimation window before the first day$"):
         compute_labels(prices, [cal.offset(first, 10).isoformat()], cal, MARKET, params=LabelSettings(window=10, gap=2, min_obs=5))
     # the first day whose panel (window + gap - 1 sessions before D) starts on the calendar's first session is computed
     assert compute_labels(prices, [cal.offset(first, 11).isoformat()], cal, MARKET, params=LabelSettings(window=10, gap=2, min_obs=5)).height
@@ -177,7 +177,9 @@ def test_defaults_are_the_settings_defaults():
     """compute_labels without params uses [labels]' defaults: 252 sessions ending 20 before D, 120 observations."""
     prices = make_prices()
     d = "2020-01-15"
-    got = compute_labels(prices, [d], cal, MARKET, tickers=["AAA"], horizons=(1,)).row(0, named=True)
+    lab = compute_labels(prices, [d], cal, MARKET, tickers=["AAA"], horizons=(1,))
+    assert lab["ticker"].to_list() == ["AAA"]  # the tickers asked for, not every ticker in prices
+    got = lab.row(0, named=True)
     want = oracle(prices, "AAA", dt.date.fromisoformat(d), 1, window=252, gap=20, min_obs=120, z_threshold=1.0)
     assert got["n_obs"] == want["n_obs"] == 251 and got["alpha"] == pytest.approx(want["alpha"], rel=1e-9)
     assert got["y"] == want["y"] and got["z"] == pytest.approx(want["z"], rel=1e-9)
@@ -209,6 +211,9 @@ def test_window_market_model_by_hand():
         empty = window_market_model(np.full(6, np.nan), rm, np.array([5]), window=3, min_obs=3)
         a1, _, _, n1 = window_market_model(r[:3], rm[:3], np.array([2]), window=3, min_obs=3)  # the series is one window
         a2, _, _, n2 = window_market_model(r, rm, np.array([5]), window=2, min_obs=2)  # 2 observations: an exact fit
+        rng = np.random.default_rng(0)  # closes whose 2-point fit leaves a residual of rounding size: x / 0 degrees of freedom
+        rm3 = rng.normal(0, 0.02, 6)
+        window_market_model(0.001 + 1.5 * rm3 + rng.normal(0, 0.003, 6), rm3, np.array([5]), window=2, min_obs=2)
     assert n.tolist() == [0, 0, 3, 3, 0] and n.dtype == np.int64
     for w, e in ((2, 2), (3, 5)):
         fit = sm.OLS(r[e - 2 : e + 1], sm.add_constant(rm[e - 2 : e + 1])).fit()
