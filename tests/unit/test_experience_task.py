@@ -17,6 +17,7 @@ from finrag_dagster.core.experience.task import (
     NoteMemory,
     baseline_score,
     cs_ic,
+    digest,
     excess_returns,
     pipe_scores,
     result_tables,
@@ -317,3 +318,72 @@ def test_sector_and_excess_returns_equal_a_second_implementation():
     assert {e[1] for e in exp} == {"Energy", "Tech"} and len(exp) == 10  # what the holes and the last close leave
     with pytest.raises(ValueError, match="no returns for the market ticker SPY"):
         excess_returns(daily, "SPY", D, asked)
+
+
+def test_digest_keeps_the_k_events_with_most_hits_in_order():
+    from finrag_dagster.core.experience.induction import factor_text, masked
+
+    names = {"ACME": "Acme"}
+    ev = [
+        ("ACME", "Other", "Acme holds annual meeting", ""),  # 0 hits
+        ("ACME", "Earnings & Guidance", "Acme beats estimates", ""),  # 1 hit
+        ("ACME", "Earnings & Guidance", "Acme beats estimates on record growth, strong surge and upgrade", ""),  # 6
+        ("ACME", "Legal & Regulatory", "", "Acme beats estimates on record growth"),  # 3, no headline: no skeleton
+        ("ACME", "Legal & Regulatory", "Acme faces lawsuit", ""),  # 1 hit, ties with the second by its skeleton
+    ]
+    top = [ev[2], ev[3], ev[1] if masked("ACME", ev[1][2], names) < masked("ACME", ev[4][2], names) else ev[4]]
+    f_text, state = digest(ev, names)
+    assert f_text == " ".join(factor_text(et, h, s) for _, et, h, s in top)
+    assert state == "; ".join(m for _, _, h, _ in top if (m := masked("ACME", h, names)))
+    assert state.count("; ") == 1  # the event without a headline gives no skeleton
+    assert digest(ev, names, k=1) == (factor_text(*ev[2][1:]), masked("ACME", ev[2][2], names))
+
+
+def test_sentiment_saturates_at_four_hits():
+    from finrag_dagster.core.reader.embedded import tone
+
+    for text, hits in (
+        ("Acme beats estimates", 1),
+        ("Acme beats estimates on record growth", 3),
+        ("Acme beats estimates on record growth, strong surge and upgrade", 6),
+    ):
+        t, n = tone(text)
+        assert n == hits and sentiment(text) == (t * min(1.0, hits / 4), min(1.0, hits / 4))
+    mild = "Acme faces lawsuit"  # one hit: importance 1/4, and the only item: the score is its tone
+    assert baseline_score([mild]) == pytest.approx(sentiment(mild)[0]) == -0.25  # weights below 1 in all still count
+
+
+def test_note_memories_recall_adjust_and_learn_by_hand():
+    v = lambda *x: np.asarray(x, dtype=np.float64) / np.linalg.norm(x)  # noqa: E731
+    notes = [Note(v(1, 0), "5d", 1.0), Note(v(1, 1), "5d", -1.0), Note(v(0, 1), "5d", 1.0), Note(v(-1, 0), "5d", 1.0), Note(v(1, 0), "1d", -1.0)]
+    q = v(2, 1)
+    sims = {i: float(np.dot(q, notes[i].vec)) for i in range(4)}  # note 3 points away: never recalled; note 4 is another horizon
+    flat = NoteMemory(rerank=False, k=2, notes=[Note(n.vec, n.horizon, n.outcome) for n in notes])
+    used = flat.recall(q, "5d")
+    assert used == sorted(((i, s) for i, s in sims.items() if s > 0), key=lambda x: -x[1])[:2]
+    m = sum(s * flat.notes[i].outcome for i, s in used) / sum(s for _, s in used)
+    assert flat.adjust(0.1, used) == pytest.approx(0.1 + 0.5 * m)
+    assert flat.adjust(0.9, [(0, 1.0)]) == 1.0 and flat.adjust(-0.9, [(1, 1.0)]) == -1.0 and flat.adjust(0.3, []) == 0.3
+    flat.reward(used, 1.0)
+    assert all(n.q == 0.0 for n in flat.notes)  # mem0 learns no value
+    rl = NoteMemory(rerank=True, k=2, k1=3, beta=0.5, lr=0.2, notes=[Note(n.vec, n.horizon, n.outcome) for n in notes])
+    rl.notes[2].q = 0.9  # a valued note climbs above a closer one
+    got = rl.recall(q, "5d")
+    pool = sorted(((i, s) for i, s in sims.items() if s > 0), key=lambda x: -x[1])[:3]
+    want = sorted(pool, key=lambda x: -(0.5 * x[1] + 0.5 * rl.notes[x[0]].q))[:2]
+    assert got == want and got[0][0] == 2
+    rl.reward(got, -1.0)
+    assert rl.notes[2].q == pytest.approx(0.9 + 0.2 * (-1.0 - 0.9)) and rl.notes[got[1][0]].q == pytest.approx(0.2 * -1.0)
+    assert flat.recall(v(0, -1), "5d") == []  # notes at a right angle (similarity 0) or beyond are not recalled
+
+
+def test_task_tree_copies_the_prior_with_fresh_utilities():
+    prior = ExperienceTree([Factor("Earnings", ("earnings",), [Leaf("L00007", "Earnings", "beats lift", unit([1, 0]), {"1D": 3.0}, 4, 2, 5)])])
+    prior._next = 8
+    params = ToEParams(q0=2.0, horizons=HKEYS)
+    t = task_tree(prior, params)
+    (leaf,) = t.leaves()
+    assert (leaf.leaf_id, leaf.factor, leaf.principle, leaf.support) == ("L00007", "Earnings", "beats lift", 5)
+    assert leaf.q == {h: 2.0 for h in HKEYS} and (leaf.n_recall, leaf.n_hit) == (0, 0)
+    assert leaf.embedding is not prior.leaves()[0].embedding and np.array_equal(leaf.embedding, prior.leaves()[0].embedding)
+    assert t.params is params and t._next == 8 and t.factors[0].keywords == ("earnings",)
