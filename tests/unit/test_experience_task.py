@@ -387,3 +387,126 @@ def test_task_tree_copies_the_prior_with_fresh_utilities():
     assert leaf.q == {h: 2.0 for h in HKEYS} and (leaf.n_recall, leaf.n_hit) == (0, 0)
     assert leaf.embedding is not prior.leaves()[0].embedding and np.array_equal(leaf.embedding, prior.leaves()[0].embedding)
     assert t.params is params and t._next == 8 and t.factors[0].keywords == ("earnings",)
+
+
+def _toe_tree(q0=2.0, leaves=None):
+    params = ToEParams(q0=q0, horizons=HKEYS)
+    leaves = leaves or [Leaf("L00000", "Earnings", "the company beats estimates", unit([1, 0, 0]), {h: 3.0 for h in HKEYS})]
+    tree = ExperienceTree([Factor("Earnings", ("earnings", "beats"), leaves)], params)
+    tree._next = len(leaves)
+    return tree
+
+
+def _harness(**kw):
+    from finrag_dagster.core.experience.task import _Harness
+
+    base = dict(alpha={}, methods=METHODS, mems={}, trees={}, expansion_cap=2, llm_update=None, q0=2.0)
+    return _Harness(**{**base, **kw})
+
+
+def _day_input(vec, state="the company beats estimates"):
+    return DayInput("Tech", [], [], "Earnings & Guidance. Acme beats estimates", state, vec)
+
+
+def test_toe_score_is_pipe_times_q_over_q0_clipped_and_expands_within_the_cap():
+    from finrag_dagster.core.experience.task import _toe_score
+
+    hn, tree = _harness(), _toe_tree()
+    x = _day_input(unit([1, 0, 0]))
+    assert _toe_score(hn, tree, x, "1d", 0.5) == (0.75, ("L00000", 0.75))  # 0.5 * 3 / 2
+    assert _toe_score(hn, tree, x, "1d", 0.9)[0] == 1.0 and _toe_score(hn, tree, x, "1d", -0.9)[0] == -1.0
+    assert _toe_score(hn, tree, _day_input(None), "1d", 0.4) == (0.4, None)  # no state vector: Pipe's score
+    assert _toe_score(hn, tree, _day_input(unit([0, 1, 0]), state=""), "1d", 0.4) == (0.4, None)  # no skeleton to expand with
+    s, used = _toe_score(hn, tree, _day_input(unit([0, 1, 0]), state="a new principle"), "1d", 0.4)
+    new = tree.leaves()[-1]
+    assert (s, used) == (0.4, (new.leaf_id, 0.4)) and new.principle == "a new principle" and new.n_recall == 1  # q0 / q0
+    assert len(tree.leaves()) == 2
+    assert _toe_score(hn, tree, _day_input(unit([0, 0, 1]), state="another"), "1d", 0.4) == (0.4, None)  # the factor is full (cap 2)
+    assert len(tree.leaves()) == 2
+
+
+def test_toe_score_selects_by_the_horizons_own_utility():
+    from finrag_dagster.core.experience.task import _toe_score
+
+    a = Leaf("L00000", "Earnings", "a", unit([1, 0.1, 0]), {"1d": 0.5, "5d": 3.0, "10d": 3.0, "20d": 3.0})
+    b = Leaf("L00001", "Earnings", "b", unit([1, 0.2, 0]), {"1d": 3.0, "5d": 0.5, "10d": 0.5, "20d": 0.5})
+    tree = _toe_tree(leaves=[a, b])
+    s, used = _toe_score(_harness(), tree, _day_input(unit([1, 0.1, 0])), "1d", 0.2)
+    assert used[0] == "L00001" and s == pytest.approx(0.2 * 3.0 / 2.0)  # by mean Q, a would win
+
+
+def test_learn_outcome_feeds_each_method_what_it_used():
+    from finrag_dagster.core.experience.task import _learn_outcome
+
+    d0 = dt.date(2021, 3, 1)
+    calls = []
+    rl, flat = NoteMemory(rerank=True), NoteMemory(rerank=False)
+    rl.notes.append(Note(unit([1, 0, 0]), "1d", 1.0))
+    trees = {"Pipe+ToE": _toe_tree(), "Pipe+ToE(llm)": _toe_tree()}
+    hn = _harness(alpha={(d0, "Tech", "1d"): (-0.02, D[1])}, mems={"Pipe+mem0": flat, "Pipe+MemRL": rl}, trees=trees)
+    hn.llm_update = lambda *a: calls.append(a)
+    vec = unit([0, 1, 0])
+    used = {
+        "_vec": vec,
+        "Pipe+mem0": (vec, 0.3, []),
+        "Pipe+MemRL": (vec, 0.3, [(0, 0.9)]),
+        "Pipe+ToE": ("L00000", 0.0),
+        "Pipe+ToE(llm)": ("L00000", 1.0),
+    }
+    _learn_outcome(hn, d0, "Tech", "1d", used)
+    assert rl.notes[0].q == pytest.approx(0.2 * (-1.0 - 0.0))  # sign(score) * sign(alpha) = -1
+    assert [(n.horizon, n.outcome) for n in flat.notes] == [("1d", -1.0)] and rl.notes[-1].outcome == -1.0 and np.array_equal(flat.notes[0].vec, vec)
+    assert trees["Pipe+ToE"].leaves()[0].q["1d"] == 3.0  # a score of 0 took no side: nothing to learn
+    assert calls == [(trees["Pipe+ToE(llm)"], "L00000", "1d", 1.0, -0.02)]
+    used["Pipe+ToE"] = ("L00000", 1.0)
+    _learn_outcome(hn, d0, "Tech", "1d", {**used, "_vec": None})
+    assert trees["Pipe+ToE"].leaves()[0].q["1d"] == pytest.approx(formula_update(3.0, -0.02, 0, q0=2.0, eta=10.0))
+    assert len(flat.notes) == 1  # no state vector: no new note
+    hn.llm_update = None
+    with pytest.raises(ValueError, match=r"^Pipe\+ToE\(llm\) needs an LLM update function$"):
+        _learn_outcome(hn, d0, "Tech", "1d", used)
+
+
+def test_run_task_passes_q0_eta_the_llm_update_and_both_memories(monkeypatch):
+    """q0 and eta reach the task trees; Pipe+ToE(llm) learns through the update function it is
+    given; mem0 is the flat memory and MemRL the reranking one."""
+    from finrag_dagster.core.experience import task as task_mod
+
+    made = []
+
+    class Spy(NoteMemory):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            made.append(kw.get("rerank"))
+
+    monkeypatch.setattr(task_mod, "NoteMemory", Spy)
+    days = D[:4]
+    vecs = [unit([1, 0, 0]), unit([1, 0.3, 0])]  # both clear the leaf's threshold: one leaf learns from both
+
+    def inputs(t):
+        ev = [("AC", "Earnings & Guidance", "Acme beats estimates", "", 0)]
+        f_text = "Earnings & Guidance. Acme beats estimates"
+        return [DayInput(f"T{i}", ["Acme beats estimates"], ev, f_text, "the company beats estimates", v) for i, v in enumerate(vecs)]
+
+    alphas = pl.DataFrame(
+        [(d, f"T{i}", "1d", (-0.02, 0.03)[i], days[k + 1]) for k, d in enumerate(days[:-1]) for i in range(2)],
+        schema={"date": pl.Date, "target": pl.Utf8, "horizon": pl.Utf8, "alpha": pl.Float64, "maturity_day": pl.Date},
+        orient="row",
+    )
+    calls = []
+
+    def llm_update(tree, leaf_id, hk, score, a):
+        calls.append((leaf_id, hk, a))
+        tree.update(leaf_id, hk, float(np.sign(score)) * a)
+
+    sc = run_task(days, inputs, alphas, _toe_tree(q0=1.0), methods=METHODS, llm_update=llm_update, q0=2.0, eta=5.0)
+    assert made == [False, True]  # Pipe+mem0, Pipe+MemRL
+    one = sc.filter((pl.col("horizon") == "1d") & (pl.col("target") == "T0")).sort("date")
+    pipe = one.filter(pl.col("method") == "Pipe")["score"].to_list()
+    assert pipe[0] > 0
+    q = formula_update(formula_update(2.0, -0.02, 0, q0=2.0, eta=5.0), 0.03, 1, q0=2.0, eta=5.0)  # day 0's two outcomes, learned on day 2
+    for m in ("Pipe+ToE", "Pipe+ToE(llm)"):
+        toe = one.filter(pl.col("method") == m)["score"].to_list()
+        assert toe[:2] == pytest.approx(pipe[:2])  # q = q0 = 2 over q0 = 2
+        assert toe[2] == pytest.approx(min(1.0, pipe[2] * q / 2.0)), m
+    assert calls[:2] == [("L00000", "1d", -0.02), ("L00000", "1d", 0.03)]
