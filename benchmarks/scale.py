@@ -156,19 +156,20 @@ def _empty_body(keys: tuple, checks: tuple):
     return body
 
 
-def twin_assets(defs: dg.Definitions) -> list[dg.AssetsDefinition]:
-    """Empty-bodied copies of every asset: same keys, deps, partitions, backfill policy, checks."""
+def twin_assets(defs: dg.Definitions, checks: bool = True) -> list[dg.AssetsDefinition]:
+    """Empty-bodied copies of every asset: same keys, deps, partitions, backfill policy, and (with
+    ``checks``) the same asset checks, each reporting a pass."""
     out = []
     for ad in defs.assets:
         specs = list(ad.specs)  # keys, deps with their partition mappings, partitions, groups
-        checks = list(ad.check_specs)
-        body = _empty_body(tuple(ad.keys), tuple(checks))
+        checks_of = list(ad.check_specs) if checks else []
+        body = _empty_body(tuple(ad.keys), tuple(checks_of))
 
         name = "twin_" + "_".join("__".join(k.path) for k in ad.keys)[:60] + f"_{len(out)}"
         out.append(
             dg.multi_asset(
                 specs=specs,
-                check_specs=checks or None,
+                check_specs=checks_of or None,
                 name=name,
                 partitions_def=ad.partitions_def,
                 backfill_policy=ad.backfill_policy,
@@ -178,12 +179,12 @@ def twin_assets(defs: dg.Definitions) -> list[dg.AssetsDefinition]:
     return out
 
 
-def run_twin(settings: Settings, instance: dg.DagsterInstance) -> dict[str, float]:
+def run_twin(settings: Settings, instance: dg.DagsterInstance, checks: bool = True) -> dict[str, float]:
     """Wall seconds per stage of the empty twin, same selections and ranges as :func:`run_range`."""
     cal = nyse()
     hist = cal.sessions_in_range(settings.calendar.start, settings.calendar.end)
     dec = cal.sessions_in_range(settings.calendar.decision_start, settings.calendar.end)
-    twins = twin_assets(build_definitions(settings))  # only the graph: the twin's bodies use no resource
+    twins = twin_assets(build_definitions(settings), checks)  # only the graph: the twin's bodies use no resource
     out = {}
     for st in stages(settings):
         tags = {}
@@ -201,6 +202,20 @@ def run_twin(settings: Settings, instance: dg.DagsterInstance) -> dict[str, floa
         )
         out[st.name] = time.perf_counter() - t0
     return out
+
+
+def print_check_cost(runs: list[dict]) -> None:
+    """What Dagster adds for the asset checks (schema, point-in-time, the reader's blocking checks,
+    row counts), per decision partition: the twin with its checks against the same twin without,
+    in the same run. The checks' own reads of the lake are inside the real steps' time."""
+    for r in runs:
+        with_c, without = sum(r["twin"].values()), sum(r.get("twin_no_checks", {}).values())
+        if without:
+            per = (with_c - without) / max(r["days"], 1)
+            print(
+                f"asset checks' bookkeeping at {r['days']} decision days: twin {with_c:.1f} s with checks, {without:.1f} s without "
+                f"({with_c / without:.2f}x): {per * 1000:.0f} ms per decision day, {per / max(r['total'] / r['days'], 1e-9):.1%} of the pipeline's time per day"
+            )
 
 
 # ---------------------------------------------------------------------------- one size
@@ -318,9 +333,12 @@ def measure(settings: Settings, twin: bool = True) -> dict:
         wall[name] = stop - start
         cpu[name] = (marks[i + 1][2] if i + 1 < len(marks) else cpu_end) - c0
     tw: dict[str, float] = {}
+    bare: dict[str, float] = {}
     if twin:
         with dg.instance_for_test() as inst:
             tw = run_twin(settings, inst)
+        with dg.instance_for_test() as inst:  # the same twin without its asset checks: what Dagster adds for them
+            bare = run_twin(settings, inst, checks=False)
     import pyarrow.parquet as pq
 
     from finrag_dagster.core.tables import Lake
@@ -336,6 +354,7 @@ def measure(settings: Settings, twin: bool = True) -> dict:
         "peak_mib": peaks,
         "steps": steps,
         "twin": tw,
+        "twin_no_checks": bare,
         "total": t_end - t0,
         "rows": rows,
         "lake_bytes": lake_bytes(Path(settings.lake_dir)),
@@ -789,6 +808,7 @@ def main() -> None:
             + " "
             + " ".join(f"{t / x:11.0%}" for t, x in zip(tw, w))
         )
+    print_check_cost(runs)
     print(
         "\nslowest asset steps at the largest size (s): "
         + ", ".join(f"{k} {v:.0f}" for k, v in sorted(runs[-1]["steps"].items(), key=lambda kv: -kv[1])[:8])
