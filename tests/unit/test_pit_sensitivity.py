@@ -33,149 +33,140 @@ def _ts(day: dt.date, hour: int) -> dt.datetime:
     return dt.datetime(day.year, day.month, day.day, hour, tzinfo=UTC)
 
 
+def _universe() -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "ticker": [*TICKERS, "QQQ"],
+            "company": [*TICKERS.values(), "Invesco QQQ"],
+            "sector": ["IT", "IT", "ETF"],
+            "sub_industry": [None, None, None],
+            "cik": [1, 2, None],
+            "aliases": ["acme", "bolt", ""],
+            "is_benchmark": [False, False, True],
+        },
+        schema_overrides={"sub_industry": pl.Utf8, "cik": pl.Int64},
+    )
+
+
+def _anchor(d: dt.date, aid: str, tk: str, head: str, close: dt.datetime) -> dict:
+    return {
+        "anchor_id": aid,
+        "passage_id": aid,
+        "ticker": tk,
+        "sector": "IT",
+        "public_time": _ts(d, 15),
+        "time_precision": "second",
+        "decision_time": close,
+        "session": "regular",
+        "headline": head,
+        "summary": "",
+        "url": f"https://x/{aid}",
+        "event_type": "Earnings & Guidance",
+        "cue_counts": "{}",
+        "dup_cluster": aid,
+    }
+
+
+def _passage(d: dt.date, aid: str, k: int, fam: str, tk: str, company: str) -> tuple[dict, dict]:
+    """(evidence row, candidate row) of the anchor's k-th passage, published at 13:00 on its day."""
+    pid = f"P{aid}{k}"
+    ev = {
+        "passage_id": pid,
+        "source_family": fam,
+        "doc_id": pid,
+        "ticker": tk,
+        "sector": "IT",
+        "public_time": _ts(d, 13),
+        "time_precision": "second",
+        "form_type": None if fam == "news" else "8-K",
+        "item": None,
+        "fiscal_period": None,
+        "url": f"https://x/{pid}",
+        "title": f"{company} update {k}",
+        "title_key": f"{pid}",
+        "text": f"{company} reports results {k}",
+        "dup_cluster": pid,
+    }
+    cand = {
+        "anchor_id": aid,
+        "passage_id": pid,
+        "rank": k + 1,
+        "bm25": 1.0 - k,
+        "dense": 0.5 - 0.1 * k,
+        "relevance": 0.9 - 0.2 * k,
+        "is_peer": False,
+        "source_family": fam,
+        "ticker": tk,
+    }
+    return ev, cand
+
+
+def _labels(d: dt.date, i: int, j: int, tk: str) -> list[dict]:
+    out = []
+    for h, n in H.items():
+        y = (1, 0, -1)[(i + j + n) % 3]
+        out.append(
+            {
+                "ticker": tk,
+                "horizon": h,
+                "maturity_day": cal.offset(d, n),
+                "status": "ok",
+                "n_obs": 200,
+                **{"R": 0.0, "Rm": 0.0, "alpha": 0.0, "beta": 1.0, "sigma": 0.01},
+                "epsilon": 0.015 * y,
+                "z": 1.5 * y,
+                "y": y,
+            }
+        )
+    return out
+
+
+CARD_NUMBERS = ("ret_1d", "ret_5d", "ret_20d", "mkt_ret_1d", "mkt_ret_5d", "mkt_ret_20d", "rel_5d", "rel_20d")
+CARD_NUMBERS += ("vol_20d", "vol_252d", "mkt_vol_20d", "mkt_vol_252d")
+
+
+def _market_rows(d: dt.date, i: int, close: dt.datetime) -> tuple[list[dict], list[dict]]:
+    """(returns rows of every ticker, context-card rows of the universe's stocks) of day ``d``."""
+    rets, cards = [], []
+    for tk in [*TICKERS, "QQQ"]:
+        r = 0.01 * ((i % 3) - 1)
+        rets.append({"ticker": tk, "adj_close": 100.0, **{f"ret_{n}d": r for n in (1, 3, 5, 10, 20)}})
+        rets[-1].update(vol_20d=0.01, vol_252d=0.01, n_obs_252d=252)
+        if tk != "QQQ":
+            cards.append(
+                {
+                    "ticker": tk,
+                    "as_of": close,
+                    **{c: 0.0 for c in CARD_NUMBERS},
+                    "momentum_state": "flat",
+                    "relative_state": "in line",
+                    "risk_state": "normal",
+                    "market_trend": "range-bound",
+                    "card_text": f"as_of: {d} close",
+                }
+            )
+    return rets, cards
+
+
 def build_lake(root) -> Lake:
     lake = Lake(root)
-    lake.write(
-        "universe",
-        pl.DataFrame(
-            {
-                "ticker": [*TICKERS, "QQQ"],
-                "company": [*TICKERS.values(), "Invesco QQQ"],
-                "sector": ["IT", "IT", "ETF"],
-                "sub_industry": [None, None, None],
-                "cik": [1, 2, None],
-                "aliases": ["acme", "bolt", ""],
-                "is_benchmark": [False, False, True],
-            },
-            schema_overrides={"sub_industry": pl.Utf8, "cik": pl.Int64},
-        ),
-    )
+    lake.write("universe", _universe())
     rng = np.random.default_rng(0)
     ev_rows, emb = [], []
     days = cal.sessions_in_range(VALID[0], VALID[1]) + TEST_MATERIALISED
     for i, d in enumerate(days):
         close = cal.close_time(d).to_pydatetime()
-        anchors, cands, cards, labels, rets = [], [], [], [], []
+        anchors, cands, labels = [], [], []
         for j, (tk, company) in enumerate(TICKERS.items()):
             aid = f"N{d:%Y%m%d}{tk}"
-            head = HEADLINES[(i + j) % 2].format(c=company)
-            anchors.append(
-                {
-                    "anchor_id": aid,
-                    "passage_id": aid,
-                    "ticker": tk,
-                    "sector": "IT",
-                    "public_time": _ts(d, 15),
-                    "time_precision": "second",
-                    "decision_time": close,
-                    "session": "regular",
-                    "headline": head,
-                    "summary": "",
-                    "url": f"https://x/{aid}",
-                    "event_type": "Earnings & Guidance",
-                    "cue_counts": "{}",
-                    "dup_cluster": aid,
-                }
-            )
+            anchors.append(_anchor(d, aid, tk, HEADLINES[(i + j) % 2].format(c=company), close))
             for k, fam in enumerate(("news", "sec_filing")):
-                pid = f"P{aid}{k}"
-                ev_rows.append(
-                    {
-                        "passage_id": pid,
-                        "source_family": fam,
-                        "doc_id": pid,
-                        "ticker": tk,
-                        "sector": "IT",
-                        "public_time": _ts(d, 13),
-                        "time_precision": "second",
-                        "form_type": None if fam == "news" else "8-K",
-                        "item": None,
-                        "fiscal_period": None,
-                        "url": f"https://x/{pid}",
-                        "title": f"{company} update {k}",
-                        "title_key": f"{pid}",
-                        "text": f"{company} reports results {k}",
-                        "dup_cluster": pid,
-                    }
-                )
+                ev, cand = _passage(d, aid, k, fam, tk, company)
+                ev_rows.append(ev)
                 emb.append(rng.normal(size=384))
-                cands.append(
-                    {
-                        "anchor_id": aid,
-                        "passage_id": pid,
-                        "rank": k + 1,
-                        "bm25": 1.0 - k,
-                        "dense": 0.5 - 0.1 * k,
-                        "relevance": 0.9 - 0.2 * k,
-                        "is_peer": False,
-                        "source_family": fam,
-                        "ticker": tk,
-                    }
-                )
-            for h, n in H.items():
-                y = (1, 0, -1)[(i + j + n) % 3]
-                labels.append(
-                    {
-                        "ticker": tk,
-                        "horizon": h,
-                        "maturity_day": cal.offset(d, n),
-                        "status": "ok",
-                        "n_obs": 200,
-                        "R": 0.0,
-                        "Rm": 0.0,
-                        "alpha": 0.0,
-                        "beta": 1.0,
-                        "sigma": 0.01,
-                        "epsilon": 0.015 * y,
-                        "z": 1.5 * y,
-                        "y": y,
-                    }
-                )
-        for tk in [*TICKERS, "QQQ"]:
-            r = 0.01 * ((i % 3) - 1)
-            rets.append(
-                {
-                    "ticker": tk,
-                    "adj_close": 100.0,
-                    "ret_1d": r,
-                    "ret_3d": r,
-                    "ret_5d": r,
-                    "ret_10d": r,
-                    "ret_20d": r,
-                    "vol_20d": 0.01,
-                    "vol_252d": 0.01,
-                    "n_obs_252d": 252,
-                }
-            )
-            if tk != "QQQ":
-                cards.append(
-                    {
-                        "ticker": tk,
-                        "as_of": close,
-                        **{
-                            c: 0.0
-                            for c in (
-                                "ret_1d",
-                                "ret_5d",
-                                "ret_20d",
-                                "mkt_ret_1d",
-                                "mkt_ret_5d",
-                                "mkt_ret_20d",
-                                "rel_5d",
-                                "rel_20d",
-                                "vol_20d",
-                                "vol_252d",
-                                "mkt_vol_20d",
-                                "mkt_vol_252d",
-                            )
-                        },
-                        "momentum_state": "flat",
-                        "relative_state": "in line",
-                        "risk_state": "normal",
-                        "market_trend": "range-bound",
-                        "card_text": f"as_of: {d} close",
-                    }
-                )
+                cands.append(cand)
+            labels += _labels(d, i, j, tk)
+        rets, cards = _market_rows(d, i, close)
         lake.write("anchors", pl.DataFrame(anchors), date=d)
         lake.write("candidates", pl.DataFrame(cands, schema_overrides={"rank": pl.Int32}), date=d)
         lake.write("context_cards", pl.DataFrame(cards), date=d)
