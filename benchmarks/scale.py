@@ -590,7 +590,7 @@ def exponent(sizes: list[float], values: list[float]) -> float:
     return float(np.polyfit(np.log(sizes), np.log(values), 1)[0])
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--axis", choices=["days", "tickers"], default="days")
     ap.add_argument("--days", default="20,40,80", help="decision days (a list on the days axis)")
@@ -639,92 +639,99 @@ def main() -> None:
         "with each engine's wall time per stage, its ratio to the first engine, and whether the lakes are the same bytes",
     )
     ap.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.growth:
-        rows = partition_growth(Path(args.growth))
-        print(f"{'table':44s} {'days':>5s} {'rows/day first 60':>18s} {'last 60':>8s} {'bytes/row first':>16s} {'last':>7s} {'ratio':>6s}")
-        for r in rows:
-            print(
-                f"{r['table']:44s} {r['days']:5d} {r['rows_first']:18,.0f} {r['rows_last']:8,.0f} {r['bytes_per_row_first']:16,.0f} "
-                f"{r['bytes_per_row_last']:7,.0f} {r['bytes_per_row_ratio']:6.2f}"
-            )
-        if args.out:
-            Path(args.out).write_text(json.dumps(rows, indent=1))
-        return
-    if args.config:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        s = load_settings(args.config)
-        if args.dir:
-            s = s.with_overrides(lake_dir=str(Path(args.dir) / "lake"))
-        if args.processes is not None:
-            s = s.with_overrides(execution={"processes": args.processes})
-        n_days = len(nyse().sessions_in_range(s.calendar.decision_start, s.calendar.end))
+    return ap.parse_args()
+
+
+def report_growth(args: argparse.Namespace) -> None:
+    """``--growth``: each table's daily partition size, first 60 days against the last 60."""
+    rows = partition_growth(Path(args.growth))
+    print(f"{'table':44s} {'days':>5s} {'rows/day first 60':>18s} {'last 60':>8s} {'bytes/row first':>16s} {'last':>7s} {'ratio':>6s}")
+    for r in rows:
         print(
-            f"{args.config}: {s.world.n_tickers} tickers, {n_days} decision days, families {', '.join(s.variants.families)}; lake {s.lake_dir}",
-            flush=True,
+            f"{r['table']:44s} {r['days']:5d} {r['rows_first']:18,.0f} {r['rows_last']:8,.0f} {r['bytes_per_row_first']:16,.0f} "
+            f"{r['bytes_per_row_last']:7,.0f} {r['bytes_per_row_ratio']:6.2f}"
         )
-        if args.retime_loop:
-            qs = args.retime_loop.split(",")
-            r = retime_loop(s, qs)
-            for k in ("loop_s_per_day", "wall_s_per_day", "cpu_s_per_day"):
-                print(f"{k}: " + ", ".join(f"{q} {r[q][k]:.2f}" for q in qs) + f"; {qs[-1]} / {qs[0]}: {r[qs[-1]][k] / r[qs[0]][k]:.2f}")
-            if args.out:
-                Path(args.out).write_text(json.dumps(r, indent=1))
-            return
-        progress = Path(args.progress or Path(s.lake_dir).parent / "progress.jsonl")
-        m = measure_chunked(s, progress, Path(args.stop_file) if args.stop_file else None, twin=not args.no_twin)
-        if m is None:
-            print(f"stopped; run the same command again to resume (finished phases are in {progress})")
-            return
-        m.update(config=args.config, days=n_days, tickers=s.world.n_tickers)
-        lake_mb = sum(v for k, v in m["lake_bytes"].items() if not k.startswith("_")) / 1e6
-        print(
-            f"total {m['total']:.0f} s (sum of the phases); peak RSS {max(m['peak_mib'].values())} MiB; lake {lake_mb:.0f} MB "
-            f"({lake_mb / n_days:.2f} MB per decision day)"
-        )
-        for n in m["wall"]:
-            tw = m["twin"].get(n)
-            print(
-                f"  {n:12s} wall {m['wall'][n]:9.1f} s  cpu {m['cpu'][n]:9.1f} s  peak {m['peak_mib'][n]:6d} MiB  "
-                + (f"dagster twin {tw:7.1f} s ({tw / max(m['wall'][n], 1e-9):.0%})" if tw is not None else "")
-            )
-        q = m["loop_quarters"]
-        print("loop s per decision day by quarter: " + ", ".join(f"{k} {v:.2f}" for k, v in q.items()))
-        if q:
-            first, last = next(iter(q)), list(q)[-1]
-            print(f"loop cost per day, {last} / {first}: {q[last] / q[first]:.2f}")
-        print("rows: " + ", ".join(f"{k} {v}" for k, v in m["rows"].items()))
-        if args.out:
-            Path(args.out).write_text(json.dumps(m, indent=1, default=str))
-        return
-    days = [int(x) for x in args.days.split(",")]
-    tickers = [int(x) for x in args.tickers.split(",")]
-    sizes = days if args.axis == "days" else tickers
-    if args.axis == "days" and len(tickers) != 1 or args.axis == "tickers" and len(days) != 1:
-        ap.error("give one value for the axis that does not grow")
+    if args.out:
+        Path(args.out).write_text(json.dumps(rows, indent=1))
+
+
+def run_config(args: argparse.Namespace) -> None:
+    """``--config``: one settings file as it stands, phase by phase (resumable), or ``--retime-loop``."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    if args.one is not None:  # one size, in this process (the parent starts one process per size)
-        size = args.one
-        n_days = size if args.axis == "days" else days[0]
-        n_tick = size if args.axis == "tickers" else tickers[0]
-        lake = Path(args.dir) / f"lake_{size}"
-        s = settings_for(
-            lake,
-            n_tick,
-            n_days,
-            args.families.split(","),
-            dt.date.fromisoformat(args.history_start),
-            dt.date.fromisoformat(args.decision_start),
-            args.echo,
-            args.events,
-            args.engine,
-        )
-        m = measure(s, twin=not args.engines)
-        m.update(size=size, tickers=n_tick, days=n_days, engine=args.engine, digest=lake_digest(lake))
-        print("RESULT " + json.dumps(m, default=str))
+    s = load_settings(args.config)
+    if args.dir:
+        s = s.with_overrides(lake_dir=str(Path(args.dir) / "lake"))
+    if args.processes is not None:
+        s = s.with_overrides(execution={"processes": args.processes})
+    n_days = len(nyse().sessions_in_range(s.calendar.decision_start, s.calendar.end))
+    print(
+        f"{args.config}: {s.world.n_tickers} tickers, {n_days} decision days, families {', '.join(s.variants.families)}; lake {s.lake_dir}",
+        flush=True,
+    )
+    if args.retime_loop:
+        qs = args.retime_loop.split(",")
+        r = retime_loop(s, qs)
+        for k in ("loop_s_per_day", "wall_s_per_day", "cpu_s_per_day"):
+            print(f"{k}: " + ", ".join(f"{q} {r[q][k]:.2f}" for q in qs) + f"; {qs[-1]} / {qs[0]}: {r[qs[-1]][k] / r[qs[0]][k]:.2f}")
+        if args.out:
+            Path(args.out).write_text(json.dumps(r, indent=1))
         return
+    progress = Path(args.progress or Path(s.lake_dir).parent / "progress.jsonl")
+    m = measure_chunked(s, progress, Path(args.stop_file) if args.stop_file else None, twin=not args.no_twin)
+    if m is None:
+        print(f"stopped; run the same command again to resume (finished phases are in {progress})")
+        return
+    print_config_result(args, m, n_days, s)
+
+
+def print_config_result(args: argparse.Namespace, m: dict, n_days: int, s: Settings) -> None:
+    m.update(config=args.config, days=n_days, tickers=s.world.n_tickers)
+    lake_mb = sum(v for k, v in m["lake_bytes"].items() if not k.startswith("_")) / 1e6
+    print(
+        f"total {m['total']:.0f} s (sum of the phases); peak RSS {max(m['peak_mib'].values())} MiB; lake {lake_mb:.0f} MB "
+        f"({lake_mb / n_days:.2f} MB per decision day)"
+    )
+    for n in m["wall"]:
+        tw = m["twin"].get(n)
+        print(
+            f"  {n:12s} wall {m['wall'][n]:9.1f} s  cpu {m['cpu'][n]:9.1f} s  peak {m['peak_mib'][n]:6d} MiB  "
+            + (f"dagster twin {tw:7.1f} s ({tw / max(m['wall'][n], 1e-9):.0%})" if tw is not None else "")
+        )
+    q = m["loop_quarters"]
+    print("loop s per decision day by quarter: " + ", ".join(f"{k} {v:.2f}" for k, v in q.items()))
+    if q:
+        first, last = next(iter(q)), list(q)[-1]
+        print(f"loop cost per day, {last} / {first}: {q[last] / q[first]:.2f}")
+    print("rows: " + ", ".join(f"{k} {v}" for k, v in m["rows"].items()))
+    if args.out:
+        Path(args.out).write_text(json.dumps(m, indent=1, default=str))
+
+
+def run_one(args: argparse.Namespace, days: list[int], tickers: list[int]) -> None:
+    """``--one``: one size, in this process (the parent starts one process per size); prints RESULT."""
+    size = args.one
+    n_days = size if args.axis == "days" else days[0]
+    n_tick = size if args.axis == "tickers" else tickers[0]
+    lake = Path(args.dir) / f"lake_{size}"
+    s = settings_for(
+        lake,
+        n_tick,
+        n_days,
+        args.families.split(","),
+        dt.date.fromisoformat(args.history_start),
+        dt.date.fromisoformat(args.decision_start),
+        args.echo,
+        args.events,
+        args.engine,
+    )
+    m = measure(s, twin=not args.engines)
+    m.update(size=size, tickers=n_tick, days=n_days, engine=args.engine, digest=lake_digest(lake))
+    print("RESULT " + json.dumps(m, default=str))
+
+
+def run_sizes(args: argparse.Namespace, sizes: list[int]) -> tuple[list[str], list[dict]]:
+    """Each size (or each engine) in its own process: the engines and one measurement per run."""
     engines = args.engines.split(",") if args.engines else [args.engine]
     if args.engines:
         sizes = sizes[:1]
@@ -774,19 +781,24 @@ def main() -> None:
             )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    return engines, runs
 
+
+def print_engines(args: argparse.Namespace, engines: list[str], runs: list[dict]) -> None:
     names = list(runs[0]["wall"])
-    if args.engines:
-        base = runs[0]
-        print(f"\n{base['tickers']} tickers, {base['days']} decision days; families {args.families}; wall s per stage, ratio to {engines[0]}")
-        print(f"{'stage':12s} " + " ".join(f"{e:>16s}" for e in engines))
-        for n in [*names, "total"]:
-            w = [r["wall"][n] if n != "total" else r["total"] for r in runs]
-            print(f"{n:12s} " + " ".join(f"{x:8.1f} ({x / w[0]:4.2f}x)" for x in w))
-        print("same lake bytes as " + engines[0] + ": " + ", ".join(f"{r['engine']} {r['digest'] == base['digest']}" for r in runs[1:]))
-        if args.out:
-            Path(args.out).write_text(json.dumps({"engines": engines, "runs": runs}, indent=1, default=str))
-        return
+    base = runs[0]
+    print(f"\n{base['tickers']} tickers, {base['days']} decision days; families {args.families}; wall s per stage, ratio to {engines[0]}")
+    print(f"{'stage':12s} " + " ".join(f"{e:>16s}" for e in engines))
+    for n in [*names, "total"]:
+        w = [r["wall"][n] if n != "total" else r["total"] for r in runs]
+        print(f"{n:12s} " + " ".join(f"{x:8.1f} ({x / w[0]:4.2f}x)" for x in w))
+    print("same lake bytes as " + engines[0] + ": " + ", ".join(f"{r['engine']} {r['digest'] == base['digest']}" for r in runs[1:]))
+    if args.out:
+        Path(args.out).write_text(json.dumps({"engines": engines, "runs": runs}, indent=1, default=str))
+
+
+def print_sizes(args: argparse.Namespace, sizes: list[int], runs: list[dict]) -> None:
+    names = list(runs[0]["wall"])
     print(f"\naxis: {args.axis}; sizes {sizes}; families {args.families}")
     print(
         f"{'stage':12s} "
@@ -820,6 +832,27 @@ def main() -> None:
     print("rows: " + "; ".join(f"{r['size']}: " + ", ".join(f"{k} {v}" for k, v in r["rows"].items()) for r in runs))
     if args.out:
         Path(args.out).write_text(json.dumps({"axis": args.axis, "sizes": sizes, "runs": runs}, indent=1, default=str))
+
+
+def main() -> None:
+    args = parse_args()
+    if args.growth:
+        return report_growth(args)
+    if args.config:
+        return run_config(args)
+    days = [int(x) for x in args.days.split(",")]
+    tickers = [int(x) for x in args.tickers.split(",")]
+    sizes = days if args.axis == "days" else tickers
+    if args.axis == "days" and len(tickers) != 1 or args.axis == "tickers" and len(days) != 1:
+        sys.exit("give one value for the axis that does not grow")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if args.one is not None:
+        return run_one(args, days, tickers)
+    engines, runs = run_sizes(args, sizes)
+    if args.engines:
+        return print_engines(args, engines, runs)
+    print_sizes(args, sizes, runs)
 
 
 if __name__ == "__main__":

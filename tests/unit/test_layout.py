@@ -149,7 +149,6 @@ LONG_OUTSIDE_THE_PACKAGE = {
     "benchmarks/reader_oracle.py:main",
     "benchmarks/retrieval.py:main",
     "benchmarks/retrieval_quality.py:main_real",
-    "benchmarks/scale.py:main",
     "tests/data/bad/make_fixtures.py:main",
 }
 
@@ -202,7 +201,6 @@ def test_module_docstrings_are_a_short_paragraph(tmp_path):
 MANY_PARAMETERS_TO_CUT = {
     "core/anchors.py:anchors_for_days",
     "core/experience/loop.py:choose_principles",
-    "core/experience/task.py:run_task",
     "core/loop_io.py:_day_feedback",
     "core/memory/feedback.py:build_feedback",
     "core/retrieval/candidates.py:candidates_for_days",
