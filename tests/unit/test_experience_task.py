@@ -28,6 +28,7 @@ from finrag_dagster.core.experience.task import (
     ts_ic,
 )
 from finrag_dagster.core.experience.tree import ExperienceTree, Factor, Leaf, ToEParams, formula_update
+from finrag_dagster.core.settings import ExperienceSettings
 
 D = [dt.date(2021, 3, 1) + dt.timedelta(days=i) for i in range(30)]  # a toy calendar: every day a session
 
@@ -499,7 +500,7 @@ def test_run_task_passes_q0_eta_the_llm_update_and_both_memories(monkeypatch):
         calls.append((leaf_id, hk, a))
         tree.update(leaf_id, hk, float(np.sign(score)) * a)
 
-    sc = run_task(days, inputs, alphas, _toe_tree(q0=1.0), methods=METHODS, llm_update=llm_update, q0=2.0, eta=5.0)
+    sc = run_task(days, inputs, alphas, _toe_tree(q0=1.0), methods=METHODS, params=ExperienceSettings(q0=2.0, eta=5.0), llm_update=llm_update)
     assert made == [False, True]  # Pipe+mem0, Pipe+MemRL
     one = sc.filter((pl.col("horizon") == "1d") & (pl.col("target") == "T0")).sort("date")
     pipe = one.filter(pl.col("method") == "Pipe")["score"].to_list()

@@ -131,10 +131,8 @@ def run_experience_task(s: Settings, lake: Lake, cal: TradingCalendar) -> TaskRu
         alphas,
         prior=prior,
         methods=methods,
-        expansion_cap=s.experience.expansion_cap,
+        params=s.experience,
         llm_update=llm_fn,
-        q0=s.experience.q0,
-        eta=s.experience.eta,
     )
     for d in days:
         lake.write("experience_task_scores", scores.filter(pl.col("date") == dt.date.fromisoformat(d)).drop("date"), date=d)

@@ -22,6 +22,7 @@ import polars as pl
 import pyarrow as pa
 
 from ..reader.embedded import tone
+from ..settings import ExperienceSettings
 from ..storage.schemas import TableSpec
 from .induction import factor_text, masked
 from .tree import ExperienceTree, Factor, Leaf, ToEParams
@@ -348,13 +349,13 @@ def run_task(
     alphas: pl.DataFrame,
     prior: ExperienceTree | None,
     methods: Sequence[str] = METHODS[:5],
-    expansion_cap: int = 32,
+    params: ExperienceSettings = ExperienceSettings(),
     llm_update: UpdateFn | None = None,
-    q0: float = 1.0,
-    eta: float = 10.0,
 ) -> pl.DataFrame:
     """Scores of every method, target, day and horizon, stepping the days in order and releasing
-    each (day, horizon) outcome to the memories only on the day after it matured."""
+    each (day, horizon) outcome to the memories only on the day after it matured. ``params``: the
+    trees' q0, eta and expansion cap (settings ``[experience]``)."""
+    q0, eta, expansion_cap = params.q0, params.eta, params.expansion_cap
     alpha = {(r[0], r[1], r[2]): (r[3], r[4]) for r in alphas.select("date", "target", "horizon", "alpha", "maturity_day").rows()}
     params = ToEParams(q0=q0, eta=eta, horizons=HKEYS)
     mems = {"Pipe+mem0": NoteMemory(rerank=False), "Pipe+MemRL": NoteMemory(rerank=True)}
