@@ -204,18 +204,26 @@ def run_twin(settings: Settings, instance: dg.DagsterInstance, checks: bool = Tr
     return out
 
 
+def partitions_per_stage(settings: Settings) -> dict[str, int]:
+    """Partitions each stage materialises: the history sessions, the decision days, or 1 (unpartitioned)."""
+    cal = nyse()
+    n = {"history": len(cal.sessions_in_range(settings.calendar.start, settings.calendar.end))}
+    n["decisions"] = len(cal.sessions_in_range(settings.calendar.decision_start, settings.calendar.end))
+    return {st.name: n.get(st.span, 1) if st.span else 1 for st in stages(settings)}
+
+
 def print_check_cost(runs: list[dict]) -> None:
-    """What Dagster adds for the asset checks (schema, point-in-time, the reader's blocking checks,
-    row counts), per decision partition: the twin with its checks against the same twin without,
-    in the same run. The checks' own reads of the lake are inside the real steps' time."""
+    """What Dagster adds for the asset checks (schema, point-in-time, the reader's blocking checks),
+    per partition and stage: the empty twin with its checks against the same twin without them, in
+    the same run. The checks' own reads of the lake are inside the real steps' time."""
     for r in runs:
-        with_c, without = sum(r["twin"].values()), sum(r.get("twin_no_checks", {}).values())
-        if without:
-            per = (with_c - without) / max(r["days"], 1)
-            print(
-                f"asset checks' bookkeeping at {r['days']} decision days: twin {with_c:.1f} s with checks, {without:.1f} s without "
-                f"({with_c / without:.2f}x): {per * 1000:.0f} ms per decision day, {per / max(r['total'] / r['days'], 1e-9):.1%} of the pipeline's time per day"
-            )
+        bare = r.get("twin_no_checks", {})
+        if not bare:
+            continue
+        print(f"asset checks' bookkeeping at {r['days']} decision days (twin with checks, without, ms per partition):")
+        for n, w in r["twin"].items():
+            k = r["partitions"].get(n, 1)
+            print(f"  {n:12s} {w:7.1f} s {bare[n]:7.1f} s ({w / max(bare[n], 1e-9):4.2f}x)  {(w - bare[n]) / k * 1000:7.1f} ms over {k} partitions")
 
 
 # ---------------------------------------------------------------------------- one size
@@ -355,6 +363,7 @@ def measure(settings: Settings, twin: bool = True) -> dict:
         "steps": steps,
         "twin": tw,
         "twin_no_checks": bare,
+        "partitions": partitions_per_stage(settings),
         "total": t_end - t0,
         "rows": rows,
         "lake_bytes": lake_bytes(Path(settings.lake_dir)),
