@@ -47,7 +47,7 @@ from finrag_dagster.core.retrieval import kernels  # noqa: E402
 from finrag_dagster.core.retrieval.candidates import available_cpus, candidates_for_days, pool_config  # noqa: E402
 from finrag_dagster.core.retrieval.lexical import bm25_tokens  # noqa: E402
 from finrag_dagster.core.retrieval.pool import NO_PEER_SECTORS, Store, minmax, select_pool  # noqa: E402
-from finrag_dagster.core.settings import WorldSettings  # noqa: E402
+from finrag_dagster.core.settings import RetrievalSettings, WorldSettings  # noqa: E402
 from finrag_dagster.sources.edgar import load_filings, split_filing_passages  # noqa: E402
 from finrag_dagster.sources.news_stage import load_news  # noqa: E402
 from finrag_dagster.sources.synthetic import generate_world  # noqa: E402
@@ -175,7 +175,7 @@ def main() -> None:
     runs, stores, runs1 = [], [], []
     for _ in range(args.repeat):  # best of --repeat runs (the machine may be shared)
         t_build0 = time.perf_counter()
-        out = candidates_for_days(store_ev, anchors, days, cal, lookback_sessions=args.lookback, workers=workers)
+        out = candidates_for_days(store_ev, anchors, days, cal, RetrievalSettings(pool_lookback_sessions=args.lookback), workers=workers)
         runs.append(time.perf_counter() - t_build0)
         # time the store build separately (tokenising 100k passages is done once per run)
         t_store0 = time.perf_counter()
@@ -183,7 +183,7 @@ def main() -> None:
         stores.append(time.perf_counter() - t_store0)
         if workers > 1:  # the same call on one thread, for the record
             t1_0 = time.perf_counter()
-            out1 = candidates_for_days(store_ev, anchors, days, cal, lookback_sessions=args.lookback, workers=1)
+            out1 = candidates_for_days(store_ev, anchors, days, cal, RetrievalSettings(pool_lookback_sessions=args.lookback), workers=1)
             runs1.append(time.perf_counter() - t1_0)
     t_ours, t_store = min(runs), min(stores)
     same_workers = all(_identical(out1[d], out[d]) for d in days) if runs1 else True
@@ -194,7 +194,7 @@ def main() -> None:
     t_ref = None
     if args.reference:
         t_ref0 = time.perf_counter()
-        ref = candidates_for_days(store_ev, anchors, days, cal, lookback_sessions=args.lookback, kernel="numpy")
+        ref = candidates_for_days(store_ev, anchors, days, cal, RetrievalSettings(pool_lookback_sessions=args.lookback), kernel="numpy")
         t_ref = time.perf_counter() - t_ref0
         same = all(_identical(ref[d], out[d]) for d in days)
 

@@ -203,7 +203,6 @@ MANY_PARAMETERS_TO_CUT = {
     "core/experience/loop.py:choose_principles",
     "core/loop_io.py:_day_feedback",
     "core/memory/feedback.py:build_feedback",
-    "core/retrieval/candidates.py:candidates_for_days",
     "core/retrieval/pool.py:_group",
     "core/retrieval/pool.py:_group_numba",
     "pipeline.py:run_range",

@@ -14,6 +14,7 @@ from finrag_dagster.core.retrieval import store_cache
 from finrag_dagster.core.retrieval.candidates import candidates_for_days
 from finrag_dagster.core.retrieval.pool import Store
 from finrag_dagster.core.retrieval.store_cache import load_store
+from finrag_dagster.core.settings import RetrievalSettings
 from finrag_dagster.core.tables import Lake
 
 WORDS = "revenue guidance margin lawsuit merger dividend ceo recall antitrust buyback outlook record chip cloud 3.5% 1,000".split()
@@ -110,8 +111,8 @@ def test_store_grown_day_by_day_is_the_store_built_at_once(lake):
     # and the pools over the last days: a store holding the range vs the evidence table
     days = DAYS[-6:]
     anchors = anchors_for(lake, days)
-    want = candidates_for_days(lake.read("evidence", dates=DAYS), anchors, days, CAL, m0=6, workers=1)
-    got = candidates_for_days(store, anchors, days, CAL, m0=6, workers=1)
+    want = candidates_for_days(lake.read("evidence", dates=DAYS), anchors, days, CAL, RetrievalSettings(m0=6), workers=1)
+    got = candidates_for_days(store, anchors, days, CAL, RetrievalSettings(m0=6), workers=1)
     assert sum(f.height for f in want.values()) > 0
     for d in days:
         assert_same_frames(got[d], want[d])
@@ -120,11 +121,11 @@ def test_store_grown_day_by_day_is_the_store_built_at_once(lake):
 def test_a_store_that_holds_later_days_gives_the_same_pools(lake):
     days = DAYS[5:9]
     anchors = anchors_for(lake, days)
-    want = candidates_for_days(lake.read("evidence", dates=DAYS[:9]), anchors, days, CAL, m0=6, workers=1)
+    want = candidates_for_days(lake.read("evidence", dates=DAYS[:9]), anchors, days, CAL, RetrievalSettings(m0=6), workers=1)
     load_store(lake, DAYS, {"start": DAYS[0]})  # a later run saved every day
     store, rep = load_store(lake, DAYS[:9], {"start": DAYS[0]})  # a backfill of earlier days
     assert rep.rows_read == 0 and len(store) == lake.read("evidence", dates=DAYS).height
-    got = candidates_for_days(store, anchors, days, CAL, m0=6, workers=1)
+    got = candidates_for_days(store, anchors, days, CAL, RetrievalSettings(m0=6), workers=1)
     for d in days:
         assert_same_frames(got[d], want[d])
 

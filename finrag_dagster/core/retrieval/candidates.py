@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from ..calendar import TradingCalendar
 from ..progress import track
+from ..settings import RetrievalSettings
 from ..storage.schemas import TableSpec
 from .lexical import PrefixStats
 from .pool import CANDIDATE_SCHEMA, PoolConfig, Store, one_blas_thread, start_day_candidates
@@ -52,12 +53,7 @@ def candidates_for_days(
     anchors: pl.DataFrame,
     days: list[str],
     cal: TradingCalendar,
-    m0: int = 20,
-    peer_share: float = 0.2,
-    lookback_sessions: int = 252,
-    k1: float = 1.5,
-    b: float = 0.75,
-    epsilon: float = 0.25,
+    params: RetrievalSettings = RetrievalSettings(),
     kernel: str = "numba",
     workers: int | None = None,
     log=None,
@@ -69,12 +65,14 @@ def candidates_for_days(
     ``workers``: threads scoring (day, sector) groups at once (None: the CPUs this process may
     use). Every group is a pure function of the store and that day's frozen BM25 statistics, its
     dense products run on one BLAS thread and parts are joined in a fixed order, so the output is
-    the same to the bit for any number of workers. ``log``: a callable for a progress line every 20 days."""
+    the same to the bit for any number of workers. ``log``: a callable for a progress line every 20 days.
+    ``params``: the pool size, peer share, look-back and BM25 constants (settings ``[retrieval]``)."""
+    p = params
     workers = available_cpus() if workers is None else int(workers)
     if workers < 1:
         raise ValueError(f"workers must be >= 1, not {workers}")
     store = evidence if isinstance(evidence, Store) else Store.from_evidence(evidence)
-    stats = PrefixStats(store.tm, k1=k1, b=b, epsilon=epsilon)
+    stats = PrefixStats(store.tm, k1=p.bm25_k1, b=p.bm25_b, epsilon=p.bm25_epsilon)
     anchors = anchors.with_columns(pl.col("date").cast(pl.Date))
     by_day = anchors.partition_by("date", as_dict=True, maintain_order=True) if anchors.height else {}
     empty = anchors.clear()
@@ -82,7 +80,7 @@ def candidates_for_days(
     with one_blas_thread(), ThreadPoolExecutor(workers) if workers > 1 else nullcontext() as ex:
         for d in sorted(days):
             a = by_day.get((dt.date.fromisoformat(d),), empty)
-            cfg = pool_config(m0, peer_share, lookback_sessions, cal=cal, day=d, k1=k1, b=b, eps=epsilon)
+            cfg = pool_config(p.m0, p.peer_share, p.pool_lookback_sessions, cal=cal, day=d, k1=p.bm25_k1, b=p.bm25_b, eps=p.bm25_epsilon)
             pending[d] = start_day_candidates(store, stats, a, int(cal.closes_ns[cal.session_index(d)]), cfg, kernel=kernel, executor=ex)
         return {d: p.frame() for d, p in track(pending.items(), len(pending), "candidate pools", log=log, every=20)}
 

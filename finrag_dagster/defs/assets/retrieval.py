@@ -44,12 +44,7 @@ def build_candidates_asset(partitions_def) -> dg.AssetsDefinition:
             anchors,
             days,
             cal,
-            m0=rs.m0,
-            peer_share=rs.peer_share,
-            lookback_sessions=rs.pool_lookback_sessions,
-            k1=rs.bm25_k1,
-            b=rs.bm25_b,
-            epsilon=rs.bm25_epsilon,
+            params=rs,
             log=context.log.info,
         )
         meta, future = write_pools(lake, store, cal, anchors, days, out)
