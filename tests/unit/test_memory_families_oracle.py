@@ -10,7 +10,6 @@ put wire above opinion and the 8-K above the 10-Q, and the useful kinds' share o
 rise.
 """
 
-import hashlib
 import json
 
 import numpy as np
@@ -18,17 +17,14 @@ import polars as pl
 
 from finrag_dagster.core.calendar import nyse
 from finrag_dagster.core.events import EVENT_TYPES
-from finrag_dagster.core.loop import DayData, LoopEnv, Variant, run_days
+from finrag_dagster.core.loop import Variant, run_days
 from finrag_dagster.core.memory.families import FamilyMap
-from finrag_dagster.core.memory.source_memory import MemoryParams
 from finrag_dagster.core.reader.backends import Backend, BackendConfig, Generation
-from finrag_dagster.core.reader.cache import PromptCache
 from finrag_dagster.core.reader.prompt import EvidenceItem
-from finrag_dagster.core.tables import Lake
+from tests.unit.oracle_harness import H, oracle_env, seeded
 
 cal = nyse()
 DAYS = [d.isoformat() for d in cal.sessions_in_range("2021-01-04", "2021-05-28")]
-H = ("1D", "3D", "5D")
 CLASSES = {"wire co": "wire", "opinion co": "opinion"}
 # (source_family, publisher, form_type, item) of each kind, and its planted P(right | cited)
 KINDS = {
@@ -38,10 +34,6 @@ KINDS = {
     "sec:10-Q": (("sec_filing", None, "10-Q", "Item 2"), 0.42),
 }
 USEFUL = {"news:wire", "sec:8-K-2.02"}
-
-
-def seeded(*parts) -> float:
-    return int.from_bytes(hashlib.sha256(":".join(map(str, parts)).encode()).digest()[:8], "little") / 2**64
 
 
 class PlantedReader(Backend):
@@ -117,23 +109,7 @@ def build_world(n_per_day: int = 12):
 
 def _env(tmp, world, family_of):
     anchors, cands, labels, truth, evidence, kind_of = world
-    lake = Lake(tmp)
-    return LoopEnv(
-        cal=cal,
-        day_data=lambda d: DayData(anchors[d], cands[d], {}),
-        split_start=lambda d: DAYS[0],
-        class_weights=lambda s: {h: {-1: 1 / 0.9, 0: 1 / 1.2, 1: 1 / 0.9} for h in H},
-        labels_of=lambda d: labels[d],
-        past_of=lambda d, v: None,
-        evidence=evidence,
-        companies={},
-        backend=PlantedReader(truth, kind_of),
-        cache_of=lambda d: PromptCache(lake, d),
-        decoding={},
-        m=5,
-        params=MemoryParams(),
-        family_of=family_of,
-    )
+    return oracle_env((anchors, cands, labels, evidence), PlantedReader(truth, kind_of), DAYS[0], tmp, family_of=family_of)
 
 
 def test_fine_families_recover_utilities_planted_below_the_broad_families(tmp_path):

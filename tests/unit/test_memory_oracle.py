@@ -12,7 +12,6 @@ docs/feedback_loop.md.)
 """
 
 import datetime as dt
-import hashlib
 import json
 
 import numpy as np
@@ -21,16 +20,14 @@ import polars as pl
 from finrag_dagster.core.calendar import nyse
 from finrag_dagster.core.evaluation.oracle import family_ordering, trend, useful_family
 from finrag_dagster.core.events import EVENT_TYPES
-from finrag_dagster.core.loop import DayData, LoopEnv, Variant, run_days
+from finrag_dagster.core.loop import Variant, run_days
 from finrag_dagster.core.memory.source_memory import MemoryParams
 from finrag_dagster.core.reader.backends import Backend, BackendConfig, Generation
-from finrag_dagster.core.reader.cache import PromptCache
 from finrag_dagster.core.reader.prompt import EvidenceItem
-from finrag_dagster.core.tables import Lake
+from tests.unit.oracle_harness import H, oracle_env, seeded
 
 cal = nyse()
 DAYS = [d.isoformat() for d in cal.sessions_in_range("2021-01-04", "2021-12-31")]
-H = ("1D", "3D", "5D")
 # planted P(right | family cited) per event type and horizon; the better family differs by cell
 PLANTED = {
     ("news", EVENT_TYPES[0]): (0.75, 0.60, 0.40),
@@ -44,10 +41,6 @@ PLANTED = {
     ("news", EVENT_TYPES[4]): (0.55, 0.52, 0.38),
     ("sec_filing", EVENT_TYPES[4]): (0.40, 0.42, 0.60),
 }
-
-
-def seeded(*parts) -> float:
-    return int.from_bytes(hashlib.sha256(":".join(map(str, parts)).encode()).digest()[:8], "little") / 2**64
 
 
 class PlantedReader(Backend):
@@ -125,22 +118,7 @@ def build_world(n_per_day: int = 24):
 
 def test_the_loop_learns_the_planted_orderings(tmp_path):
     anchors, cands, labels, truth, evidence = build_world()
-    lake = Lake(tmp_path)
-    env = LoopEnv(
-        cal=cal,
-        day_data=lambda d: DayData(anchors[d], cands[d], {}),
-        split_start=lambda d: DAYS[0],
-        class_weights=lambda s: {h: {-1: 1 / 0.9, 0: 1 / 1.2, 1: 1 / 0.9} for h in H},
-        labels_of=lambda d: labels[d],
-        past_of=lambda d, v: None,
-        evidence=evidence,
-        companies={},
-        backend=PlantedReader(truth),
-        cache_of=lambda d: PromptCache(lake, d),
-        decoding={},
-        m=5,
-        params=MemoryParams(),
-    )
+    env = oracle_env((anchors, cands, labels, evidence), PlantedReader(truth), DAYS[0], tmp_path)
     static = run_days(DAYS, Variant("no_memory", "no_memory", 0.0), env, None)
     learned = run_days(DAYS, Variant("source_memory", "source_memory", 0.3), env, None)
 

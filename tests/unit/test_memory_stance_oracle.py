@@ -23,31 +23,17 @@ import polars as pl
 
 from finrag_dagster.core.calendar import nyse
 from finrag_dagster.core.evaluation.oracle import family_ordering
-from finrag_dagster.core.loop import DayData, LoopEnv, Variant, run_days
-from finrag_dagster.core.memory.source_memory import MemoryParams
+from finrag_dagster.core.loop import Variant, run_days
 from finrag_dagster.core.reader.backends import Backend, BackendConfig, Generation
 from finrag_dagster.core.reader.prompt import EvidenceItem
 from finrag_dagster.sources.synthetic import params as P
+from tests.unit.oracle_harness import H, oracle_env
 
 cal = nyse()
 DAYS = [d.isoformat() for d in cal.sessions_in_range("2021-01-04", "2021-06-30")]
-H = ("1D", "3D", "5D")
 PLACE = (1.0, 0.7, 0.5, 0.35, 0.25)  # the evidence reader's place weights
 PRIOR = {"news": (0.8, 0.6, 0.4), "sec_filing": (0.3, 0.6, 0.9)}  # its family horizon priors
 ANCHOR_W = (0.5, 0.35, 0.25)  # half a first passage x the anchor's horizon prior
-
-
-class NoCache:
-    hits = misses = 0
-
-    def get(self, key):
-        return None
-
-    def put(self, *a, **k):
-        pass
-
-    def flush(self):
-        return 0
 
 
 class WeighingReader(Backend):
@@ -139,21 +125,7 @@ def build_world(n_per_day: int = 20):
 
 def test_passage_stance_recovers_the_planted_order_where_cited_correct_credits_consensus():
     anchors, cands, labels, evidence, a_tone, passages = build_world()
-    env = LoopEnv(
-        cal=cal,
-        day_data=lambda d: DayData(anchors[d], cands[d], {}),
-        split_start=lambda d: DAYS[0],
-        class_weights=lambda s: {h: {-1: 1.0, 0: 1.0, 1: 1.0} for h in H},
-        labels_of=lambda d: labels[d],
-        past_of=lambda d, v: None,
-        evidence=evidence,
-        companies={},
-        backend=WeighingReader(a_tone, passages),
-        cache_of=lambda d: NoCache(),
-        decoding={},
-        m=5,
-        params=MemoryParams(),
-    )
+    env = oracle_env((anchors, cands, labels, evidence), WeighingReader(a_tone, passages), DAYS[0], weights={-1: 1.0, 0: 1.0, 1: 1.0})
     planted = pl.DataFrame(
         [
             {"source_family": f, "event_type": c, "horizon": h, "planted": P.planted_utility(f, c, int(h[0]))}
