@@ -120,7 +120,81 @@ _OK_END = "ok_end is none of the ends only when no window fits, and then the fit
 _DY = "dx is 0 wherever a row is left out and sums to 0 over the rows kept, so sum(dx * dy) is the same whatever dy holds there or adds as a constant"
 _PANEL = "rows after the panel's last session stay NaN or hold bars after it; every row read is at most hi - lo and the last market bar is compared only with those"
 _END0 = "a window that ends on row 0 holds at most one return, fewer than the 3 eq. 1 needs: alpha is NaN and the label insufficient either way"
+_TASK = "finrag_dagster/core/experience/task.py"
+_ROWS = "polars reads a list of tuples as rows without being told (orient)"
+_CANCEL = "every value read is a difference of two running sums, so the value they start from cancels"
+_HOLE = "a window holding a missing day is dropped by its count of missing days, whatever the missing day adds"
+_PIVOT = "polars takes the one remaining column as the pivot's index (values)"
+_SMALL_INTS = "the sort keys are the same small integers in whatever integer dtype"
+_ALPHA_ONLY = "alpha is the only column that can be null"
+_TICKER_ORDER = "shift(1).over('ticker') takes each ticker's previous row in frame order, which sorting by date alone keeps within a ticker"
+_SIGN = "a note's outcome is sign(alpha): dividing by +-1 is multiplying by it"
+_GROWING = "horizons grow: once T+h is past the sessions or crosses a missing day, every longer horizon is too"
+_STABLE = "notes are listed in index order and the sort is stable: equal similarities keep index order either way"
+_EVERY_METHOD = "what a scored input used holds an entry for every tree method, so the membership test is always true"
+_NEW_LEAF = "a leaf just expanded has a recall count of 0"
+_RET_ONLY = "ret is the only column that can be null (a price file's closes are never null: the loader quarantines them)"
+_LOADED_ORDER = "the correlations are averaged in another order: the same value up to the mean's last bits (the test compares approximately)"
+_CS_NOTE = "  # a (method, horizon) with nothing matured yet still gets its row, value null"
+_CORR = ' if (c := _corr(d["score"].to_numpy(), d["alpha"].to_numpy())) is not None]'
+_CS_ORDER = [f'g = g.drop_nulls("alpha").sort({a}){_CS_NOTE}' for a in ('"date", ', '"date", None', '"target"', 'None, "target"')]
+_CS_ORDER += [f'vals = [c for (_,), d in g.group_by("date", {a})' + _CORR for a in ("", "maintain_order=False")]
+_TS_ORDER = [f'g = g.drop_nulls("alpha").sort({a})' for a in ('"target", ', '"target", None', 'None, "date"', '"date"')]
+_TS_ORDER += [f'vals = [c for (_,), d in g.group_by("target", {a})' + _CORR for a in ("", "maintain_order=False")]
+TASK_EQUIVALENT = {
+    (
+        _TASK,
+        "excess_returns",
+        'rows, schema={"date": pl.Date, "target": pl.Utf8, "horizon": pl.Utf8, "alpha": pl.Float64, "maturity_day": pl.Date}, )',
+    ): _ROWS,
+    (
+        _TASK,
+        "excess_returns",
+        'rows, schema={"date": pl.Date, "target": pl.Utf8, "horizon": pl.Utf8, "alpha": pl.Float64, "maturity_day": pl.Date}, orient=None',
+    ): _ROWS,
+    (_TASK, "run_task", "return pl.DataFrame(rows, schema=_TASK_SCORE_SCHEMA, )"): _ROWS,
+    (_TASK, "run_task", "return pl.DataFrame(rows, schema=_TASK_SCORE_SCHEMA, orient=None)"): _ROWS,
+    **{
+        (_TASK, f, 'return pl.DataFrame(rows, schema={"method": pl.Utf8, "horizon": pl.Utf8, "value": pl.Float64, "n": pl.Int64}' + tail): _ROWS
+        for f in ("cs_ic", "ts_ic")
+        for tail in (", )", ", orient=None)")
+    },
+    (_TASK, "excess_returns", "cum = {c: np.concatenate([[1.0], np.cumsum(np.nan_to_num(v, nan=0.0))]) for c, v in g.items()}"): _CANCEL,
+    (_TASK, "excess_returns", "gaps = {c: np.concatenate([[1], np.cumsum(np.isnan(v))]) for c, v in g.items()}"): _CANCEL,
+    (_TASK, "excess_returns", "cum = {c: np.concatenate([[0.0], np.cumsum(np.nan_to_num(v, ))]) for c, v in g.items()}"): _HOLE,
+    (_TASK, "excess_returns", "cum = {c: np.concatenate([[0.0], np.cumsum(np.nan_to_num(v, nan=1.0))]) for c, v in g.items()}"): _HOLE,
+    (_TASK, "excess_returns", "g = {c: np.log1p(wide[c].to_numpy().astype(None)) for c in [*targets, market]}"): "numpy's default dtype is float64",
+    **{
+        (_TASK, "excess_returns", "wide = daily.pivot(" + a + ').sort("date")'): _PIVOT
+        for a in ('"target", index="date", ', '"target", index="date", values=None', '"target", index=None, values="ret"', '"target", values="ret"')
+    },
+    (_TASK, "excess_returns", "break"): _GROWING,
+    (_TASK, "result_tables", 'pl.col("horizon").replace_strict(hord, ).alias("_h"),'): _SMALL_INTS,
+    (_TASK, "result_tables", 'pl.col("horizon").replace_strict(hord, return_dtype=None).alias("_h"),'): _SMALL_INTS,
+    (_TASK, "result_tables", 'pl.col("method").replace_strict(order, ).alias("_o"),'): _SMALL_INTS,
+    (_TASK, "result_tables", 'pl.col("method").replace_strict(order, return_dtype=None).alias("_o"),'): _SMALL_INTS,
+    (
+        _TASK,
+        "cs_ic",
+        'g = g.drop_nulls(None).sort("date", "target")  # a (method, horizon) with nothing matured yet still gets its row, value null',
+    ): _ALPHA_ONLY,
+    (_TASK, "ts_ic", 'g = g.drop_nulls(None).sort("target", "date")'): _ALPHA_ONLY,
+    (_TASK, "sector_returns", 'px = prices.select("date", "ticker", "adj_close").sort("date")'): _TICKER_ORDER,
+    (_TASK, "sector_returns", 'px = prices.select("date", "ticker", "adj_close").sort(None, "date")'): _TICKER_ORDER,
+    (
+        _TASK,
+        "sector_returns",
+        'r = px.with_columns((pl.col("adj_close") / pl.col("adj_close").shift(1).over("ticker") - 1).alias("ret")).drop_nulls(None)',
+    ): _RET_ONLY,
+    (_TASK, "NoteMemory.adjust", "m = sum(s / self.notes[i].outcome for i, s in used) / sum(s for _, s in used)"): _SIGN,
+    (_TASK, "NoteMemory.recall", "cand.sort(key=lambda x: (-x[1], x[1]))"): _STABLE,
+    (_TASK, "_learn_outcome", "if m in used or used[m] is not None:"): _EVERY_METHOD,
+    (_TASK, "_toe_score", "leaf.n_recall = 1"): _NEW_LEAF,
+    **{(_TASK, "cs_ic", line): _LOADED_ORDER for line in _CS_ORDER},
+    **{(_TASK, "ts_ic", line): _LOADED_ORDER for line in _TS_ORDER},
+}
 EQUIVALENT: dict[tuple[str, str, str], str] = {
+    **TASK_EQUIVALENT,
     (_LABELS, "price_panel", 'jj = np.array([col[t] for t in prices["ticker"].to_list()], dtype=None)'): _INT64,
     (_LABELS, "price_panel", 'jj = np.array([col[t] for t in prices["ticker"].to_list()], )'): _INT64,
     (_LABELS, "price_panel", "P = np.full((hi + lo + 1, len(tickers)), np.nan)"): _PANEL,

@@ -227,11 +227,13 @@ def test_result_tables_equal_tables_built_by_hand():
                         continue  # a missing (day, target): some days or targets fall under 3 points
                     score = 0.0 if (m == "Baseline" and h == "1d") else float(rng.normal())  # a constant method-horizon
                     alpha = None if d == days[-1] and h == "20d" else float(rng.normal())  # the last day's 20d not matured
+                    alpha = 0.01 if (m == "Pipe" and h == "5d") else alpha  # no spread in alpha either
                     rows.append({"method": m, "date": d, "target": t, "horizon": h, "score": score, "alpha": alpha})
             # a target seen on 2 days only (no tsIC of its own) and a day with 2 targets only (no csIC of its own)
             for d, t in ((days[0], "T5"), (days[1], "T5"), (dt.date(2021, 3, 9), "T1"), (dt.date(2021, 3, 9), "T2")):
                 score = 0.0 if (m == "Baseline" and h == "1d") else float(rng.normal())
-                rows.append({"method": m, "date": d, "target": t, "horizon": h, "score": score, "alpha": float(rng.normal())})
+                alpha = 0.01 if (m == "Pipe" and h == "5d") else float(rng.normal())
+                rows.append({"method": m, "date": d, "target": t, "horizon": h, "score": score, "alpha": alpha})
     sc = pl.DataFrame(rows, schema=_TASK_SCORES_FRAME)
     want = []
     for table, metric, by, over in (("Table 1", "tsIC", "target", "date"), ("Table 6", "csIC", "date", "target")):
@@ -252,6 +254,7 @@ def test_result_tables_equal_tables_built_by_hand():
     for r, w in zip(got.iter_rows(), want):
         assert (r[4] is None) == (w[4] is None) and (r[4] is None or r[4] == pytest.approx(w[4], rel=1e-9)), (r, w)
     assert got.filter(pl.col("method") == "Baseline").filter(pl.col("horizon") == "1d")["value"].null_count() == 2  # no spread
+    assert got.filter((pl.col("method") == "Pipe") & (pl.col("horizon") == "5d"))["value"].null_count() == 2
     assert max(w[5] for w in want if w[3] == "tsIC") == 4 and max(w[5] for w in want if w[3] == "csIC") == 6  # T5 and Mar 9 skipped
 
 
@@ -296,7 +299,15 @@ def test_sector_and_excess_returns_equal_a_second_implementation():
     assert [(d, t) for d, t, _ in daily.iter_rows()] == sorted(want, key=lambda k: (k[1], k[0]))
     assert all(r == pytest.approx(want[(d, t)], rel=1e-12) for d, t, r in daily.iter_rows())
 
-    asked = [D[0], D[2], D[9], D[14], D[24], D[27]]
+    asked = [
+        D[0],
+        D[27],
+        D[2],
+        D[7],
+        D[9],
+        D[14],
+        D[24],
+    ]  # D[27]: no closes (skipped, the later days still count); D[7]: Energy has no return on D[5], D[6]
     exp = []
     for t in asked:
         if not any(k[0] == t for k in want):
@@ -316,7 +327,7 @@ def test_sector_and_excess_returns_equal_a_second_implementation():
     got = list(al.iter_rows())
     assert [g[:3] + g[4:] for g in got] == [e[:3] + e[4:] for e in exp]
     assert all(g[3] == pytest.approx(e[3], rel=1e-9, abs=1e-12) for g, e in zip(got, exp))
-    assert {e[1] for e in exp} == {"Energy", "Tech"} and len(exp) == 10  # what the holes and the last close leave
+    assert {e[1] for e in exp} == {"Energy", "Tech"} and (D[7], "Energy", "1d") in {e[:3] for e in exp}
     with pytest.raises(ValueError, match="no returns for the market ticker SPY"):
         excess_returns(daily, "SPY", D, asked)
 
@@ -324,7 +335,7 @@ def test_sector_and_excess_returns_equal_a_second_implementation():
 def test_digest_keeps_the_k_events_with_most_hits_in_order():
     from finrag_dagster.core.experience.induction import factor_text, masked
 
-    names = {"ACME": "Acme"}
+    names = {"ACME": ["Acme Corp"]}
     ev = [
         ("ACME", "Other", "Acme holds annual meeting", ""),  # 0 hits
         ("ACME", "Earnings & Guidance", "Acme beats estimates", ""),  # 1 hit
@@ -338,6 +349,10 @@ def test_digest_keeps_the_k_events_with_most_hits_in_order():
     assert state == "; ".join(m for _, _, h, _ in top if (m := masked("ACME", h, names)))
     assert state.count("; ") == 1  # the event without a headline gives no skeleton
     assert digest(ev, names, k=1) == (factor_text(*ev[2][1:]), masked("ACME", ev[2][2], names))
+    assert "Acme" not in state  # the company's name is masked in the skeletons
+    # a tie in hits goes by the skeleton, not by the factor text (here they disagree)
+    tie = [("ACME", "Legal & Regulatory", "Acme beats estimates", ""), ("ACME", "Earnings & Guidance", "Acme faces lawsuit", "")]
+    assert digest(tie, names, k=1)[0] == factor_text(*tie[0][1:])
 
 
 def test_sentiment_saturates_at_four_hits():
@@ -376,6 +391,10 @@ def test_note_memories_recall_adjust_and_learn_by_hand():
     rl.reward(got, -1.0)
     assert rl.notes[2].q == pytest.approx(0.9 + 0.2 * (-1.0 - 0.9)) and rl.notes[got[1][0]].q == pytest.approx(0.2 * -1.0)
     assert flat.recall(v(0, -1), "5d") == []  # notes at a right angle (similarity 0) or beyond are not recalled
+    tie = NoteMemory(
+        rerank=True, k=1, k1=2, beta=0.5, notes=[Note(np.array([0.8, 0.6]), "1d", 1.0, q=0.2), Note(np.array([0.6, 0.8]), "1d", 1.0, q=0.4)]
+    )
+    assert tie.recall(np.array([1.0, 0.0]), "1d") == [(0, 0.8)]  # 0.5 * 0.8 + 0.5 * 0.2 = 0.5 * 0.6 + 0.5 * 0.4: the first note
 
 
 def test_task_tree_copies_the_prior_with_fresh_utilities():
@@ -387,7 +406,7 @@ def test_task_tree_copies_the_prior_with_fresh_utilities():
     assert (leaf.leaf_id, leaf.factor, leaf.principle, leaf.support) == ("L00007", "Earnings", "beats lift", 5)
     assert leaf.q == {h: 2.0 for h in HKEYS} and (leaf.n_recall, leaf.n_hit) == (0, 0)
     assert leaf.embedding is not prior.leaves()[0].embedding and np.array_equal(leaf.embedding, prior.leaves()[0].embedding)
-    assert t.params is params and t._next == 8 and t.factors[0].keywords == ("earnings",)
+    assert t.params is params and t._next == 8 and (t.factors[0].name, t.factors[0].keywords) == ("Earnings", ("earnings",))
 
 
 def _toe_tree(q0=2.0, leaves=None):
@@ -463,6 +482,10 @@ def test_learn_outcome_feeds_each_method_what_it_used():
     _learn_outcome(hn, d0, "Tech", "1d", {**used, "_vec": None})
     assert trees["Pipe+ToE"].leaves()[0].q["1d"] == pytest.approx(formula_update(3.0, -0.02, 0, q0=2.0, eta=10.0))
     assert len(flat.notes) == 1  # no state vector: no new note
+    hn.alpha[(d0, "Tech", "5d")] = (0.0, D[5])  # no move at all: MemRL's reward is 0
+    q = rl.notes[0].q
+    _learn_outcome(hn, d0, "Tech", "5d", {"Pipe+MemRL": (vec, 0.3, [(0, 0.9)])})
+    assert rl.notes[0].q == pytest.approx(q + 0.2 * (0.0 - q))
     hn.llm_update = None
     with pytest.raises(ValueError, match=r"^Pipe\+ToE\(llm\) needs an LLM update function$"):
         _learn_outcome(hn, d0, "Tech", "1d", used)
@@ -485,9 +508,13 @@ def test_run_task_passes_q0_eta_the_llm_update_and_both_memories(monkeypatch):
     vecs = [unit([1, 0, 0]), unit([1, 0.3, 0])]  # both clear the leaf's threshold: one leaf learns from both
 
     def inputs(t):
+        assert t in days  # asked for the day being scored
         ev = [("AC", "Earnings & Guidance", "Acme beats estimates", "", 0)]
         f_text = "Earnings & Guidance. Acme beats estimates"
-        return [DayInput(f"T{i}", ["Acme beats estimates"], ev, f_text, "the company beats estimates", v) for i, v in enumerate(vecs)]
+        out = [DayInput(f"T{i}", ["Acme beats estimates"], ev, f_text, "the company beats estimates", v) for i, v in enumerate(vecs)]
+        out.append(DayInput("T2", ["Acme beats estimates"], ev, f_text, "the company beats estimates", None))  # no state vector
+        out.append(DayInput("T3", ["Acme beats estimates"], ev, f_text, f"a new principle {t}", unit([0, 1, 0])))  # clears no leaf: expands
+        return out
 
     alphas = pl.DataFrame(
         [(d, f"T{i}", "1d", (-0.02, 0.03)[i], days[k + 1]) for k, d in enumerate(days[:-1]) for i in range(2)],
@@ -511,3 +538,9 @@ def test_run_task_passes_q0_eta_the_llm_update_and_both_memories(monkeypatch):
         assert toe[:2] == pytest.approx(pipe[:2])  # q = q0 = 2 over q0 = 2
         assert toe[2] == pytest.approx(min(1.0, pipe[2] * q / 2.0)), m
     assert calls[:2] == [("L00000", "1d", -0.02), ("L00000", "1d", 0.03)]
+    t2 = sc.filter(pl.col("target") == "T2")
+    for m in ("Pipe+mem0", "Pipe+MemRL", "Pipe+ToE"):  # without a state vector every memory gives Pipe's score
+        assert t2.filter(pl.col("method") == m)["score"].to_list() == t2.filter(pl.col("method") == "Pipe")["score"].to_list()
+    got = {(r["date"], r["target"], r["horizon"]): r["alpha"] for r in sc.filter(pl.col("method") == "Pipe").iter_rows(named=True)}
+    want = {(d, t, h): a for d, t, h, a, _ in alphas.iter_rows()}
+    assert {k: v for k, v in got.items() if v is not None} == want and got[(days[-1], "T0", "1d")] is None
