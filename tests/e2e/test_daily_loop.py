@@ -413,3 +413,15 @@ def test_the_daily_loop_runs_from_sensors_and_the_schedule(loop):
     (ex,) = ui.gql(q)["assetCheckExecutions"]
     overdue = {m["label"]: m.get("jsonString") for m in ex["evaluation"]["metadataEntries"]}["overdue"]
     assert ex["status"] == "FAILED" and not ex["evaluation"]["success"] and json.loads(overdue) == [late], ex
+    chromium = shutil.which("chromium")
+    if chromium and os.environ.get("FINRAG_UPDATE_SCREENSHOT"):  # the failed check as the UI shows it
+        shot = root / "ui_sessions_on_time.png"
+        args = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", f"--user-data-dir={root / 'profile2'}"]
+        args += ["--window-size=1600,1000", "--virtual-time-budget=20000", f"--screenshot={shot}"]
+        subprocess.run(
+            [chromium, *args, f"http://127.0.0.1:{ui.port}/assets/stock_day_signals?view=checks&checkDetail=sessions_on_time"],
+            capture_output=True,
+            timeout=180,
+        )
+        if shot.exists():
+            shutil.copy(shot, DOCS / shot.name)
