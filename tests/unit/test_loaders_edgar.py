@@ -245,6 +245,13 @@ def test_malformed_filings_go_to_quarantine(tmp_path, uni):
     }
     ok = r.accepted.row(0, named=True)
     assert ok["accession"] == "0000320193-21-000003" and ok["date"] == dt.date(2021, 1, 5)
+    # a quarantined filing carries what its sources agreed on: form, CIK, the public time it would have had
+    raws = {json.loads(raw).get("accession"): json.loads(raw) for raw in r.quarantine["raw"]}
+    s8 = raws["0000320193-21-000001"]
+    assert (s8["form_type"], s8["cik"], s8["public_time"]) == ("S-8", 320193, "2021-01-04T21:00:00+00:00")
+    assert "public_time" not in raws["0000320193-21-000002"]  # no acceptance time: none is made up
+    assert raws["0000000042-21-000001"]["cik"] == 42  # a CIK outside the universe is named as read
+    assert ok["cik"] == 320193
 
 
 def test_bad_paths_and_formats_are_errors(tmp_path, uni):
