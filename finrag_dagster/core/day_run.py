@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .calendar import TradingCalendar
     from .settings import Settings
+    from .storage.lake import Lake
 
 
 @dataclass(frozen=True)
 class DayRun:
     settings: Settings
-    lake: object  # a core.storage.lake.Lake (local folder or object store)
+    lake: Lake  # a local folder or an object store
     cal: TradingCalendar
     days: list[str]  # ISO decision days, in order

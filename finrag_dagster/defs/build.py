@@ -28,7 +28,7 @@ def build_definitions(settings: Settings | None = None, resource: FinragResource
     # job, not inside each day's run
     firsts = {k: a.partitions_def.start.date().isoformat() for a in assets if a.partitions_def is not None for k in a.keys if k.path[-1] in DUE}
     on_time = build_on_time(firsts, s) if s.freshness.enabled and firsts else None
-    on_time_keys = dg.AssetSelection.checks(*on_time[0].check_keys) if on_time else None
+    on_time_keys = dg.AssetSelection.checks(*on_time.checks.check_keys) if on_time else None
     # One run covers one partitions definition, so the day's chain is two runs: the ingest of the
     # day's sources (history partitions), then its decisions (decision-day partitions), chained by
     # the run-status sensor `decisions_after_ingest`. A backfill from the UI spans both at once.
@@ -48,8 +48,8 @@ def build_definitions(settings: Settings | None = None, resource: FinragResource
     )
     return dg.Definitions(
         assets=assets,
-        asset_checks=[on_time[0]] if on_time else [],
-        jobs=[ingest, daily, *([on_time[2]] if on_time else [])],
+        asset_checks=[on_time.checks] if on_time else [],
+        jobs=[ingest, daily, *([on_time.job] if on_time else [])],
         executor=dg.in_process_executor if s.execution.job_executor == "in_process" else None,  # None: Dagster's default (multiprocess)
         schedules=[build_daily_schedule(ingest)],
         sensors=[
@@ -57,7 +57,7 @@ def build_definitions(settings: Settings | None = None, resource: FinragResource
             build_new_market_data_sensor(ingest, interval_s=s.sensors.new_market_data_interval_s),
             build_decisions_after_ingest_sensor(ingest, daily, interval_s=s.sensors.decisions_after_ingest_interval_s),
             *([alert] if (alert := build_failure_alert_sensor(s)) is not None else []),  # [alerts] webhook_url
-            *([on_time[1]] if on_time else []),
+            *([on_time.sensor] if on_time else []),
         ],
         resources={"finrag": resource or FinragResource()},
     )

@@ -20,6 +20,7 @@ import datetime as dt
 import hashlib
 import json
 from functools import lru_cache
+from typing import NamedTuple
 
 import dagster as dg
 import pandas as pd
@@ -67,18 +68,22 @@ def clock(s: Settings) -> pd.Timestamp:
     return replayed if replayed is not None else pd.Timestamp.now(tz="UTC")
 
 
-def overdue_by_asset(instance: dg.DagsterInstance, firsts: dict[dg.AssetKey, str], s: Settings) -> dict[dg.AssetKey, list[str]]:
-    """Each due asset's sessions past their deadline without a materialised partition (Dagster's record)."""
-    now, due = clock(s), deadline(s)
+def overdue_by_asset(instance: dg.DagsterInstance, firsts: dict[dg.AssetKey, str], s: Settings, now: pd.Timestamp) -> dict[dg.AssetKey, list[str]]:
+    """Each due asset's sessions past their deadline at ``now`` without a materialised partition (Dagster's record)."""
+    due = deadline(s)
     return {
         k: overdue_sessions(nyse(), first, now, due, instance.get_materialized_partitions(k), s.freshness.window_sessions)
         for k, first in firsts.items()
     }
 
 
-def build_on_time(
-    firsts: dict[dg.AssetKey, str], s: Settings
-) -> tuple[dg.AssetChecksDefinition, dg.SensorDefinition, dg.UnresolvedAssetJobDefinition]:
+class OnTime(NamedTuple):
+    checks: dg.AssetChecksDefinition
+    sensor: dg.SensorDefinition
+    job: dg.UnresolvedAssetJobDefinition
+
+
+def build_on_time(firsts: dict[dg.AssetKey, str], s: Settings) -> OnTime:
     """The check ``sessions_on_time`` of every due asset (``firsts``: asset key -> its first partition),
     the job that runs them, and the sensor that requests that job when the overdue sessions change."""
     specs = [
@@ -97,7 +102,7 @@ def build_on_time(
         st = finrag.settings()
         now = clock(st)
         asked = {c.asset_key for c in context.selected_asset_check_keys}
-        for k, late in overdue_by_asset(context.instance, {k: f for k, f in firsts.items() if k in asked}, st).items():
+        for k, late in overdue_by_asset(context.instance, {k: f for k, f in firsts.items() if k in asked}, st, now).items():
             yield dg.AssetCheckResult(
                 asset_key=k,
                 check_name=CHECK,
@@ -124,13 +129,15 @@ def build_on_time(
         description="Runs the sessions_on_time checks whenever the set of overdue sessions changes (a deadline passes, a late session lands).",
     )
     def on_time_sensor(context: dg.SensorEvaluationContext, finrag: FinragResource):
-        late = {k.to_user_string(): v for k, v in overdue_by_asset(context.instance, firsts, finrag.settings()).items()}
+        st = finrag.settings()
+        now = clock(st)  # one reading of the clock for the list and the run key
+        late = {k.to_user_string(): v for k, v in overdue_by_asset(context.instance, firsts, st, now).items()}
         state = json.dumps(late, sort_keys=True)
         if state == context.cursor:
             n = sum(map(len, late.values()))
             return dg.SkipReason(f"unchanged: {n} overdue session-partitions" if n else "unchanged: nothing overdue")
         context.update_cursor(state)
         # a state seen before (late again after it landed) is a new run: the key holds the tick's time
-        return dg.RunRequest(run_key=f"on-time:{hashlib.sha256(state.encode()).hexdigest()[:16]}:{clock(finrag.settings()).isoformat()}")
+        return dg.RunRequest(run_key=f"on-time:{hashlib.sha256(state.encode()).hexdigest()[:16]}:{now.isoformat()}")
 
-    return decisions_on_time, on_time_sensor, job
+    return OnTime(decisions_on_time, on_time_sensor, job)

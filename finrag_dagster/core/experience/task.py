@@ -96,7 +96,11 @@ def excess_returns(daily: pl.DataFrame, market: str, sessions: Sequence[dt.date]
     # running sums of log returns, and of missing days: a window holding a missing day is NaN, the others are not
     cum = {c: np.concatenate([[0.0], np.cumsum(np.nan_to_num(v, nan=0.0))]) for c, v in g.items()}
     gaps = {c: np.concatenate([[0], np.cumsum(np.isnan(v))]) for c, v in g.items()}
-    span = lambda c, i, k: cum[c][k + 1] - cum[c][i + 1] if gaps[c][k + 1] == gaps[c][i + 1] else math.nan  # noqa: E731
+
+    def span(c: str, i: int, k: int) -> float:
+        """Sum of the log returns of rows i+1..k of ``c``; NaN when one of those days is missing."""
+        return cum[c][k + 1] - cum[c][i + 1] if gaps[c][k + 1] == gaps[c][i + 1] else math.nan
+
     rows = []
     for t in days:
         i = pos.get(t)
