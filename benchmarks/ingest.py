@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from finrag_dagster.sources.fnspid import FNSPID_COLUMNS
+from finrag_dagster.sources.news import FNSPID_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[1]
 UNIVERSE = [f"U{i:03d}" for i in range(89)]
@@ -49,8 +49,8 @@ STAGE = """
 import json, time
 {hwm}
 from pathlib import Path
-from finrag_dagster.sources.fnspid import NewsClock
-from finrag_dagster.sources.news_stage import stage_news
+from finrag_dagster.sources.news import NewsClock
+from finrag_dagster.sources.news import stage_news
 t0 = time.perf_counter()
 st = stage_news([Path({path!r})], set({universe!r}), NewsClock(), Path({root!r}))
 acc = st.accepted_count()

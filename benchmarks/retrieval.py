@@ -49,7 +49,7 @@ from finrag_dagster.core.retrieval.lexical import bm25_tokens  # noqa: E402
 from finrag_dagster.core.retrieval.pool import NO_PEER_SECTORS, Store, minmax, select_pool  # noqa: E402
 from finrag_dagster.core.settings import RetrievalSettings, WorldSettings  # noqa: E402
 from finrag_dagster.sources.edgar import load_filings, split_filing_passages  # noqa: E402
-from finrag_dagster.sources.news_stage import load_news  # noqa: E402
+from finrag_dagster.sources.news import load_news  # noqa: E402
 from finrag_dagster.sources.synthetic import generate_world  # noqa: E402
 from finrag_dagster.sources.universe import load_universe  # noqa: E402
 

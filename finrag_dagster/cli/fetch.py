@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..sources.edgar_fetch import (
+from ..sources.edgar.fetch import (
     BASE_URL_ENV,
     DATA_BASE_URL_ENV,
     DEFAULT_BASE_URL,

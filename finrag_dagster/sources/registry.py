@@ -13,7 +13,7 @@ import polars as pl
 
 from ..core.settings import Settings
 from .base import LoadResult, SourceError
-from .fnspid import NewsClock
+from .news import NewsClock
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ def load_table(settings: Settings, table: str, universe: pl.DataFrame) -> LoadRe
     sp = source_paths(settings)
     tickers = set(universe["ticker"].to_list())
     if table == "news_raw":
-        from .news_stage import load_news
+        from .news import load_news
 
         if not sp.news:
             return _empty(table)
@@ -155,9 +155,9 @@ NEWS_PATTERNS = ("*.csv", "*.parquet", "*.csv.gz")
 
 def stage_news_table(settings: Settings, universe: pl.DataFrame, root: Path):
     """The configured news files staged (streamed, incrementally) under ``root``
-    (:func:`.news_stage.stage_news`); None when no news files are configured."""
+    (:func:`.news.stage_news`); None when no news files are configured."""
     from .base import expand_paths
-    from .news_stage import stage_news
+    from .news import stage_news
 
     sp = source_paths(settings)
     if not sp.news:

@@ -35,7 +35,7 @@ import pytest
 from finrag_dagster.core.calendar import nyse
 from finrag_dagster.core.tables import Lake
 from finrag_dagster.pipeline import run_range
-from finrag_dagster.sources.fnspid import NewsClock
+from finrag_dagster.sources.news import NewsClock
 from finrag_dagster.sources.replay import Replayer, start_of
 from tests.instance import instance_yaml, pooled_instance
 from tests.pipeline.world import DECISION_START, build_world, short_settings

@@ -445,27 +445,23 @@ class Leak(NamedTuple):
 
 
 def _minute_stamp_at_start(p: Patcher) -> None:
-    from finrag_dagster.sources import fnspid
+    from finrag_dagster.sources.news import clock
 
-    rewrite(p, fnspid, "news_public_ns", [("public[is_minute] += 59 * _SEC_NS", "public[is_minute] += 0")])
+    rewrite(p, clock, "news_public_ns", [("public[is_minute] += 59 * _SEC_NS", "public[is_minute] += 0")])
 
 
 def _fnspid_clock_trusted(p: Patcher) -> None:
-    from finrag_dagster.sources import news_stage, registry
+    from finrag_dagster.sources import registry
+    from finrag_dagster.sources.news import load
 
-    rewrite(
-        p,
-        news_stage,
-        "load_news",
-        [("clock = clock or fnspid.NewsClock(dates_only=dates_only)", "clock = clock or fnspid.NewsClock(dates_only=False)")],
-    )
+    rewrite(p, load, "load_news", [("clock = clock or NewsClock(dates_only=dates_only)", "clock = clock or NewsClock(dates_only=False)")])
     rewrite(p, registry, "news_clock", [('else src.kind != "synthetic"', "else False")])
 
 
 def _local_midnight_timed(p: Patcher) -> None:
-    from finrag_dagster.sources import fnspid
+    from finrag_dagster.sources.news import clock
 
-    rewrite(p, fnspid, "_clock_parts", [("is_date = ~trusted | no_time | (wall_sec == 0)", "is_date = ~trusted | no_time | ((ts % _DAY_NS) == 0)")])
+    rewrite(p, clock, "_clock_parts", [("is_date = ~trusted | no_time | (wall_sec == 0)", "is_date = ~trusted | no_time | ((ts % _DAY_NS) == 0)")])
 
 
 def _edgar_date_only_at_midnight(p: Patcher) -> None:
@@ -703,7 +699,7 @@ LEAKS: dict[str, Leak] = {
     "date_only_stamp_at_midnight_utc": Leak(
         _date_only_midnight_utc,
         [U + "test_loaders_news.py::test_dates_only_treats_every_stamp_as_a_date"],
-        "core/calendar.py date_only_public_ns (used by sources/fnspid.py, replay.py): a date-only stamp read as 00:00 UTC",
+        "core/calendar.py date_only_public_ns (used by sources/news/clock.py, replay.py): a date-only stamp read as 00:00 UTC",
     ),
     "edgar_filing_date_not_acceptance": Leak(
         _edgar_filing_date,
@@ -738,7 +734,7 @@ LEAKS: dict[str, Leak] = {
     "minute_stamp_read_at_start_of_minute": Leak(
         _minute_stamp_at_start,
         [U + "test_news_clock.py::test_minute_precision_stands_for_the_end_of_the_minute"],
-        "sources/fnspid.py news_public_ns: a whole-minute stamp is public at its start, so 16:00 earns the close it could not trade",
+        "sources/news/clock.py news_public_ns: a whole-minute stamp is public at its start, so 16:00 earns the close it could not trade",
     ),
     "fnspid_clock_trusted_by_default": Leak(
         _fnspid_clock_trusted,
@@ -746,12 +742,12 @@ LEAKS: dict[str, Leak] = {
             U + "test_news_clock.py::test_fnspid_default_reads_every_stamp_as_a_date",
             U + "test_news_clock.py::test_wrong_way_offset_after_close_news_is_not_same_day",
         ],
-        "sources/fnspid.py, registry.py: FNSPID's wrong-way time of day trusted by default (after-close news decided the same day)",
+        "sources/news/load.py, registry.py: FNSPID's wrong-way time of day trusted by default (after-close news decided the same day)",
     ),
     "local_midnight_with_offset_read_as_time": Leak(
         _local_midnight_timed,
         [U + "test_news_clock.py::test_local_midnight_with_an_offset_is_a_date"],
-        "sources/fnspid.py _clock_parts: '00:00-05:00' (a date) read as 05:00 UTC, pre-market news of that day",
+        "sources/news/clock.py _clock_parts: '00:00-05:00' (a date) read as 05:00 UTC, pre-market news of that day",
     ),
     "edgar_unequal_arrays_zipped": Leak(
         _edgar_arrays_zipped,

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from finrag_dagster.sources import rowcount
 from finrag_dagster.sources.base import SourceError
-from finrag_dagster.sources.news_stage import load_news
+from finrag_dagster.sources.news import load_news
 from finrag_dagster.sources.prices import load_prices
 from finrag_dagster.sources.rowcount import file_rows, source_rows
 from finrag_dagster.sources.universe import load_universe

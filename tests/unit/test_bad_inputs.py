@@ -24,10 +24,10 @@ import pytest
 from finrag_dagster.core.calendar import nyse
 from finrag_dagster.core.labels import compute_labels
 from finrag_dagster.core.settings import LabelSettings
-from finrag_dagster.sources import edgar, fnspid, prices
+from finrag_dagster.sources import edgar, news, prices
 from finrag_dagster.sources.base import FLAG_COLUMNS, LoadResult, SourceError
 from finrag_dagster.sources.edgar import load_filings
-from finrag_dagster.sources.news_stage import load_news
+from finrag_dagster.sources.news import load_news
 from finrag_dagster.sources.prices import load_prices
 
 BAD = Path(__file__).resolve().parents[1] / "data" / "bad"
@@ -39,7 +39,7 @@ LOADERS: dict[str, Callable[[list[Path]], LoadResult]] = {
     "prices": lambda paths: load_prices(paths, UNIVERSE),
     "news": lambda paths: load_news(paths, UNIVERSE, calendar_end=dt.date(2023, 12, 29)),
     "filings": lambda paths: load_filings(paths, paths, CIKS),
-    "news_trusted": lambda paths: load_news(paths, UNIVERSE, clock=fnspid.NewsClock(dates_only=False), calendar_end=dt.date(2023, 12, 29)),
+    "news_trusted": lambda paths: load_news(paths, UNIVERSE, clock=news.NewsClock(dates_only=False), calendar_end=dt.date(2023, 12, 29)),
     "news_from_2022": lambda paths: load_news(paths, UNIVERSE, calendar_start=dt.date(2022, 1, 3), calendar_end=dt.date(2023, 12, 29)),
 }
 
@@ -183,9 +183,9 @@ CASES = [
     Case("price_ragged_row", "prices", (P + "ragged_row/aapl.csv",), error=("ragged_row/aapl.csv", "line 5", "ragged row")),
     Case("price_corrupt_parquet", "prices", (P + "corrupt_parquet/prices.parquet",), error=("corrupt_parquet/prices.parquet", "cannot read parquet")),
     # news: decided after the calendar's end (accepted silently before, into no partition)
-    Case("news_after_calendar_end", "news", ("news/late.csv",), quarantined=(("late.csv", 1, fnspid.R_AFTER_END),), kept=(("INTC", "2022-01-03"),)),
+    Case("news_after_calendar_end", "news", ("news/late.csv",), quarantined=(("late.csv", 1, news.R_AFTER_END),), kept=(("INTC", "2022-01-03"),)),
     # news: bytes that are not UTF-8 are replaced, and the rows that were repaired are flagged
-    Case("news_not_utf8", "news", ("news/latin1.csv",), flagged=(("INTC", "2022-01-03", fnspid.F_REPAIRED),), kept=(("INTC", "2022-01-03"),)),
+    Case("news_not_utf8", "news", ("news/latin1.csv",), flagged=(("INTC", "2022-01-03", news.F_REPAIRED),), kept=(("INTC", "2022-01-03"),)),
     Case(
         "news_unterminated_quote", "news", ("news/unterminated_quote.csv",), error=("unterminated_quote.csv", "line 7")
     ),  # where the record with the open quote starts
@@ -195,20 +195,20 @@ CASES = [
         "news",
         ("news/ragged.csv",),
         quarantined=(
-            ("ragged.csv", 1, fnspid.R_RAGGED + ": 3 fields where the header has 11"),
-            ("ragged.csv", 2, fnspid.R_RAGGED + ": 12 fields where the header has 11"),
+            ("ragged.csv", 1, news.R_RAGGED + ": 3 fields where the header has 11"),
+            ("ragged.csv", 2, news.R_RAGGED + ": 12 fields where the header has 11"),
         ),
         kept=(("INTC", "2022-01-03"),),
     ),
     Case(
-        "news_date_with_junk", "news", ("news/junk_date.csv",), quarantined=(("junk_date.csv", 1, fnspid.R_BAD_DATE),), kept=(("INTC", "2022-01-03"),)
+        "news_date_with_junk", "news", ("news/junk_date.csv",), quarantined=(("junk_date.csv", 1, news.R_BAD_DATE),), kept=(("INTC", "2022-01-03"),)
     ),
     # a trusted clock's stamp without an offset: 14:05 UTC would decide it on 2021-12-31; read as a date
     Case(
         "news_naive_time_in_trusted_file",
         "news_trusted",
         ("news/naive_trusted.csv",),
-        flagged=(("INTC", "2022-01-03", fnspid.F_NAIVE_TIME),),
+        flagged=(("INTC", "2022-01-03", news.F_NAIVE_TIME),),
         kept=(("INTC", "2022-01-03"),),
         detail=("'2021-12-31 14:05:00' has a time of day but no UTC offset",),
     ),
@@ -217,7 +217,7 @@ CASES = [
         "news_title_from_url",
         "news",
         ("news/no_title.csv",),
-        flagged=(("INTC", "2022-01-03", fnspid.F_TITLE_FROM_URL),),
+        flagged=(("INTC", "2022-01-03", news.F_TITLE_FROM_URL),),
         kept=(("INTC", "2022-01-03"),),
         detail=("the title 'september 2022 options now available for intel intc' was read from the Url",),
     ),
@@ -225,7 +225,7 @@ CASES = [
         "news_before_calendar_start",
         "news_from_2022",
         ("news/early.csv",),
-        quarantined=(("early.csv", 1, fnspid.R_BEFORE_START),),
+        quarantined=(("early.csv", 1, news.R_BEFORE_START),),
         kept=(("INTC", "2022-01-03"),),
     ),
     Case("news_gzip_named_csv", "news", ("news/gzip_named.csv",), error=("gzip_named.csv", "gzip-compressed", "rename it")),
@@ -345,13 +345,13 @@ def test_a_news_record_over_the_size_limit_is_quarantined_without_being_read(mon
 
     monkeypatch.setattr(csvcheck, "MAX_NEWS_RECORD_BYTES", 4096)
     seen: list[str] = []
-    source = fnspid.news_source
-    monkeypatch.setattr(fnspid, "news_source", lambda p: seen.append(p.read_text(encoding="utf-8")) or source(p))
+    source = news.segment.news_source
+    monkeypatch.setattr(news.segment, "news_source", lambda p: seen.append(p.read_text(encoding="utf-8")) or source(p))  # the name _open_news calls
     path = BAD / "news" / "long_record.csv"
     res = load_news([path], UNIVERSE, calendar_end=dt.date(2023, 12, 29))
     assert_rows_balance(res, [path], 1)
     ((row, reason),) = res.quarantine.select("source_row", "reason").iter_rows()
-    assert row == 1 and reason.startswith(fnspid.R_OVERSIZED + ": ") and reason.endswith("bytes (limit 4,096)")
+    assert row == 1 and reason.startswith(news.R_OVERSIZED + ": ") and reason.endswith("bytes (limit 4,096)")
     assert 4096 < int(reason.split(": ")[1].split(" ")[0].replace(",", "")) < path.stat().st_size
     assert sorted(res.accepted["source_row"].to_list()) == [0, 2]
     assert seen and all("-long" not in text for text in seen)  # the long record's bytes never reached the reader

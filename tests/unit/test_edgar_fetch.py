@@ -22,8 +22,9 @@ import httpx
 import pytest
 
 from finrag_dagster.core.http_retry import parse_retry_after
-from finrag_dagster.sources import edgar_fetch as ef
-from finrag_dagster.sources.edgar_fetch import (
+from finrag_dagster.sources.edgar import fetch as ef
+from finrag_dagster.sources.edgar import fetch_client
+from finrag_dagster.sources.edgar.fetch import (
     EdgarFetcher,
     EdgarHTTPError,
     FetchPolicy,
@@ -365,10 +366,10 @@ def test_crash_mid_run_leaves_no_partial_file_and_rerun_completes(make, server, 
                 raise KeyboardInterrupt  # killed between receiving a body and renaming it
         return real_replace(src, dst)
 
-    monkeypatch.setattr(ef.os, "replace", crashing_replace)
+    monkeypatch.setattr(fetch_client.os, "replace", crashing_replace)  # the rename EdgarHTTP.download makes
     with pytest.raises(KeyboardInterrupt):
         make(out).run(["AAPL"], SINCE, FORMS)
-    monkeypatch.setattr(ef.os, "replace", real_replace)
+    monkeypatch.setattr(fetch_client.os, "replace", real_replace)
     assert len(downloaded(out)) == 2 and part_files(out) == []
     # a temp file left by a hard kill (SIGKILL) is cleaned by the next run
     stale = out / "sec-edgar-filings" / "AAPL" / "10-Q" / f"{ef.PART_PREFIX}full-submission.txt.x{ef.PART_SUFFIX}"

@@ -54,7 +54,7 @@ def test_flags_membership_and_late_news_through_the_assets(tmp_path):
 
 
 def test_rows_counted_in_the_files_catch_a_loader_that_loses_a_row(tmp_path, monkeypatch):
-    from finrag_dagster.sources import fnspid
+    from finrag_dagster.sources.news import segment
 
     (tmp_path / "tickers.csv").write_text("ticker,Security\nAAA,Aaa Corp\nQQQ,QQQ\n")
     (tmp_path / "news.csv").write_bytes(HEADER + b"2019-01-03 00:00:00+00:00,One,AAA,u1,P,,B,,,,\n2019-01-04 00:00:00+00:00,Two,AAA,u2,P,,B,,,,\n")
@@ -68,13 +68,13 @@ def test_rows_counted_in_the_files_catch_a_loader_that_loses_a_row(tmp_path, mon
         },
         calendar={"start": dt.date(2019, 1, 2), "end": dt.date(2019, 1, 31), "decision_start": dt.date(2019, 1, 2)},
     )
-    scan = fnspid.news_source
+    scan = segment.news_source
 
     def lossy(path):  # a reader that loses the first row before anything counts it
         lf, cols, repaired = scan(path)
         return lf.slice(1), cols, repaired
 
-    monkeypatch.setattr(fnspid, "news_source", lossy)
+    monkeypatch.setattr(segment, "news_source", lossy)  # the name the staging loader (_open_news) calls
     with pooled_instance() as inst:
         results = run_range(s, end=dt.date(2019, 1, 31), instance=inst, only=["universe", "news_raw"])
     (check,) = [c for r in results for c in r.get_asset_check_evaluations() if c.check_name == "rows_reconcile"]

@@ -14,9 +14,9 @@ import pytest
 
 from finrag_dagster.core.calendar import date_only_public_time, nyse
 from finrag_dagster.core.storage.schemas import NEWS_RAW
-from finrag_dagster.sources import fnspid
+from finrag_dagster.sources import news
 from finrag_dagster.sources.base import SourceError
-from finrag_dagster.sources.news_stage import load_news
+from finrag_dagster.sources.news import load_news
 
 UNIVERSE = {"AAPL", "AAL", "DLTR", "INTC", "MSFT", "QQQ"}
 HEADER = "Date,Article_title,Stock_symbol,Url,Publisher,Author,Article,Lsa_summary,Luhn_summary,Textrank_summary,Lexrank_summary\n"
@@ -110,7 +110,7 @@ def test_rows_in_both_files_are_quarantined_as_duplicates(real_data, raw_csv):
     assert r.rows_in == 242 + 25
     assert r.accepted.height == 242
     assert r.quarantine.height == 25
-    assert set(r.quarantine["reason"]) == {fnspid.R_DUPLICATE}
+    assert set(r.quarantine["reason"]) == {news.R_DUPLICATE}
     # the parquet sorts first (news/ < raw/), so the CSV's copies are the duplicates
     assert set(r.quarantine["source_file"]) == {"tech_2021_batch_01.csv"}
 
@@ -145,13 +145,13 @@ def test_malformed_rows_go_to_quarantine_with_reasons(tmp_path):
     assert r.rows_in == 10
     reasons = dict(zip(r.quarantine["source_row"], r.quarantine["reason"]))
     assert reasons == {
-        0: fnspid.R_BAD_DATE,
-        1: fnspid.R_MISSING_DATE,
-        2: fnspid.R_NO_TICKER,
-        3: fnspid.R_NOT_UNIVERSE,
-        4: fnspid.R_NO_TITLE_URL,
-        5: fnspid.R_OUT_OF_CALENDAR,
-        7: fnspid.R_DUPLICATE,
+        0: news.R_BAD_DATE,
+        1: news.R_MISSING_DATE,
+        2: news.R_NO_TICKER,
+        3: news.R_NOT_UNIVERSE,
+        4: news.R_NO_TITLE_URL,
+        5: news.R_OUT_OF_CALENDAR,
+        7: news.R_DUPLICATE,
     }
     assert '"Stock_symbol": "ZZZZ"' in r.quarantine.filter(pl.col("source_row") == 3)["raw"][0]
     acc = {row["source_row"]: row for row in r.accepted.iter_rows(named=True)}
@@ -191,7 +191,7 @@ def test_bad_paths_and_formats_are_errors(tmp_path):
 
 
 def test_parse_news_times_formats():
-    ns = fnspid.parse_news_times(["2021-12-31 00:00:00+00:00", "2020-06-05 06:30:54 UTC", "2021-03-01 14:05:00-05:00", "junk", None])
+    ns = news.parse_news_times(["2021-12-31 00:00:00+00:00", "2020-06-05 06:30:54 UTC", "2021-03-01 14:05:00-05:00", "junk", None])
     got = [None if v == np.iinfo(np.int64).min else pd.Timestamp(v, tz="UTC") for v in ns]
     assert got[:3] == [
         pd.Timestamp("2021-12-31 00:00", tz="UTC"),

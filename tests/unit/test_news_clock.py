@@ -10,8 +10,7 @@ import polars as pl
 
 from finrag_dagster.core.calendar import nyse
 from finrag_dagster.core.settings import Settings
-from finrag_dagster.sources.fnspid import NewsClock
-from finrag_dagster.sources.news_stage import load_news
+from finrag_dagster.sources.news import NewsClock, load_news
 from finrag_dagster.sources.registry import news_clock
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "news_clock"

@@ -7,10 +7,9 @@ import os
 import polars as pl
 import pytest
 
-from finrag_dagster.sources import fnspid, news_stage
+from finrag_dagster.sources import news
 from finrag_dagster.sources.base import SourceError
-from finrag_dagster.sources.fnspid import NewsClock
-from finrag_dagster.sources.news_stage import load_news, stage_news
+from finrag_dagster.sources.news import NewsClock, load, load_news, segment, stage, stage_news
 
 UNIVERSE = {"AAA", "BBB"}
 HEADER = b"Date,Article_title,Stock_symbol,Url,Publisher,Author,Article,Lsa_summary,Luhn_summary,Textrank_summary,Lexrank_summary\n"
@@ -46,7 +45,7 @@ def test_small_batches_give_the_same_rows_as_one_batch(tmp_path):
     _same(one, many)
     assert one.accepted.height == 200 and one.rows_in == 403
     reasons = dict(one.quarantine.group_by("reason").agg(pl.col("rows").sum()).iter_rows())
-    assert reasons == {fnspid.R_NOT_UNIVERSE: 200, fnspid.R_NO_TICKER: 1, fnspid.R_BAD_DATE: 1, fnspid.R_DUPLICATE: 1}
+    assert reasons == {news.R_NOT_UNIVERSE: 200, news.R_NO_TICKER: 1, news.R_BAD_DATE: 1, news.R_DUPLICATE: 1}
     # several month files were written by many batches, and read back in one piece
     assert len(many_stage.files[0].month_files()) == 2
 
@@ -55,7 +54,7 @@ def test_rows_outside_the_universe_are_one_counted_row_per_file_and_ticker(tmp_p
     f = tmp_path / "n.csv"
     f.write_bytes(HEADER + _rows(40))
     q = load_news(f, UNIVERSE).quarantine
-    summary = q.filter(pl.col("reason") == fnspid.R_NOT_UNIVERSE).sort("source_row")
+    summary = q.filter(pl.col("reason") == news.R_NOT_UNIVERSE).sort("source_row")
     assert summary.select("source_row", "rows").rows() == [(2, 10), (3, 10)]  # ZZZ first at row 2, YYY at row 3
     assert '"Stock_symbol": "ZZZ"' in summary["raw"][0]
 
@@ -77,7 +76,7 @@ def test_a_rerun_reads_nothing_and_an_append_reads_only_the_new_rows(tmp_path):
     fresh = stage_news([f], UNIVERSE, NewsClock(), tmp_path / "fresh")
     assert fresh.rows_read == 150
     _same(grown.load_all(), fresh.load_all())
-    assert (fnspid.R_DUPLICATE, 150 - 1) in grown.load_all().quarantine.select("reason", "source_row").rows()
+    assert (news.R_DUPLICATE, 150 - 1) in grown.load_all().quarantine.select("reason", "source_row").rows()
 
     # a change inside the old bytes (not an append) reads the whole file again
     data = f.read_bytes().replace(b"Title 5,", b"Title 7,", 1)
@@ -120,19 +119,19 @@ def test_a_crash_while_staging_an_append_leaves_the_previous_stage(tmp_path, mon
     before = stage_news([f], UNIVERSE, NewsClock(), root).load_all()
     with open(f, "ab") as fh:
         fh.write(_rows(10, start=40))
-    check = fnspid.check_news_rows
+    check = segment.check_news_rows
 
     def boom(*a, **k):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(fnspid, "check_news_rows", boom)
+    monkeypatch.setattr(segment, "check_news_rows", boom)  # the name _checked_batch calls
     with pytest.raises(RuntimeError, match="disk full"):
         stage_news([f], UNIVERSE, NewsClock(), root)
     (d,) = [p for p in root.iterdir()]
     assert sorted(p.name for p in d.iterdir() if p.name.startswith(".")) == []  # no half-written segment left
-    st = news_stage.NewsStage([news_stage.FileStage(f, d, news_stage._read_manifest(d))], before.rows_in)
+    st = stage.NewsStage([stage.FileStage(f, d, load._read_manifest(d))], before.rows_in)
     _same(st.load_all(), before)
-    monkeypatch.setattr(fnspid, "check_news_rows", check)
+    monkeypatch.setattr(segment, "check_news_rows", check)
     healed = stage_news([f], UNIVERSE, NewsClock(), root)
     assert healed.actions == {"n.csv": "appended"} and healed.rows_read == 10
 
@@ -173,7 +172,7 @@ def test_a_file_no_longer_configured_leaves_no_staged_rows(tmp_path):
     assert both.pruned == 0 and len([d for d in root.iterdir() if d.is_dir()]) == 2
     only_a = stage_news([a], UNIVERSE, NewsClock(), root)
     assert only_a.pruned == 1 and only_a.actions == {"a.csv": "unchanged"}
-    assert [d.name for d in root.iterdir() if d.is_dir()] == [news_stage._file_dir(root, a).name]
+    assert [d.name for d in root.iterdir() if d.is_dir()] == [load._file_dir(root, a).name]
     _same(only_a.load_all(), stage_news([a], UNIVERSE, NewsClock(), tmp_path / "fresh").load_all())
 
 

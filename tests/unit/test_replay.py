@@ -15,8 +15,7 @@ from finrag_dagster.core.calendar import date_only_public_time, nyse
 from finrag_dagster.core.settings import WorldSettings, load_settings
 from finrag_dagster.sources import replay as R
 from finrag_dagster.sources.edgar import load_filings
-from finrag_dagster.sources.fnspid import NewsClock
-from finrag_dagster.sources.news_stage import load_news
+from finrag_dagster.sources.news import NewsClock, load_news
 from finrag_dagster.sources.prices import load_prices
 from finrag_dagster.sources.registry import load_table, load_universe_frame, source_paths
 from finrag_dagster.sources.synthetic import generate_world

@@ -112,7 +112,7 @@ def test_news_end_leaves_out_exactly_the_news_decided_after_it(world, news, tmp_
 
 def pd_ns(stamps: list[str]) -> np.ndarray:
     """Public times of the world's FNSPID stamps, as the loader reads them with the world's (true) clock."""
-    from finrag_dagster.sources.fnspid import NewsClock, news_public_ns, normalize_news
+    from finrag_dagster.sources.news import NewsClock, news_public_ns, normalize_news
 
     df = pl.DataFrame({"Date": stamps, "Publisher": [""] * len(stamps), "__source_row": list(range(len(stamps)))})
     frame = normalize_news(df, {"Date": "Date", "Publisher": "Publisher"}, "x.csv", False)
@@ -420,12 +420,13 @@ def test_templates_are_varied_and_typed():
 def test_real_format_loaders_accept_every_row(world, truth):
     """The pipeline's own loaders read the world without a single quarantined row, and agree with
     the truth on every public time and decision day."""
-    from finrag_dagster.sources import edgar, news_stage, prices, universe
+    from finrag_dagster.sources import edgar, prices, universe
+    from finrag_dagster.sources.news import load_news
 
     raw = world / "raw"
     u = universe.load_universe(raw / "universe" / "tickers.csv")
     tickers = set(u["ticker"])
-    n = news_stage.load_news([str(raw / "news" / "*.csv")], tickers, dates_only=False)  # the world's clocks are true
+    n = load_news([str(raw / "news" / "*.csv")], tickers, dates_only=False)  # the world's clocks are true
     p = prices.load_prices([str(raw / "prices" / "*.csv")], tickers)
     f = edgar.load_filings(
         [str(raw / "sec" / "submissions" / "*.json"), str(raw / "sec" / "sec-edgar-filings")],

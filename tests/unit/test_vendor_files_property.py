@@ -41,9 +41,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from finrag_dagster.sources import fnspid
+from finrag_dagster.sources import news
 from finrag_dagster.sources.base import SourceError
-from finrag_dagster.sources.news_stage import load_news
+from finrag_dagster.sources.news import load_news
 from finrag_dagster.sources.prices import load_prices
 from finrag_dagster.sources.rowcount import file_rows
 from finrag_dagster.sources.universe import load_universe
@@ -55,7 +55,7 @@ settings.register_profile(
 settings.register_profile("vendor_slow", max_examples=max(FAST, 400), deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
 # ---------------------------------------------------------------------------------------- clean files
-NEWS_HEADER = list(fnspid.FNSPID_COLUMNS)
+NEWS_HEADER = list(news.FNSPID_COLUMNS)
 
 
 def _news_rows(inner_newlines: bool) -> list[list[str]]:
@@ -299,7 +299,7 @@ def check(fmt: Format, rw: Rewrite) -> None:
     _check_values(fmt, rw, _accepted(fmt, res), _accepted(fmt, clean_result(fmt, rw)))
     if fmt.name == "news" and rw.encoding == "latin-1":
         repaired = res.accepted.filter(pl.col("article").str.contains("\ufffd", literal=True))["source_row"].to_list()
-        assert res.flags.filter(pl.col("flag") == fnspid.F_REPAIRED)["source_row"].to_list() == repaired  # the café row says so
+        assert res.flags.filter(pl.col("flag") == news.F_REPAIRED)["source_row"].to_list() == repaired  # the café row says so
 
 
 def _check_values(fmt: Format, rw: Rewrite, got: pl.DataFrame, clean: pl.DataFrame) -> None:

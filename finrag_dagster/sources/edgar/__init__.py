@@ -6,7 +6,10 @@ quarantined. Sources that contradict themselves are never read silently. The for
 merge and the ``rows_in`` count: docs/bad_inputs.md, "Filings (EDGAR)" and "`sources/edgar/`:
 design notes"; the time rules: docs/time.md, "Filings (EDGAR)". One module per step: header,
 body, periods, passages, the readers (records, submissions, full_submission, index_sources),
-merge and loader; every name is importable from here.
+merge and loader; every loader name is importable from here. The downloader (``finrag fetch edgar``,
+docs/edgar_fetch.md) is fetch_http (User-Agent, errors, rate limit), fetch_layout (what to fetch,
+where it goes), fetch_client (requests, retries, atomic writes) and fetch (:class:`EdgarFetcher`),
+whose names are importable from :mod:`.fetch` (not from here: the loaders need no HTTP client).
 """
 
 from .body import html_to_text, submission_text

@@ -10,7 +10,7 @@ bookkeeping files: docs/replay.md. One module per step: layout, index, clock, re
 every name is importable from here.
 """
 
-from ..fnspid import news_public_ns
+from ..news import news_public_ns
 from .clock import ReleaseStats, atomic_copy, atomic_write, last_closed_session, read_clock, replay_now
 from .index import SourceIndex, cached_index, index_source, split_csv_records
 from .layout import NEVER, ReplayError, price_public_ns

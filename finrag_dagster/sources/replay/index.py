@@ -12,7 +12,7 @@ import numpy as np
 
 from ..base import SourceError
 from ..edgar import read_full_submission, read_submissions_json
-from ..fnspid import NewsClock, news_public_ns, read_news_file
+from ..news import NewsClock, news_public_ns, read_news_file
 from ..prices import read_price_csv
 from .layout import FILINGS_DIR, FULL_SUBMISSION, NEVER, NEWS_GLOB, PRICES_GLOB, SUBMISSIONS_GLOB, UNIVERSE, price_public_ns
 

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ...core.calendar import NY, nyse
-from ..fnspid import NewsClock
+from ..news import NewsClock
 from .clock import ReleaseStats, _iso, _ts, _write_csv_upto, atomic_copy, atomic_write, last_closed_session, read_clock, to_ns
 from .index import SourceIndex, cached_index, index_source
 from .layout import CLOCK_FILE, RELEASE_LOG, REPLAY_DIR, UNIVERSE, ReplayError

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import tomli_w
 
-from ..fnspid import NewsClock
+from ..news import NewsClock
 from .clock import atomic_write
 from .layout import FILINGS_DIR, NEWS_GLOB, PRICES_GLOB, REPLAY_DIR, SETTINGS_FILE, SUBMISSIONS_GLOB, UNIVERSE
 from .replayer import _as_date

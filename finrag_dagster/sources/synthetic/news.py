@@ -18,7 +18,7 @@ import numpy as np
 from ...core.calendar import date_only_public_time
 from ...core.events import EARNINGS, OTHER, classify
 from ...core.text import stable_hash
-from ..fnspid import FNSPID_COLUMNS as FNSPID_COLUMNS  # the reader's columns, re-exported for world.py
+from ..news import FNSPID_COLUMNS as FNSPID_COLUMNS  # the reader's columns, re-exported for world.py
 from . import params as P
 from . import text as T
 from .clock import MIN, NS, WorldDays, et_date, et_ns, fnspid_date, fnspid_time
@@ -334,7 +334,7 @@ class NewsBuilder:
                 if hi <= lo:
                     continue
                 ns = int(rng.integers(lo, hi))
-            rows.append(self._commentary(c, ev, kw, tone, ns, day, "companion", T.COMPANION_TITLES, c.ticker, k))
+            rows.append(self._commentary(ev, kw, tone, ns, day, "companion", c.ticker, k))
         return rows
 
     def _followups(self, c: Company, ev: Event, kw: dict, tp) -> list[NewsRow]:
@@ -348,7 +348,7 @@ class NewsBuilder:
                 continue
             tone = draw_tone(rng, ev.d_short, tp.rho_news)
             ns, day = self._time_on(i, P.DATE_ONLY_P["followup"])
-            rows.append(self._commentary(c, ev, kw, tone, ns, day, "followup", T.FOLLOWUP_TITLES, c.ticker, k))
+            rows.append(self._commentary(ev, kw, tone, ns, day, "followup", c.ticker, k))
         return rows
 
     def _peer_article(self, c: Company, ev: Event, kw: dict, tp, peers: list[str]) -> list[NewsRow]:
@@ -365,7 +365,7 @@ class NewsBuilder:
                 i = ev.d_idx + int(rng.integers(1, 6))
                 ns, day = self._time_on(i, 0.0)
             pkw = dict(kw, peer=self.co[pt].short_name)
-            rows.append(self._commentary(c, ev, pkw, tone, ns, day, "peer", T.PEER_TITLES, pt, 0))
+            rows.append(self._commentary(ev, pkw, tone, ns, day, "peer", pt, 0))
         return rows
 
     def _traps(self, c: Company, ev: Event, kw: dict) -> list[NewsRow]:
@@ -385,10 +385,10 @@ class NewsBuilder:
         ns = et_ns(day, int(self.rng.integers(7 * 3600, 19 * 3600)))
         return min(ns, self.last_ns), None
 
-    def _commentary(
-        self, c: Company, ev: Event, kw: dict, tone: int, ns: int, day: dt.date | None, role: str, titles: dict, ticker: str, k: int
-    ) -> NewsRow:
+    def _commentary(self, ev: Event, kw: dict, tone: int, ns: int, day: dt.date | None, role: str, ticker: str, k: int) -> NewsRow:
+        """A companion, follow-up or peer article (``role``, titled from that role's templates) on ``ticker``, the k-th of its kind."""
         rng = self.rng
+        titles = {"companion": T.COMPANION_TITLES, "followup": T.FOLLOWUP_TITLES, "peer": T.PEER_TITLES}[role]
         pub, base = self._publisher(right=tone == ev.d_short)
         subj = kw["subject"]
         title = _pick(rng, titles[tone]).format(**dict(kw, subject=headline_case(subj)))

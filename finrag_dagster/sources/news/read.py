@@ -1,0 +1,166 @@
+"""Reading one FNSPID news file (CSV, gzipped CSV or parquet with the original column names) into
+normalised columns: the lazy scan the loader streams (:func:`news_source`) and the rows' shape
+(:func:`normalize_news`). Bad files: docs/bad_inputs.md, "News (FNSPID)".
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow.parquet as pq
+
+from ..base import SourceError
+from ..csvcheck import MAX_NEWS_RECORD_BYTES, check_csv_format, csv_problem, duplicate_column, gzip_named_csv, header_names, is_utf8, scan_records
+from .clock import _wall_clock, parse_news_times
+from .columns import FNSPID_COLUMNS, ROW_INDEX
+
+
+def _cols(df: pl.DataFrame, fname: str) -> dict[str, str]:
+    """Map canonical FNSPID names to the file's own spelling (case-insensitive)."""
+    lower = {c.strip().lower(): c for c in df.columns}
+    got = {c: lower[c.lower()] for c in FNSPID_COLUMNS if c.lower() in lower}
+    for extra in ("date_has_time", "title_from_url_slug"):
+        if extra in lower:
+            got[extra] = lower[extra]
+    missing = [c for c in ("Date", "Stock_symbol") if c not in got] + ([] if {"Article_title", "Url"} & got.keys() else ["Article_title or Url"])
+    if missing:
+        raise SourceError(
+            f"{fname}: not an FNSPID news file: missing column {', '.join(missing)} "
+            f"(needs Date, Stock_symbol and Article_title or Url; has {df.columns[:15]})"
+        )
+    return got
+
+
+def _check_header(names: list[str], fname: str) -> None:
+    """A SourceError for a header that names a column twice: which of the two is the field?"""
+    dup = duplicate_column(names)
+    if dup:
+        raise SourceError(f"{fname}: {dup}: the file is ambiguous; rename or remove one")
+
+
+def news_source(path: Path) -> tuple[pl.LazyFrame, dict[str, str], bool]:
+    """A lazy scan of one news file, its column map (:func:`_cols`) and whether its bytes were
+    repaired (a CSV that is not valid UTF-8). Nothing but the header is parsed here.
+
+    Raises
+    ------
+    SourceError
+        Not a news file, an unknown format, or a malformed CSV (naming the line).
+    """
+    name = path.name.lower()
+    repaired = False
+    try:
+        if name.endswith(".csv"):
+            problem = gzip_named_csv(path)
+            if problem:
+                raise SourceError(problem)
+            check_csv_format(path)  # UTF-16, another delimiter
+            problem = csv_problem(path)
+            if problem:
+                raise SourceError(f"{path.name}: not a well-formed CSV: the record starting at {problem}")
+            _check_header(header_names(path), path.name)
+            repaired = not is_utf8(path)
+            head = pl.read_csv(path, infer_schema=False, encoding="utf8-lossy", n_rows=0)
+            # a ragged record is read as far as the header goes: the loader quarantines it by its row
+            lf = pl.scan_csv(path, infer_schema=False, encoding="utf8-lossy", truncate_ragged_lines=True)
+        elif name.endswith(".csv.gz"):  # compressed: read whole (decompress a big file to stream it)
+            with gzip.open(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as fh:
+                _check_header(next(csv.reader(fh), []), path.name)
+            lf = pl.read_csv(path, infer_schema=False, encoding="utf8-lossy").lazy()
+            head = lf.head(0).collect()
+        elif name.endswith(".parquet"):
+            _check_header(pq.read_schema(path).names, path.name)
+            lf = pl.scan_parquet(path)
+            head = lf.head(0).collect()
+        else:
+            raise SourceError(f"{path.name}: unknown news file format (expected .csv or .parquet)")
+    except SourceError:
+        raise
+    except Exception as exc:  # polars raises several types for malformed files
+        raise SourceError(f"{path.name}: cannot be read as {'CSV' if '.csv' in name else 'parquet'} ({str(exc).splitlines()[0]})") from exc
+    return lf, _cols(head, path.name), repaired
+
+
+def read_news_file(path: Path) -> pl.DataFrame:
+    """One FNSPID file, read whole, as :func:`normalize_news` columns (the replay tool's reader;
+    the loader streams, see :mod:`.load`)."""
+    if path.name.lower().endswith(".csv"):
+        problem = gzip_named_csv(path)
+        if problem:
+            raise SourceError(problem)
+        check_csv_format(path)
+        scan_records(path, MAX_NEWS_RECORD_BYTES)  # CR line ends (the staging loader scans every CSV this way)
+    lf, cols, repaired = news_source(path)
+    try:
+        df = lf.with_row_index(ROW_INDEX).collect()
+    except Exception as exc:
+        raise SourceError(f"{path.name}: cannot be read ({str(exc).splitlines()[0]})") from exc
+    return normalize_news(df, cols, path.name, repaired)
+
+
+def normalize_news(df: pl.DataFrame, cols: dict[str, str], source_file: str, repaired: bool) -> pl.DataFrame:
+    """Rows of one news file (with their 0-based data row in ``__source_row``) as normalised columns.
+
+    Returns
+    -------
+    pl.DataFrame
+        ``ts_ns`` (Int64 UTC ns, null if unparseable), ``has_time`` (Boolean or null),
+        ``slug_title`` (Boolean), the FNSPID text columns as stripped strings ("" when missing),
+        ``source_file``, ``source_row`` and ``repaired``.
+    """
+    n = df.height
+    date = df[cols["Date"]]
+    if date.dtype == pl.Datetime:
+        tz = date.dtype.time_zone
+        d = date if tz else date.dt.replace_time_zone("UTC")
+        ts_ns = d.dt.convert_time_zone("UTC").dt.cast_time_unit("ns").dt.epoch("ns")
+        date_text = d.dt.to_string("%Y-%m-%d %H:%M:%S%z")
+        wall_day = d.dt.date()
+        wall_sec = d.dt.hour().cast(pl.Int32) * 3600 + d.dt.minute().cast(pl.Int32) * 60 + d.dt.second().cast(pl.Int32)
+        naive = pl.Series([tz is None] * n, dtype=pl.Boolean)
+    elif date.dtype == pl.Date:
+        ts_ns = date.cast(pl.Datetime("ns")).dt.epoch("ns")
+        date_text = date.cast(pl.Utf8)
+        wall_day, wall_sec = date, pl.Series([0] * n, dtype=pl.Int32)
+        naive = pl.Series([False] * n, dtype=pl.Boolean)
+    else:
+        date_text = date.cast(pl.Utf8)
+        raw_ns = parse_news_times(date_text.to_list())
+        ts_ns = pl.Series(np.where(raw_ns == np.iinfo(np.int64).min, None, raw_ns).tolist(), dtype=pl.Int64)
+        wall_day, wall_sec, naive = _wall_clock(date_text.to_list())
+
+    def text(c: str) -> pl.Series:
+        if c not in cols:
+            return pl.Series(c, [""] * n, dtype=pl.Utf8)
+        return df[cols[c]].cast(pl.Utf8).fill_null("").str.strip_chars().alias(c)
+
+    def flag(c: str) -> pl.Series:
+        if c not in cols:
+            return pl.Series(c, [None] * n, dtype=pl.Boolean)
+        return df[cols[c]].cast(pl.Boolean).alias(c)
+
+    return pl.DataFrame(
+        [
+            ts_ns.alias("ts_ns").cast(pl.Int64),
+            wall_day.alias("wall_day").cast(pl.Date),
+            wall_sec.alias("wall_sec").cast(pl.Int32),
+            naive.alias("naive").cast(pl.Boolean),
+            date_text.fill_null("").alias("Date"),
+            flag("date_has_time").alias("has_time"),
+            flag("title_from_url_slug").fill_null(False).alias("slug_title"),
+            *[text(c) for c in FNSPID_COLUMNS if c != "Date"],
+            pl.Series("source_file", [source_file] * n, dtype=pl.Utf8),
+            df[ROW_INDEX].cast(pl.Int64).alias("source_row"),
+        ]
+    ).with_columns(_repaired_expr(repaired).alias("repaired"))
+
+
+def _repaired_expr(file_repaired: bool) -> pl.Expr:
+    """Rows of a file that was not valid UTF-8 whose text now carries U+FFFD."""
+    if not file_repaired:
+        return pl.lit(False)
+    return pl.any_horizontal([pl.col(c).str.contains("\ufffd", literal=True) for c in FNSPID_COLUMNS])
