@@ -38,13 +38,13 @@ def real_pools(lake_dir: Path, sample: Path) -> Lake:
     if lake.materialized_dates("candidates"):
         return lake
     from finrag_dagster.cli import lake_lock
-    from finrag_dagster.pipeline import run_range
+    from finrag_dagster.pipeline import RunOptions, run_range
 
     s = real_settings(lake_dir, sample)
     print(f"building the real sample's candidate pools {REAL_TEST[0]} .. {REAL_TEST[1]} in {lake.root} ...", flush=True)
     t0 = time.perf_counter()
     with lake_lock(s.lake_dir):
-        run_range(s, end=REAL_TEST[1], decision_start=REAL_TEST[0], only=POOL_ASSETS, log_level="ERROR")
+        run_range(s, end=REAL_TEST[1], decision_start=REAL_TEST[0], only=POOL_ASSETS, options=RunOptions(log_level="ERROR"))
     print(f"built in {time.perf_counter() - t0:.0f} s", flush=True)
     return Lake(lake_dir)
 

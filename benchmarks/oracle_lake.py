@@ -31,7 +31,7 @@ def main() -> None:
     import dagster as dg
 
     from finrag_dagster.core.settings import load_settings
-    from finrag_dagster.pipeline import run_range
+    from finrag_dagster.pipeline import RunOptions, run_range
 
     s = load_settings(args.config)
     t0 = time.perf_counter()
@@ -40,7 +40,7 @@ def main() -> None:
         print(f"[{time.perf_counter() - t0:6.0f} s] {stage.name}: {', '.join(names)}", flush=True)
 
     with dg.DagsterInstance.ephemeral() as inst:
-        run_range(s, end=dt.date.fromisoformat(args.end) if args.end else None, instance=inst, only=ONLY, on_stage=on_stage)
+        run_range(s, end=dt.date.fromisoformat(args.end) if args.end else None, instance=inst, only=ONLY, options=RunOptions(on_stage=on_stage))
     print(f"lake {s.lake_dir}: built in {time.perf_counter() - t0:.0f} s")
 
 

@@ -267,13 +267,13 @@ def ensure_real_lake(lake_dir: Path, sample: Path) -> tuple[Lake, float | None]:
             "pass --sample <folder> or set FINRAG_REAL_SAMPLE (the folder with PROVENANCE.md, news/, filings/, universe/)"
         )
     from finrag_dagster.cli import lake_lock
-    from finrag_dagster.pipeline import run_range
+    from finrag_dagster.pipeline import RunOptions, run_range
 
     s = real_settings(lake_dir, sample)
     print(f"building the real-sample lake in {lake.root} ({', '.join(REAL_ASSETS)}, {s.calendar.start} .. {s.calendar.end}) ...", flush=True)
     t0 = time.perf_counter()
     with lake_lock(s.lake_dir):
-        run_range(s, only=list(REAL_ASSETS), log_level="ERROR")
+        run_range(s, only=list(REAL_ASSETS), options=RunOptions(log_level="ERROR"))
     took = time.perf_counter() - t0
     print(f"built in {took:.0f} s", flush=True)
     return Lake(lake_dir), took

@@ -57,7 +57,7 @@ sys.path.insert(0, str(ROOT))
 from finrag_dagster.core.calendar import nyse  # noqa: E402
 from finrag_dagster.core.settings import HORIZONS, Settings, load_settings  # noqa: E402
 from finrag_dagster.defs.build import build_definitions  # noqa: E402
-from finrag_dagster.pipeline import RANGE_END, RANGE_START, run_range, stages  # noqa: E402
+from finrag_dagster.pipeline import RANGE_END, RANGE_START, RunOptions, run_range, stages  # noqa: E402
 
 
 # ---------------------------------------------------------------------------- memory
@@ -318,7 +318,7 @@ def measure(settings: Settings, twin: bool = True) -> dict:
         marks.append((st.name, time.perf_counter(), _cpu()))
 
     with dg.instance_for_test() as inst:
-        results = run_range(settings, instance=inst, on_stage=on_stage)
+        results = run_range(settings, instance=inst, options=RunOptions(on_stage=on_stage))
         t_end = time.perf_counter()
         cpu_end = _cpu()
         close_stage(t_end, cpu_end)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -80,20 +80,28 @@ def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
     return marked
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """How :func:`run_range` runs its stages: the synthetic_world op's config, a call before each stage, the console log level."""
+
+    world_config: dict | None = None
+    on_stage: Callable | None = None  # on_stage(stage, asset names) before each stage runs
+    log_level: str = "WARNING"
+
+
 def run_range(
     settings: Settings,
     end: dt.date | None = None,
     decision_start: dt.date | None = None,
     instance: dg.DagsterInstance | None = None,
-    world_config: dict | None = None,
     resource: FinragResource | None = None,
     only: Sequence[str] | None = None,
-    on_stage=None,
-    log_level: str = "WARNING",
+    options: RunOptions = RunOptions(),
     history_start: dt.date | None = None,
 ) -> list[dg.ExecuteInProcessResult]:
     """Materialise every stage over [calendar.start | decision_start, end] in one process
-    (``history_start``: the history stage from that day instead, when the days before are in the lake)."""
+    (``history_start``: the history stage from that day instead, when the days before are in the lake;
+    ``options``: the world's config, the per-stage call and the log level, :class:`RunOptions`)."""
     cal = nyse()
     end = end or settings.calendar.end
     decision_start = decision_start or settings.calendar.decision_start
@@ -111,7 +119,7 @@ def run_range(
     instance = instance or dg.DagsterInstance.ephemeral()
     plan = _Plan(settings, instance, all_assets, resource, own_resource, hist_days, dec_days)
     with planned_as_ranges():
-        return _run_stages(plan, only=only, on_stage=on_stage, log_level=log_level, world_config=world_config)
+        return _run_stages(plan, only=only, options=options)
 
 
 @dataclass(frozen=True)
@@ -148,8 +156,9 @@ def planned_as_ranges():
             os.environ[PLANNED_AS_RANGE] = old
 
 
-def _run_stages(plan: _Plan, only, on_stage, log_level: str, world_config: dict | None):
+def _run_stages(plan: _Plan, only, options: RunOptions):
     settings, instance, all_assets, resource, own_resource = plan.settings, plan.instance, plan.assets, plan.resource, plan.own_resource
+    on_stage, log_level, world_config = options.on_stage, options.log_level, options.world_config
     hist_days, dec_days = plan.hist_days, plan.dec_days
     results = []
     for st in stages(settings):

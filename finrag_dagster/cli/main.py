@@ -147,7 +147,7 @@ def demo(
 
     import dagster as dg
 
-    from ..pipeline import fail_orphaned_runs, run_range
+    from ..pipeline import RunOptions, fail_orphaned_runs, run_range
 
     home = ensure_dagster_home()
     console.print(f"[bold]finrag demo[/bold]: decisions {start_d} .. {end_d}, history from {s.calendar.start}")
@@ -168,9 +168,7 @@ def demo(
             end=end_d,
             decision_start=start_d,
             instance=inst,
-            world_config=world_cfg or None,
-            on_stage=on_stage,
-            log_level="WARNING" if _state["debug"] else "CRITICAL",
+            options=RunOptions(world_config=world_cfg or None, on_stage=on_stage, log_level="WARNING" if _state["debug"] else "CRITICAL"),
         )
         _timing(timings, time.perf_counter())
     console.print(f"done in {time.perf_counter() - t_all:.0f}s")

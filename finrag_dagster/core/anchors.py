@@ -173,16 +173,23 @@ def build_anchors(
     return df, drop_df
 
 
+@dataclass(frozen=True)
+class AnchorUniverse:
+    """The tickers anchors are drawn from: the market proxies (no anchors), each ticker's sector, the membership intervals (None: all, always)."""
+
+    benchmark: set[str]
+    sectors: dict[str, str]
+    membership: pl.DataFrame | None = None
+
+
 def anchors_for_days(
     news: pl.DataFrame,
     clusters: pl.DataFrame,
     days: list[str],
     cal: TradingCalendar,
-    benchmark: set[str],
-    sectors: dict[str, str],
+    universe: AnchorUniverse,
     lookback_sessions: int,
     earliest: dt.date,
-    membership: pl.DataFrame | None = None,
 ) -> dict[str, tuple[pl.DataFrame, pl.DataFrame]]:
     """:func:`build_anchors` for each of ``days`` (ISO), each day seeing only its own look-back.
 
@@ -191,6 +198,7 @@ def anchors_for_days(
     ``lookback_sessions`` sessions before D, from ``earliest``), so a range run and a day-by-day
     run give the same anchors.
     """
+    benchmark, sectors, membership = universe.benchmark, universe.sectors, universe.membership
     out = {}
     for d in days:
         day = dt.date.fromisoformat(d)
@@ -220,9 +228,7 @@ def anchors_from_lake(s, lake, cal: TradingCalendar, days: list[str]) -> dict[st
         clusters,
         days,
         cal=cal,
-        benchmark=bench,
-        sectors=sectors,
+        universe=AnchorUniverse(bench, sectors, membership),
         lookback_sessions=s.evidence.dup_lookback_sessions,
         earliest=s.calendar.start,
-        membership=membership,
     )

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from . import families
 from .calendar import TradingCalendar, maturing_on
-from .experience.loop import choose_principles, empty_updates, toe_updates
+from .experience.loop import AnchorStates, choose_principles, empty_updates, toe_updates
 from .experience.tree import ExperienceTree, to_table
 from .memory.families import FamilyMap
 from .memory.feedback import build_feedback, empty_feedback, shuffle_labels
@@ -254,10 +254,7 @@ def step(
             ids, f_texts, skels, vecs = env.toe.states(d)
             selections, principles = choose_principles(
                 tree,
-                ids,
-                f_texts,
-                skeletons=skels,
-                embeddings=vecs,
+                AnchorStates(ids, f_texts, skels, vecs),
                 expansion_cap=env.toe.expansion_cap,
                 judge=env.toe.judge,
                 embed_fn=env.toe.embed_fn,

@@ -485,7 +485,8 @@ def family_feedback(s: Settings, lake: Lake, cal: TradingCalendar, variants: lis
                 start = split_start_of(s, cal, d)
                 if start not in weights:
                     weights[start] = weights_for(s, cal, lake, start)[0]
-                fb = _day_feedback(s, lake, fmap, v, out=outs(d), ctx=ctxs(d), lab=labels_of(d), anchors=anchors_of(d), as_of=as_of, w=weights[start])
+                frames = _DayFrames(out=outs(d), ctx=ctxs(d), lab=labels_of(d), anchors=anchors_of(d))
+                fb = _day_feedback(s, lake, fmap, v, frames, as_of=as_of, w=weights[start])
                 lake.write("feedback", fb, variant=v.name, date=d)
                 n += fb.height
                 by_day[d] = by_day.get(d, 0) + fb.height
@@ -497,8 +498,19 @@ def family_feedback(s: Settings, lake: Lake, cal: TradingCalendar, variants: lis
     )
 
 
-def _day_feedback(s: Settings, lake: Lake, fmap: FamilyMap, v: Variant, out, ctx, lab, anchors, as_of: dt.date, w: dict) -> pl.DataFrame:
+@dataclass(frozen=True)
+class _DayFrames:
+    """One variant's decision day as its feedback reads it: reader outputs, contexts, labels and anchors."""
+
+    out: pl.DataFrame
+    ctx: pl.DataFrame
+    lab: pl.DataFrame
+    anchors: pl.DataFrame
+
+
+def _day_feedback(s: Settings, lake: Lake, fmap: FamilyMap, v: Variant, frames: _DayFrames, as_of: dt.date, w: dict) -> pl.DataFrame:
     """The feedback rows of one variant and decision day (seed 000 eq. 4-5 credit, per matured horizon)."""
+    out, ctx, lab, anchors = frames.out, frames.ctx, frames.lab, frames.anchors
     if v.shuffle_labels_seed is not None:
         lab = shuffle_labels(lab, v.shuffle_labels_seed)
     if not fmap.identity:

@@ -5,7 +5,7 @@ import datetime as dt
 
 import polars as pl
 
-from finrag_dagster.core.anchors import anchors_for_days
+from finrag_dagster.core.anchors import AnchorUniverse, anchors_for_days
 from finrag_dagster.core.calendar import lookback_days, nyse
 
 cal = nyse()
@@ -35,7 +35,7 @@ def test_a_cluster_root_older_than_the_day_s_look_back_does_not_decide_its_ancho
     clusters = pl.DataFrame(
         {"passage_id": ["R", "N"], "ticker": ["AAA", "AAA"], "dup_cluster": ["R", "R"], "date": [root_day, dt.date.fromisoformat(d_last)]}
     )
-    args = (cal, {"QQQ"}, {"AAA": "IT"}, LOOKBACK, START)
+    args = (cal, AnchorUniverse({"QQQ"}, {"AAA": "IT"}), LOOKBACK, START)
     # the range run reads clusters over its first day's look-back plus every day of the range
     ranged = anchors_for_days(news, clusters, days, *args)[d_last][0]
     # the day-by-day run of the last day reads only that day's look-back

@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from finrag_dagster.core.experience.loop import anchor_states, choose_principles, prompt_text, toe_updates
+from finrag_dagster.core.experience.loop import AnchorStates, anchor_states, choose_principles, prompt_text, toe_updates
 from finrag_dagster.core.experience.tree import ExperienceTree, Factor, Leaf, formula_update
 from finrag_dagster.core.reader.embedded import ReaderInput, read
 
@@ -38,7 +38,7 @@ def test_choose_principles_reuse_expand_and_cap_by_hand():
     ]
     skels = ["the company beats estimates", "the company holds earnings call", "same as a2", "nothing", "different"]
     vecs = np.stack([unit([0.9, 0.1, 0]), unit([0, 1, 0]), unit([0, 1, 0]), unit([1, 0, 0]), unit([0, 0, 1])])
-    sel, principles = choose_principles(tree, ids, texts, skels, vecs, expansion_cap=2)
+    sel, principles = choose_principles(tree, AnchorStates(ids, texts, skels, vecs), expansion_cap=2)
     rows = {r["anchor_id"]: r for r in sel.iter_rows(named=True)}
     # a1: layer 1 matches 2 of 3 keywords ("earnings", "beats"), cosine 0.9/|.| with the leaf
     cos = float(np.dot(unit([0.9, 0.1, 0]), leaf.embedding))
@@ -194,7 +194,7 @@ def test_llm_judge_reuses_expands_and_falls_back_with_a_reason():
         return [unit([0, 0, 1]) for _ in t]
 
     cache = DictCache()
-    sel, principles = choose_principles(tree, ids, texts, skels, vecs, 32, llm_judge(be), embed_fn, cache)
+    sel, principles = choose_principles(tree, AnchorStates(ids, texts, skels, vecs), 32, llm_judge(be), embed_fn, cache)
     rows = {r["anchor_id"]: r for r in sel.iter_rows(named=True)}
     assert rows["a1"]["outcome"] == "reused" and rows["a1"]["leaf_id"] == "L00000" and rows["a1"]["judge"] == "llm"
     assert rows["a2"]["outcome"] == "expanded" and rows["a2"]["judge"] == "llm" and embedded == ["Earnings calls without numbers move little"]
@@ -210,7 +210,7 @@ def test_llm_judge_reuses_expands_and_falls_back_with_a_reason():
     tree2.factors[0].leaves.append(leaf2)
     tree2._next = 1
     be2 = ScriptedBackend([])
-    sel2, _ = choose_principles(tree2, ids, texts, skels, vecs, 32, llm_judge(be2), embed_fn, cache)
+    sel2, _ = choose_principles(tree2, AnchorStates(ids, texts, skels, vecs), 32, llm_judge(be2), embed_fn, cache)
     assert be2.prompts == [] and sel2.drop("judge_error").equals(sel.drop("judge_error"))
     with pytest.raises(LLMBackendRequired):
         llm_judge(type("E", (), {"name": "embedded"})())

@@ -199,19 +199,9 @@ def test_module_docstrings_are_a_short_paragraph(tmp_path):
 # command. The rest are the signatures still to be cut to a settings section or an inputs dataclass:
 # this list may only shrink.
 MANY_PARAMETERS_TO_CUT = {
-    "core/anchors.py:anchors_for_days",
-    "core/experience/loop.py:choose_principles",
-    "core/loop_io.py:_day_feedback",
     "core/memory/feedback.py:build_feedback",
     "core/retrieval/pool.py:_group",
     "core/retrieval/pool.py:_group_numba",
-    "pipeline.py:run_range",
-    "sources/news_stage.py:_stage_rows",
-    "sources/news_stage.py:_stage_segment",
-    "sources/synthetic/filings.py:render_8k_body",
-    "sources/synthetic/filings.py:render_ex991",
-    "sources/synthetic/news.py:_commentary",
-    "sources/synthetic/world.py:_news",
 }
 
 

@@ -5,7 +5,7 @@ import datetime as dt
 import polars as pl
 import pytest
 
-from finrag_dagster.core.anchors import anchors_for_days, build_anchors, members_on
+from finrag_dagster.core.anchors import AnchorUniverse, anchors_for_days, build_anchors, members_on
 from finrag_dagster.core.calendar import nyse
 from finrag_dagster.core.evaluation.report import universe_note
 from finrag_dagster.sources.base import SourceError
@@ -83,7 +83,7 @@ def test_membership_intervals_are_inclusive_at_both_ends():
     news = pl.concat([_news(d, ["AAA", "BBB"]).with_columns(pl.lit(d).alias("date")) for d in expect])
     clusters = pl.DataFrame(schema={"passage_id": pl.Utf8, "ticker": pl.Utf8, "dup_cluster": pl.Utf8, "date": pl.Date})
     days = [d.isoformat() for d in expect]
-    out = anchors_for_days(news, clusters, days, cal, {"QQQ"}, {t: "IT" for t in TICKERS}, 5, dt.date(2019, 1, 2), m)
+    out = anchors_for_days(news, clusters, days, cal, AnchorUniverse({"QQQ"}, {t: "IT" for t in TICKERS}, m), 5, dt.date(2019, 1, 2))
     assert {d: sorted(out[d][0]["ticker"]) for d in days} == {d.isoformat(): sorted(v) for d, v in expect.items()}
     assert {d: out[d][1].filter(pl.col("ticker") == "BBB").height for d in days} == {
         before.isoformat(): 1,

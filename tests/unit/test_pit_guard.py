@@ -213,7 +213,7 @@ def run_feedback(tmp_path, monkeypatch, days: list[str], end: str = "2023-12-29"
         schema_overrides={"y": pl.Int8},
     )
 
-    def day_feedback(s, lake_, fmap, v, **k):
+    def day_feedback(s, lake_, fmap, v, frames, **k):
         seen.append(k["as_of"])
         return build_feedback(out, lab, pl.DataFrame(), k["as_of"], {"1D": {1: 1.0}}, {})
 
@@ -485,10 +485,10 @@ def test_family_feedback_gives_each_variant_and_day_its_own_partitions(tmp_path,
         def write(self, table, df, **keys):
             written.append((table, keys, df["tag"].to_list()))
 
-    def day_feedback(s, lake_, fmap, v, **k):
+    def day_feedback(s, lake_, fmap, v, frames, **k):
         assert lake_ is lake
-        calls.append((v.name, {x: k[x]["tag"].to_list() for x in ("out", "ctx", "lab", "anchors")}, k["w"], k["as_of"]))
-        tag = k["out"]["tag"].to_list()
+        calls.append((v.name, {x: getattr(frames, x)["tag"].to_list() for x in ("out", "ctx", "lab", "anchors")}, k["w"], k["as_of"]))
+        tag = frames.out["tag"].to_list()
         return pl.DataFrame({"tag": tag, "outcome": ["applied"] * len(tag), "correct": [v.name == "no_memory"] * len(tag)})
 
     monkeypatch.setattr(loop_io, "_day_feedback", day_feedback)

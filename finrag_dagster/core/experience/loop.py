@@ -162,18 +162,25 @@ def _path_score(tree: ExperienceTree, sel, leaf) -> tuple[float, float]:
     return rho, score
 
 
+@dataclass(frozen=True)
+class AnchorStates:
+    """A day's anchors as the tree sees them, in order: ids, layer-1 texts, masked skeletons and the skeletons' vectors (one row each)."""
+
+    anchor_ids: list[str]
+    factor_texts: list[str]
+    skeletons: list[str]
+    embeddings: np.ndarray
+
+
 def choose_principles(
     tree: ExperienceTree,
-    anchor_ids: list[str],
-    factor_texts: list[str],
-    skeletons: list[str],
-    embeddings: np.ndarray,
+    states: AnchorStates,
     expansion_cap: int,
     judge=None,
     embed_fn=None,
     cache=None,
 ) -> tuple[pl.DataFrame, dict[str, Principle]]:
-    """Select (or expand) a path per anchor in the given order; mutates the tree (recall counts,
+    """Select (or expand) a path per anchor of ``states`` in its order; mutates the tree (recall counts,
     new leaves). Returns the selection rows and anchor_id → :class:`Principle` for the prompt.
 
     ``judge`` (an :func:`.llm.llm_judge`): the day's anchors are judged in one batch
@@ -181,6 +188,7 @@ def choose_principles(
     threshold); reuse takes the named leaf, expand adds the LLM's principle (embedded with
     ``embed_fn``) under the best factor. An invalid answer falls back to the rule judge, recorded
     as ``llm_fallback`` with the reason. Without a judge: the rule (expand iff nothing cleared)."""
+    anchor_ids, factor_texts, skeletons, embeddings = states.anchor_ids, states.factor_texts, states.skeletons, states.embeddings
     p = tree.params
     hs = list(p.horizons)
     vecs = [np.asarray(embeddings[i], dtype=np.float32) for i in range(len(anchor_ids))]

@@ -465,12 +465,26 @@ def press_release_echo(title: str) -> str:
     return out
 
 
-def render_8k_body(
-    c: Company, f: Filing, ev: Event, exec_name: str, cfo_name: str, event_day: dt.date, subject: str, fq_info: dict, echo: str = ""
-) -> list[tuple[str, str, str]]:
+@dataclass(frozen=True)
+class EightK:
+    """What an event's 8-K and its EX-99.1 are written from (the signers, the day reported, the subject, the quarter, the echo)."""
+
+    c: Company
+    f: Filing
+    ev: Event
+    exec_name: str
+    cfo_name: str
+    event_day: dt.date
+    subject: str
+    fq_info: dict
+    echo: str = ""
+
+
+def render_8k_body(k: EightK) -> list[tuple[str, str, str]]:
     """The 8-K's documents as (type, filename, text): the 8-K itself, plus EX-99.1 when item 9.01.
-    ``echo`` (``press_release_echo`` of the anchor headline, or empty) is restated in each item and
+    ``k.echo`` (``press_release_echo`` of the anchor headline, or empty) is restated in each item and
     heads the exhibit."""
+    c, f, ev, cfo_name, event_day, subject, fq_info, echo = k.c, k.f, k.ev, k.cfo_name, k.event_day, k.subject, k.fq_info, k.echo
     nxt = fq_info.get("next_long", "next quarter")
     tone_line = SEC_TONE[ev.event_type][f.tone].format(nxt=nxt)
     day_words = _date_words(event_day)
@@ -508,16 +522,14 @@ def render_8k_body(
     lines += ["SIGNATURES", "", c.company, f"By: {cfo_name}, Chief Financial Officer", f"Date: {day_words}", ""]
     docs = [("8-K", f.primary_doc, "\n".join(lines))]
     if "9.01" in f.items:
-        docs.append(
-            ("EX-99.1", f.primary_doc.replace(".htm", "ex991.htm"), render_ex991(c, f, ev, exec_name, event_day, subject, fq_info, tone_line, echo))
-        )
+        docs.append(("EX-99.1", f.primary_doc.replace(".htm", "ex991.htm"), render_ex991(k, tone_line)))
     return docs
 
 
-def render_ex991(
-    c: Company, f: Filing, ev: Event, exec_name: str, event_day: dt.date, subject: str, fq_info: dict, tone_line: str, echo: str = ""
-) -> str:
-    day_words = _date_words(event_day)
+def render_ex991(k: EightK, tone_line: str) -> str:
+    """The EX-99.1 news release of an 8-K: results and outlook for a quarterly event, else the update; ``tone_line`` closes it."""
+    c, f, ev, exec_name, subject, fq_info, echo = k.c, k.f, k.ev, k.exec_name, k.subject, k.fq_info, k.echo
+    day_words = _date_words(k.event_day)
     if "qf" in fq_info and ev.quarterly:
         qf: QuarterFin = fq_info["qf"]
         head = f"{c.company.upper()} REPORTS {T.QUARTER_WORDS[qf.fq.q].upper()} QUARTER FISCAL {qf.fq.fy} RESULTS"

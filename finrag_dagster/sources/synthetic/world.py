@@ -37,6 +37,7 @@ from . import text as T
 from .clock import WorldDays, et_date, to_utc
 from .events import Event, quarter_ends, realise_events, schedule_events
 from .filings import (
+    EightK,
     Filing,
     QuarterFin,
     assign_accessions,
@@ -129,9 +130,7 @@ def build_world(s: WorldSettings) -> _World:
     prices[market.ticker], event_price_ids[market.ticker] = _market_proxy(seed, market, mk, n)
     by_ticker = _events_by_ticker(stocks, events)
     fin = _fundamentals(seed, wd, stocks, by_ticker)
-    news, anchor_title, subject = _news(
-        seed, wd, companies, stocks, prices, fin, by_ticker, first_idx, s.background_per_ticker_year, s.publisher_utility
-    )
+    news, anchor_title, subject = _news(s, wd, companies, stocks, prices, fin, by_ticker, first_idx)
     filings, texts = _filings(s, wd, stocks, fin, by_ticker, anchor_title, subject)
     events.sort(key=lambda e: (e.d_idx, e.ticker))
     filings.sort(key=lambda f: (f.accept_ns, f.accession))
@@ -222,20 +221,11 @@ def _fundamentals(seed: int, wd: WorldDays, stocks: list[Company], by_ticker) ->
     return fin
 
 
-def _news(
-    seed: int,
-    wd: WorldDays,
-    companies: list[Company],
-    stocks: list[Company],
-    prices,
-    fin,
-    by_ticker,
-    first_idx: int,
-    background_rate: float,
-    publisher_utility: bool = False,
-):
+def _news(s: WorldSettings, wd: WorldDays, companies: list[Company], stocks: list[Company], prices, fin, by_ticker, first_idx: int):
     """Event and background news of every stock, published by the world's end and in file order;
-    returns (rows, anchor title per event, subject per event)."""
+    returns (rows, anchor title per event, subject per event). ``s``: the seed, the background rate
+    and whether publishers follow the tone's rightness (settings ``[world]``)."""
+    seed, background_rate, publisher_utility = s.seed, s.background_per_ticker_year, s.publisher_utility
     cmap = {c.ticker: c for c in companies}
     closes = {t: p.close for t, p in prices.items()}
     peers = {c.ticker: [o.ticker for o in stocks if o.sector == c.sector and o.ticker != c.ticker] for c in stocks}
@@ -301,7 +291,7 @@ def _filing_text(s: WorldSettings, c: Company, f: Filing, fin, ev_by_id: dict[st
         fq = e.fq or current_quarter(c, f.report_date)
         info = {"qf": fin[c.ticker].get(fq.end), "long": fq_long(fq), "next_long": fq_long(next_fq(fq, c.fye_month))}
         echo = press_release_echo(anchor_title[e.event_id]) if s.press_release_echo else ""
-        docs = render_8k_body(c, f, e, exec_name, cfo_name, f.report_date, subject[e.event_id], info, echo)
+        docs = render_8k_body(EightK(c, f, e, exec_name, cfo_name, f.report_date, subject[e.event_id], info, echo))
     else:
         notes = [
             f"In {to_utc(le.event_ns).strftime('%B %Y')}, the Company reported a matter described as the {subject[le.event_id]}."
