@@ -23,7 +23,7 @@ from .calendar import TradingCalendar, maturing_on
 from .experience.loop import AnchorStates, choose_principles, empty_updates, toe_updates
 from .experience.tree import ExperienceTree, to_table
 from .memory.families import FamilyMap
-from .memory.feedback import build_feedback, empty_feedback, shuffle_labels
+from .memory.feedback import CreditRule, build_feedback, empty_feedback, shuffle_labels
 from .memory.source_memory import FAMILIES, MemoryParams, SourceMemory, rerank, shuffled_event_type
 from .reader.backends import Backend
 from .reader.cache import PromptCache
@@ -197,9 +197,7 @@ def matured_on(prev_day: str, v: Variant, env: LoopEnv, recent: dict[str, Past],
             as_of_day=dt.date.fromisoformat(prev_day),
             weights=env.class_weights(split_start),
             memory_key=past.keys,
-            credit=v.credit,
-            rule=env.credit_rule,
-            family_of=env.family_of,
+            how=CreditRule(v.credit, env.credit_rule, env.family_of),
         )
         frames.append(fb.filter(pl.col("maturity_day") == dt.date.fromisoformat(prev_day)))
     return pl.concat(frames) if frames else empty_feedback(env.credit_rule)

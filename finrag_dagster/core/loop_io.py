@@ -29,7 +29,7 @@ from .experience.tree import ExperienceTree, ToEParams
 from .labels import labels_from_lake
 from .loop import DayData, LoopEnv, Past, ToEEnv, Variant, memory_keys, run_days
 from .memory.families import FamilyMap, load_publisher_classes
-from .memory.feedback import build_feedback, label_frequencies, shuffle_labels
+from .memory.feedback import CreditRule, build_feedback, label_frequencies, shuffle_labels
 from .memory.source_memory import MemoryParams, SourceMemory, class_weights
 from .reader.cache import PromptCache
 from .reader.prompt import EvidenceItem
@@ -522,9 +522,7 @@ def _day_feedback(s: Settings, lake: Lake, fmap: FamilyMap, v: Variant, frames: 
         as_of_day=as_of,
         weights=w,
         memory_key=memory_keys(anchors, v),
-        credit=v.credit if v.uses_memory else "cited",
-        rule=s.memory.credit,
-        family_of=fmap,
+        how=CreditRule(v.credit if v.uses_memory else "cited", s.memory.credit, fmap),
     )
 
 

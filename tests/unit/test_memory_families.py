@@ -16,7 +16,7 @@ from finrag_dagster.core.memory.families import (
     memory_family,
     parse_publisher_classes,
 )
-from finrag_dagster.core.memory.feedback import build_feedback
+from finrag_dagster.core.memory.feedback import CreditRule, build_feedback
 from finrag_dagster.core.memory.source_memory import FAMILIES, MemoryParams, SourceMemory, rerank
 from finrag_dagster.core.settings import Settings, load_settings
 from finrag_dagster.sources.synthetic.text import PUBLISHERS
@@ -136,7 +136,7 @@ def test_fine_families_keep_separate_cells_for_8k_202_and_10q_and_for_wire_and_o
     out, lab, ctx = _day()
     keys = {a: E for a in ("a1", "a2", "a3")}
     fm = _fmap()
-    fb = build_feedback(out, lab, ctx, dt.date(2020, 5, 4), {}, keys, "cited", "cited_correct", fm).sort("anchor_id")
+    fb = build_feedback(out, lab, ctx, dt.date(2020, 5, 4), {}, keys, CreditRule("cited", "cited_correct", fm)).sort("anchor_id")
     assert fb["families"].to_list() == [["news:wire", "sec:8-K-2.02"], ["news:opinion"], ["sec:10-Q"]]
     m = SourceMemory(MemoryParams(), fm.families)
     assert m.apply(fb) == 4
@@ -148,7 +148,7 @@ def test_fine_families_keep_separate_cells_for_8k_202_and_10q_and_for_wire_and_o
     with pytest.raises(ValueError, match="outside memory.families"):
         SourceMemory.from_frame(snap, MemoryParams())  # a fine snapshot read back as seed 000's
     # top-5 credit: every fine family of the context
-    top5 = build_feedback(out, lab, ctx, dt.date(2020, 5, 4), {}, keys, "top5", "cited_correct", fm).sort("anchor_id")
+    top5 = build_feedback(out, lab, ctx, dt.date(2020, 5, 4), {}, keys, CreditRule("top5", "cited_correct", fm)).sort("anchor_id")
     assert top5["families"].to_list()[2] == ["news:opinion", "sec:10-Q"]
 
 
@@ -180,7 +180,7 @@ def test_family_map_counts_unlisted_publishers_and_seed000_changes_nothing():
     out, lab, ctx = _day()
     keys = {a: E for a in ("a1", "a2", "a3")}
     for credit in ("cited", "top5"):
-        before = build_feedback(out, lab, ctx, dt.date(2020, 5, 4), {}, keys, credit)
-        assert build_feedback(out, lab, ctx, dt.date(2020, 5, 4), {}, keys, credit, "cited_correct", FamilyMap("seed000")).equals(before)
+        before = build_feedback(out, lab, ctx, dt.date(2020, 5, 4), {}, keys, CreditRule(credit))
+        assert build_feedback(out, lab, ctx, dt.date(2020, 5, 4), {}, keys, CreditRule(credit, "cited_correct", FamilyMap("seed000"))).equals(before)
         assert set(before["families"].explode().drop_nulls().to_list()) <= {"news", "sec_filing"}
     assert SourceMemory(MemoryParams()).to_frame()["source_family"].unique(maintain_order=True).to_list() == ["news", "sec_filing"]

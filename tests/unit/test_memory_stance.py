@@ -10,7 +10,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from finrag_dagster.core.memory.feedback import FEEDBACK_COLUMNS, STANCE_COLUMNS, build_feedback, context_stances, stance_credit
+from finrag_dagster.core.memory.feedback import FEEDBACK_COLUMNS, STANCE_COLUMNS, CreditRule, build_feedback, context_stances, stance_credit
 from finrag_dagster.core.memory.source_memory import MemoryParams, SourceMemory
 from finrag_dagster.core.reader.embedded import ReaderInput, passage_stances, read, read_evidence
 from finrag_dagster.core.reader.parse import parse_output
@@ -129,7 +129,7 @@ def test_passage_stance_feedback_credits_each_passage_whatever_the_answer():
     out, lab, ctx = _day()
     w = {"1D": {1: 2.0, 0: 0.5, -1: 2.0}}
     keys = {a: E for a in ("a1", "a2", "a3", "a4")}
-    fb = build_feedback(out, lab, ctx, dt.date(2020, 5, 4), w, keys, "cited", "passage_stance").sort("anchor_id")
+    fb = build_feedback(out, lab, ctx, dt.date(2020, 5, 4), w, keys, CreditRule("cited", "passage_stance")).sort("anchor_id")
     assert fb.columns == FEEDBACK_COLUMNS + STANCE_COLUMNS
     r = {x["anchor_id"]: x for x in fb.iter_rows(named=True)}
     # a1: the answer was wrong, but its two news passages said +1 (right) and its filing -1 (wrong)
@@ -148,7 +148,7 @@ def test_passage_stance_feedback_credits_each_passage_whatever_the_answer():
     assert m.cell("sec_filing", E, "1D") == (0.0, pytest.approx(2.0 / 3 + 2.0))
 
     # seed 000's rule on the same day: the answer's correctness to the cited families
-    old = build_feedback(out, lab, ctx, dt.date(2020, 5, 4), w, keys, "cited")
+    old = build_feedback(out, lab, ctx, dt.date(2020, 5, 4), w, keys, CreditRule("cited"))
     assert old.columns == FEEDBACK_COLUMNS
     m0 = SourceMemory(MemoryParams())
     m0.apply(old)
@@ -160,13 +160,13 @@ def test_the_default_feedback_files_have_the_columns_of_before_and_stance_files_
     keys = {a: E for a in ("a1", "a2", "a3", "a4")}
     lake = Lake(tmp_path)
     for rule, variant in (("cited_correct", "v0"), ("passage_stance", "v1")):
-        fb = build_feedback(out, lab, ctx, dt.date(2020, 5, 4), {}, keys, "cited", rule)
+        fb = build_feedback(out, lab, ctx, dt.date(2020, 5, 4), {}, keys, CreditRule("cited", rule))
         path, n = lake.write("feedback", fb, variant=variant, date="2020-05-01")
         assert n == 4
         names = pq.read_schema(path).names
         assert names == (FEEDBACK_COLUMNS if rule == "cited_correct" else FEEDBACK_COLUMNS + STANCE_COLUMNS)
     # no row matured: the empty frames follow the rule too
-    early = build_feedback(out, lab, ctx, dt.date(2020, 5, 1), {}, keys, "cited")
+    early = build_feedback(out, lab, ctx, dt.date(2020, 5, 1), {}, keys, CreditRule("cited"))
     assert early.height == 0 and early.columns == FEEDBACK_COLUMNS
     with pytest.raises(ValueError, match="memory.credit"):
-        build_feedback(out, lab, ctx, dt.date(2020, 5, 4), {}, keys, "cited", "stance")
+        build_feedback(out, lab, ctx, dt.date(2020, 5, 4), {}, keys, CreditRule("cited", "stance"))

@@ -5,7 +5,7 @@ import datetime as dt
 import polars as pl
 import pytest
 
-from finrag_dagster.core.memory.feedback import build_feedback, label_frequencies, shuffle_labels
+from finrag_dagster.core.memory.feedback import CreditRule, build_feedback, label_frequencies, shuffle_labels
 from finrag_dagster.core.memory.source_memory import (
     MemoryParams,
     SourceMemory,
@@ -112,7 +112,7 @@ def test_top5_all_source_credits_every_family_in_the_context():
     out = _outputs([("a1", "AAPL", "1D", 1, [])])  # nothing cited
     ctx = pl.DataFrame({"anchor_id": ["a1", "a1"], "source_family": ["news", "sec_filing"]})
     lab = _labels([("AAPL", "1D", dt.date(2020, 5, 4), "ok", 1)])
-    fb = build_feedback(out, lab, ctx, dt.date(2020, 5, 4), {"1D": {1: 1.0}}, {"a1": E}, credit="top5")
+    fb = build_feedback(out, lab, ctx, dt.date(2020, 5, 4), {"1D": {1: 1.0}}, {"a1": E}, CreditRule("top5"))
     assert fb["families"][0].to_list() == ["news", "sec_filing"] and fb["applied"][0]
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -128,6 +129,16 @@ def _contexts_in_order(contexts: pl.DataFrame) -> dict[str, list[tuple[str, str]
     return out
 
 
+@dataclass(frozen=True)
+class CreditRule:
+    """Who an answer credits (seed 000 App. C): ``credit`` ``cited``/``top5``, ``rule``
+    (``memory.credit``) and ``family_of``, the :class:`.families.FamilyMap` of the memory's families."""
+
+    credit: str = "cited"
+    rule: str = "cited_correct"
+    family_of: object = None
+
+
 def build_feedback(
     outputs: pl.DataFrame,
     labels: pl.DataFrame,
@@ -135,21 +146,20 @@ def build_feedback(
     as_of_day: dt.date,
     weights: dict[str, dict[int, float]],
     memory_key: dict[str, str],
-    credit: str = "cited",
-    rule: str = "cited_correct",
-    family_of=None,
+    how: CreditRule = CreditRule(),
 ) -> pl.DataFrame:
     """Feedback rows of one decision day's reader outputs whose labels matured by ``as_of_day``.
 
     ``outputs``: reader_outputs rows; ``labels``: that day's labels (ticker, horizon, maturity_day,
     status, y, z); ``contexts``: anchor_id, passage_id, source_family, position of the final top-M
     (for credit="top5", and for rule="passage_stance": the prompt IDs the stances name).
-    ``credit`` picks the families the answer's correctness credits under seed 000's rule
-    (``cited``/``top5``); ``rule = "passage_stance"`` credits every context passage the answer gave a
-    stance instead, cited or not (so ``cited`` and ``top5`` credit the same passages under it).
-    ``family_of``: a :class:`.families.FamilyMap` naming the memory family each credited passage
+    ``how.credit`` picks the families the answer's correctness credits under seed 000's rule
+    (``cited``/``top5``); ``how.rule = "passage_stance"`` credits every context passage the answer gave
+    a stance instead, cited or not (so ``cited`` and ``top5`` credit the same passages under it).
+    ``how.family_of``: a :class:`.families.FamilyMap` naming the memory family each credited passage
     counts for (None or ``seed000``: its ``source_family``, seed 000's two families).
     """
+    credit, rule, family_of = how.credit, how.rule, how.family_of
     fine = family_of is not None and not family_of.identity
     schema = _schema(rule)
     stance = rule == "passage_stance"
