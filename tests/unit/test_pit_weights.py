@@ -96,6 +96,18 @@ def test_class_weights_come_from_the_previous_split_matured_before_the_start(lak
     assert freq == {} and all(v == 1.0 for h in w for v in w[h].values())
 
 
+def test_labels_of_days_between_two_splits_do_not_count(lake):
+    """A validation split that ends a week before the test split: the labels of the days between them
+    (decided outside every split, matured before the test start) are not the previous split's."""
+    valid = (VALID[0], dt.date(2021, 2, 19))
+    s = Settings(lake_dir=lake.root, splits={"train": TRAIN, "validation": valid, "test": TEST})
+    w, _ = weights_for(s, cal, lake, TEST[0].isoformat())
+    want = by_hand(valid[0], valid[1], TEST[0])
+    assert want != by_hand(VALID[0], VALID[1], TEST[0])  # the gap's labels would change the weights
+    for h in H:
+        assert {y: w[h][y] for y in want[h]} == pytest.approx(want[h]), f"w_y for {h}"
+
+
 def test_feedback_uses_each_splits_weights_and_reads_them_once_per_split(lake, monkeypatch):
     """family_feedback weighs each day's feedback with its own split's w_y, and works them out once per
     split start, not once per day and variant (per day, the validation and test years read the whole
@@ -118,7 +130,7 @@ def test_feedback_uses_each_splits_weights_and_reads_them_once_per_split(lake, m
         def write(self, table, df, **k):
             assert table == "feedback"
 
-    def fake_feedback(out, lab, ctx, as_of_day, weights, memory_key, credit, **rule_and_families):
+    def fake_feedback(out, lab, ctx, as_of_day, weights, memory_key, how):
         seen.setdefault(lab["maturity_day"].min(), []).append(weights)
         return pl.DataFrame({"outcome": ["x"], "correct": [True]})
 
