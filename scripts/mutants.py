@@ -54,8 +54,10 @@ class Target:
 CALENDAR_METHODS = ("sessions_in_range", "is_session", "session_index", "offset", "next_session", "previous_session", "close_time", "open_time")
 CALENDAR_METHODS += ("decision_day", "decision_days", "decision_close_ns", "closes_for")
 
-# The EDGAR loader's merge and its submissions JSON reader (two files of the sources/edgar/ package) share their tests
-EDGAR_TESTS = (U + "test_loaders_edgar.py", U + "test_edgar_trust.py")
+# The EDGAR loader's merge and its submissions JSON reader (two files of the sources/edgar/ package) share their tests:
+# the loader's, the trust and bad-input cases, the cross-checks, and the reader's records by hand
+EDGAR_TESTS = (U + "test_loaders_edgar.py", U + "test_edgar_trust.py", U + "test_edgar_submissions.py", U + "test_edgar_bad_inputs.py")
+EDGAR_TESTS += (U + "test_edgar_crosschecks.py",)
 
 # The point-in-time decision modules (docs/time.md, docs/method.md §1), each with the unit tests that cover it.
 MODULES: tuple[Target, ...] = (
@@ -77,8 +79,12 @@ MODULES: tuple[Target, ...] = (
         ("build_feedback",),
     ),
     Target("finrag_dagster/core/loop_io.py", (U + "test_pit_guard.py", U + "test_pit_weights.py"), ("family_feedback", "weights_for")),
-    Target("finrag_dagster/sources/fnspid.py", (U + "test_news_clock.py", U + "test_loaders_news.py")),
-    Target("finrag_dagster/sources/news_stage.py", (U + "test_news_stage.py", U + "test_news_clock.py")),
+    Target("finrag_dagster/sources/news/clock.py", (U + "test_news_clock.py", U + "test_loaders_news.py")),
+    Target("finrag_dagster/sources/news/read.py", (U + "test_news_clock.py", U + "test_loaders_news.py")),
+    Target("finrag_dagster/sources/news/rows.py", (U + "test_news_clock.py", U + "test_loaders_news.py")),
+    Target("finrag_dagster/sources/news/load.py", (U + "test_news_stage.py", U + "test_news_clock.py")),
+    Target("finrag_dagster/sources/news/segment.py", (U + "test_news_stage.py", U + "test_news_clock.py")),
+    Target("finrag_dagster/sources/news/stage.py", (U + "test_news_stage.py", U + "test_news_clock.py")),
     Target("finrag_dagster/sources/edgar/merge.py", EDGAR_TESTS, ("_merge_groups",)),
     Target("finrag_dagster/sources/edgar/submissions.py", EDGAR_TESTS, ("read_submissions_json",)),
     Target("finrag_dagster/core/retrieval/pool.py", (U + "test_retrieval_pool.py", U + "test_pit_retrieval.py")),
@@ -193,8 +199,27 @@ TASK_EQUIVALENT = {
     **{(_TASK, "cs_ic", line): _LOADED_ORDER for line in _CS_ORDER},
     **{(_TASK, "ts_ic", line): _LOADED_ORDER for line in _TS_ORDER},
 }
+_SUB = "finrag_dagster/sources/edgar/submissions.py"
+_ZIP = 'zip(arr("accessionNumber"), arr("form"), arr("acceptanceDateTime"), arr("filingDate"), arr("reportDate"), arr("items"), {})'
+_EQUAL = "every array was checked to have accessionNumber's length just before, and a missing one is n Nones: zip never meets unequal lengths"
+_FILINGS = 'block = doc.get("filings", {}).get("recent") if isinstance(doc.get("filings"), dict) else None'
+_GUARDED = "the default is read only when filings is a dict, so it is never used"
+EDGAR_EQUIVALENT = {
+    (_SUB, "read_submissions_json", _ZIP.format("strict=None")): _EQUAL,
+    (_SUB, "read_submissions_json", _ZIP.format("strict=False")): _EQUAL,
+    (_SUB, "read_submissions_json", _ZIP.format("")): _EQUAL,
+    (_SUB, "read_submissions_json", _FILINGS.replace("{}", "None", 1)): _GUARDED,
+    (_SUB, "read_submissions_json", _FILINGS.replace('"filings", {}', '"filings", ', 1)): _GUARDED,
+    (
+        "finrag_dagster/sources/edgar/merge.py",
+        "_merge_groups",
+        'm["_head"], m["_shared"] = (g[0].source_file, g[0].source_row), (by_cik.get(cik, []) if (cik is not None) or True else [])',
+    ): "by_cik's keys are the universe's CIKs, never None: by_cik.get(None, []) is the [] of the else branch",
+}
+
 EQUIVALENT: dict[tuple[str, str, str], str] = {
     **TASK_EQUIVALENT,
+    **EDGAR_EQUIVALENT,
     (_LABELS, "price_panel", 'jj = np.array([col[t] for t in prices["ticker"].to_list()], dtype=None)'): _INT64,
     (_LABELS, "price_panel", 'jj = np.array([col[t] for t in prices["ticker"].to_list()], )'): _INT64,
     (_LABELS, "price_panel", "P = np.full((hi + lo + 1, len(tickers)), np.nan)"): _PANEL,

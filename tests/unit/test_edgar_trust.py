@@ -110,3 +110,38 @@ def test_a_submission_over_the_size_limit_is_quarantined_unread(monkeypatch):
     assert q.height == 1 and "over the" in q["reason"][0] and f"{limit:,}-byte limit" in q["reason"][0]
     assert big not in read and big not in set(res.accepted["accession"])
     assert res.rows_in == res.accepted.height + res.quarantine.height == rowcount.filing_records([SGML], [SGML])
+
+
+def test_a_filing_agents_accession_keeps_the_registrants_cik(tmp_path):
+    """An accession number's first ten digits name whoever filed it (here a filing agent, 0001193125),
+    not the company: the filing's CIK is the one its source gives."""
+    doc = json.loads(GOOD_JSON.read_text())
+    rec = doc["filings"]["recent"]
+    i = rec["accessionNumber"].index("0000320193-23-000077")
+    rec["accessionNumber"][i] = "0001193125-23-000077"
+    f = tmp_path / "CIK0000320193.json"
+    f.write_text(json.dumps(doc))
+    got = {r["accession"]: r["cik"] for r in load_filings([f], [], UNIVERSE).accepted.iter_rows(named=True)}
+    assert got["0001193125-23-000077"] == 320193
+
+
+def test_a_universe_without_ciks_takes_the_sources_ticker_and_flags_nothing(tmp_path):
+    """No CIK in the universe: the ticker comes from the source itself, and no filing is flagged as
+    going to one of several tickers that share a CIK."""
+    uni = pl.DataFrame({"ticker": ["AAPL"], "cik": [None]}, schema={"ticker": pl.String, "cik": pl.Int64})
+    res = load_filings([GOOD_JSON], [], uni)
+    assert res.accepted.height > 0 and set(res.accepted["ticker"]) == {"AAPL"}
+    assert res.flags.height == 0
+
+
+def test_a_filing_without_a_form_is_quarantined_with_an_empty_form(tmp_path):
+    doc = json.loads(GOOD_JSON.read_text())
+    rec = doc["filings"]["recent"]
+    i = rec["accessionNumber"].index("0000320193-23-000077")
+    rec["form"][i] = " "
+    f = tmp_path / "CIK0000320193.json"
+    f.write_text(json.dumps(doc))
+    q = load_filings([f], [], UNIVERSE).quarantine
+    row = q.filter(pl.col("source_row") == i).row(0, named=True)
+    assert row["reason"] == edgar.R_FORM
+    assert json.loads(row["raw"])["form_type"] == ""
