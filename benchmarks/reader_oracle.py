@@ -24,6 +24,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
@@ -45,7 +46,7 @@ from finrag_dagster.core.loop_io import build_env  # noqa: E402
 from finrag_dagster.core.memory.source_memory import MemoryParams  # noqa: E402
 from finrag_dagster.core.reader.backends import EMBEDDED_READERS, BackendConfig, EmbeddedBackend  # noqa: E402
 from finrag_dagster.core.reader.embedded import EvidenceRules  # noqa: E402
-from finrag_dagster.core.settings import HORIZON_KEYS, SPLIT_NAMES, load_settings  # noqa: E402
+from finrag_dagster.core.settings import HORIZON_KEYS, SPLIT_NAMES, Settings, load_settings  # noqa: E402
 from finrag_dagster.core.splits import split_bounds  # noqa: E402
 
 
@@ -89,7 +90,8 @@ def metrics(out: pl.DataFrame, ctx: pl.DataFrame, labels: pl.DataFrame) -> dict:
     return m
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
+    """The command line (see the module docstring)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--config", default="configs/oracle.toml")
     ap.add_argument("--split", choices=("validation", "test"), default="validation")
@@ -111,7 +113,23 @@ def main() -> None:
         default=None,
         help="memory.families for this run (default: the config's): fine is the extension of docs/method.md §4",
     )
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+class Split(NamedTuple):
+    """The split's days and what the loop and the checks read for them."""
+
+    lake: Lake
+    cal: TradingCalendar
+    days: list[str]
+    labels: pl.DataFrame
+    anchors: pl.DataFrame
+    planted: pl.DataFrame | None
+    params: MemoryParams
+
+
+def load_split(args: argparse.Namespace) -> tuple[Settings, Split]:
+    """The config (with ``--credit`` and ``--memory-families``) and the split's inputs; prints them."""
     s = load_settings(args.config)
     if args.credit:
         s = s.with_overrides(memory={"credit": args.credit})
@@ -132,6 +150,79 @@ def main() -> None:
         f"delta={params.delta} lambda={params.lam}, reset on {days[0]}; memory.credit = {s.memory.credit}, memory.families = {s.memory.families}"
         + (" (an extension beyond seed 000)" if (s.memory.credit, s.memory.families) != ("cited_correct", "seed000") else "")
     )
+    return s, Split(lake, cal, days, labels, anchors, planted, params)
+
+
+def run_reader(args: argparse.Namespace, s: Settings, sp: Split, backend: EmbeddedBackend) -> dict:
+    """Every variant of the named families through the split with this reader: name -> (family, outputs, contexts, snapshot)."""
+    env = build_env(s, sp.lake, sp.cal, sp.days, backend, sp.params, backend.cfg.decoding())
+    env.cache_of = lambda d: NoCache()
+    runs = {}
+    for fam in args.families.split(","):
+        for v in variants_of(fam, sp.params.lam, args.seeds):
+            runs[v.name] = (fam, *run_variant(env, sp.days, v))
+    return runs
+
+
+def print_variants(runs: dict, labels: pl.DataFrame) -> tuple[list[dict], dict[str, list[dict]]]:
+    """Table 2's metrics per variant, printed; the rows and the metrics grouped by family."""
+    rows, by_fam = [], {}
+    for name, (fam, out, ctx, snap) in runs.items():
+        m = metrics(out, ctx, labels)
+        by_fam.setdefault(fam, []).append(m)
+        rows.append({"variant": name, **{k: round(v, 4) for k, v in m.items() if k != "n"}})
+    pl.Config.set_tbl_cols(20)
+    pl.Config.set_tbl_width_chars(250)
+    pl.Config.set_tbl_rows(40)
+    print(pl.DataFrame(rows))
+    return rows, by_fam
+
+
+def print_families(by_fam: dict[str, list[dict]]) -> list[dict]:
+    """Each family's mean and spread over its seeds, printed; the rows."""
+    fam_rows = []
+    for fam, ms in by_fam.items():
+        keys = ("Non-neutral F1", "Macro-F1", "Rank IC")
+        fam_rows.append(
+            {
+                "family": fam,
+                "seeds": len(ms),
+                **{k: round(float(np.mean([m[k] for m in ms])), 4) for k in keys},
+                **{f"{k} sd": round(float(np.std([m[k] for m in ms], ddof=1)), 4) if len(ms) > 1 else None for k in keys},
+            }
+        )
+    print(pl.DataFrame(fam_rows))
+    return fam_rows
+
+
+def oracle_checks(args: argparse.Namespace, sp: Split, runs: dict, rep: dict) -> None:
+    """The memory's changed contexts and, in the synthetic world, the planted-utility checks: printed and added to ``rep``."""
+    if "source_memory" not in runs or "no_memory" not in runs:
+        return
+    _, _, ctx_m, snap = runs["source_memory"]
+    _, _, ctx_0, _ = runs["no_memory"]
+    k, n = changed_contexts(ctx_m, ctx_0)
+    print(f"anchors whose top 5 differs with the memory: {k} of {n} ({k / max(1, n):.1%})")
+    rep["changed"] = [k, n]
+    if sp.planted is None:  # real data: no planted utilities to check against
+        return
+    order = family_ordering(snap, sp.planted, args.min_n)
+    agree = int(order["agree"].sum()) if order.height else 0
+    print(
+        f"family ordering: {agree} of {order.height} cells with n >= {args.min_n:g} from two families of different planted utility agree with the planted order"
+    )
+    if "pairs" in order.columns:  # memory.families = "fine": a cell agrees when every pair of its families does
+        print(f"  pairs of families in the planted order: {int(order['pairs_in_order'].sum())} of {int(order['pairs'].sum())}")
+    print(order)
+    g = useful_share_gain(ctx_m, ctx_0, sp.anchors, sp.planted, "1y")
+    print("useful-family share of the top 5 by year, with minus without memory:", [round(x, 4) for x in g["gain"].to_list()])
+    rep.update(ordering_agree=agree, ordering_cells=order.height, share_gain_by_year=g["gain"].to_list(), ordering=order.to_dicts())
+
+
+def main() -> None:
+    """Each reader (and each ``--rules`` setting) through every variant of the split: tables, checks, ``--json``."""
+    args = parse_args()
+    s, sp = load_split(args)
     report = {}
     extra = json.loads(args.rules)
     for reader in [r for r in args.readers.split(",") if r] + list(extra):
@@ -140,53 +231,12 @@ def main() -> None:
         else:
             backend = EmbeddedBackend(BackendConfig(embedded=reader))
         t0 = time.perf_counter()
-        env = build_env(s, lake, cal, days, backend, params, backend.cfg.decoding())
-        env.cache_of = lambda d: NoCache()
-        runs = {}
-        for fam in args.families.split(","):
-            for v in variants_of(fam, params.lam, args.seeds):
-                runs[v.name] = (fam, *run_variant(env, days, v))
+        runs = run_reader(args, s, sp, backend)
         print(f"\n=== reader {reader} ({backend.model}); {time.perf_counter() - t0:.0f} s")
-        rows, by_fam = [], {}
-        for name, (fam, out, ctx, snap) in runs.items():
-            m = metrics(out, ctx, labels)
-            by_fam.setdefault(fam, []).append(m)
-            rows.append({"variant": name, **{k: round(v, 4) for k, v in m.items() if k != "n"}})
-        pl.Config.set_tbl_cols(20)
-        pl.Config.set_tbl_width_chars(250)
-        pl.Config.set_tbl_rows(40)
-        print(pl.DataFrame(rows))
-        fam_rows = []
-        for fam, ms in by_fam.items():
-            keys = ("Non-neutral F1", "Macro-F1", "Rank IC")
-            fam_rows.append(
-                {
-                    "family": fam,
-                    "seeds": len(ms),
-                    **{k: round(float(np.mean([m[k] for m in ms])), 4) for k in keys},
-                    **{f"{k} sd": round(float(np.std([m[k] for m in ms], ddof=1)), 4) if len(ms) > 1 else None for k in keys},
-                }
-            )
-        print(pl.DataFrame(fam_rows))
+        rows, by_fam = print_variants(runs, sp.labels)
+        fam_rows = print_families(by_fam)
         rep = {"variants": rows, "families": fam_rows}
-        if "source_memory" in runs and "no_memory" in runs:
-            _, _, ctx_m, snap = runs["source_memory"]
-            _, _, ctx_0, _ = runs["no_memory"]
-            k, n = changed_contexts(ctx_m, ctx_0)
-            print(f"anchors whose top 5 differs with the memory: {k} of {n} ({k / max(1, n):.1%})")
-            rep["changed"] = [k, n]
-            if planted is not None:  # the synthetic world's truth: the oracle checks
-                order = family_ordering(snap, planted, args.min_n)
-                agree = int(order["agree"].sum()) if order.height else 0
-                print(
-                    f"family ordering: {agree} of {order.height} cells with n >= {args.min_n:g} from two families of different planted utility agree with the planted order"
-                )
-                if "pairs" in order.columns:  # memory.families = "fine": a cell agrees when every pair of its families does
-                    print(f"  pairs of families in the planted order: {int(order['pairs_in_order'].sum())} of {int(order['pairs'].sum())}")
-                print(order)
-                g = useful_share_gain(ctx_m, ctx_0, anchors, planted, "1y")
-                print("useful-family share of the top 5 by year, with minus without memory:", [round(x, 4) for x in g["gain"].to_list()])
-                rep.update(ordering_agree=agree, ordering_cells=order.height, share_gain_by_year=g["gain"].to_list(), ordering=order.to_dicts())
+        oracle_checks(args, sp, runs, rep)
         report[reader] = rep
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1, default=str))

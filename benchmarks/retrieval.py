@@ -137,7 +137,8 @@ def _identical(a: pl.DataFrame, b: pl.DataFrame) -> bool:
     return True
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
+    """The command line (see the module docstring)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--tickers", type=int, default=89)
     ap.add_argument("--anchors", type=int, default=5000)
@@ -152,24 +153,27 @@ def main() -> None:
         default=True,
         help="also time the numpy reference (kernel='numpy') and check identical output",
     )
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def load_or_build_store(args: argparse.Namespace) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The evidence and anchors: read from ``--cache`` when kept there, else built (and kept there)."""
     cache = Path(args.cache) / f"tickers{args.tickers}" if args.cache else None
     if cache is not None and (cache / "evidence.parquet").exists() and (cache / "anchors.parquet").exists():
         ev, anchors = pl.read_parquet(cache / "evidence.parquet"), pl.read_parquet(cache / "anchors.parquet")
         print(f"store: {ev.height:,} passages, {anchors.height:,} anchors, read from {cache}")
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            ev, anchors = build_store(args.tickers, Path(tmp))
-        if cache is not None:
-            cache.mkdir(parents=True, exist_ok=True)
-            ev.write_parquet(cache / "evidence.parquet")
-            anchors.write_parquet(cache / "anchors.parquet")
-    cal = nyse()
-    # the last `--anchors` anchors (the largest visible history) make the measured set
-    anchors = anchors.sort(["public_time", "anchor_id"]).tail(args.anchors)
-    days = sorted({d.isoformat() for d in anchors["date"].to_list()})
-    store_ev = ev.filter(pl.col("public_time") < cal.close_time(days[-1]))
-    t_jit = kernels.warm_up()  # numba compile, or load from its cache (excluded from the timing)
+        return ev, anchors
+    with tempfile.TemporaryDirectory() as tmp:
+        ev, anchors = build_store(args.tickers, Path(tmp))
+    if cache is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+        ev.write_parquet(cache / "evidence.parquet")
+        anchors.write_parquet(cache / "anchors.parquet")
+    return ev, anchors
+
+
+def time_finrag(args: argparse.Namespace, store_ev: pl.DataFrame, anchors: pl.DataFrame, days: list[str], cal) -> dict:
+    """finrag's ``candidates_for_days``, best of ``--repeat`` runs (and on one thread, for the record)."""
     load0 = os.getloadavg()[0]
     workers = available_cpus() if args.workers is None else args.workers
     runs, stores, runs1 = [], [], []
@@ -185,19 +189,33 @@ def main() -> None:
             t1_0 = time.perf_counter()
             out1 = candidates_for_days(store_ev, anchors, days, cal, RetrievalSettings(pool_lookback_sessions=args.lookback), workers=1)
             runs1.append(time.perf_counter() - t1_0)
-    t_ours, t_store = min(runs), min(stores)
     same_workers = all(_identical(out1[d], out[d]) for d in days) if runs1 else True
     n_ours = sum(int(c["anchor_id"].n_unique()) for c in out.values())
     load1 = os.getloadavg()[0]
-    rate_ours = anchors.height / t_ours
-    rate_scoring = anchors.height / max(t_ours - t_store, 1e-9)
-    t_ref = None
-    if args.reference:
-        t_ref0 = time.perf_counter()
-        ref = candidates_for_days(store_ev, anchors, days, cal, RetrievalSettings(pool_lookback_sessions=args.lookback), kernel="numpy")
-        t_ref = time.perf_counter() - t_ref0
-        same = all(_identical(ref[d], out[d]) for d in days)
+    return dict(
+        out=out,
+        workers=workers,
+        runs=runs,
+        runs1=runs1,
+        t_ours=min(runs),
+        t_store=min(stores),
+        same_workers=same_workers,
+        n_ours=n_ours,
+        load0=load0,
+        load1=load1,
+    )
 
+
+def time_reference(args: argparse.Namespace, store_ev: pl.DataFrame, anchors: pl.DataFrame, days: list[str], cal, out: dict) -> tuple[float, bool]:
+    """The numpy reference (``kernel="numpy"``): its seconds, and whether its output equals ``out`` to the bit."""
+    t_ref0 = time.perf_counter()
+    ref = candidates_for_days(store_ev, anchors, days, cal, RetrievalSettings(pool_lookback_sessions=args.lookback), kernel="numpy")
+    t_ref = time.perf_counter() - t_ref0
+    return t_ref, all(_identical(ref[d], out[d]) for d in days)
+
+
+def time_naive(args: argparse.Namespace, store_ev: pl.DataFrame, anchors: pl.DataFrame, days: list[str]) -> tuple[int, int, float]:
+    """The naive baseline on up to ``--baseline-anchors`` of the last eighth of the days: anchors, pools, seconds."""
     from finrag_dagster.core.embeddings import load_model
 
     model = load_model(128)
@@ -206,21 +224,30 @@ def main() -> None:
     sdays = sorted({d.isoformat() for d in sample["date"].to_list()})
     t1 = time.perf_counter()
     n_base = naive(store_ev, sample, sdays, args.lookback, model)
-    t_base = time.perf_counter() - t1
-    rate_base = sample.height / t_base
-    print(f"visible store: {store_ev.height:,} passages; anchors timed: {anchors.height:,} over {len(days)} days ({n_ours:,} with a pool)")
+    return sample.height, n_base, time.perf_counter() - t1
+
+
+def print_rates(store_ev: pl.DataFrame, anchors: pl.DataFrame, days: list[str], t_jit: float, f: dict, ref: tuple | None, base: tuple) -> None:
+    """finrag's rates (end to end, one thread, the numpy reference), the naive baseline's and their ratio."""
+    rate_ours = anchors.height / f["t_ours"]
+    rate_scoring = anchors.height / max(f["t_ours"] - f["t_store"], 1e-9)
+    n_sample, n_base, t_base = base
+    rate_base = n_sample / t_base
+    workers, runs1 = f["workers"], f["runs1"]
+    print(f"visible store: {store_ev.height:,} passages; anchors timed: {anchors.height:,} over {len(days)} days ({f['n_ours']:,} with a pool)")
     print(
-        f"load average (1 min) at the finrag timing: {load0:.2f} before, {load1:.2f} after; runs: {', '.join(f'{t:.2f}s' for t in runs)} (best reported)"
+        f"load average (1 min) at the finrag timing: {f['load0']:.2f} before, {f['load1']:.2f} after; runs: {', '.join(f'{t:.2f}s' for t in f['runs'])} (best reported)"
     )
     print(f"numba kernels compiled or loaded from cache before timing: {t_jit:.2f}s")
     print(
-        f"finrag candidates_for_days, {workers} worker thread(s): {rate_ours:,.0f} anchors/s end to end ({t_ours:.2f}s, of which {t_store:.2f}s building the store); {rate_scoring:,.0f} anchors/s for scoring+selection"
+        f"finrag candidates_for_days, {workers} worker thread(s): {rate_ours:,.0f} anchors/s end to end ({f['t_ours']:.2f}s, of which {f['t_store']:.2f}s building the store); {rate_scoring:,.0f} anchors/s for scoring+selection"
     )
     if runs1:
         print(
-            f"finrag candidates_for_days, 1 worker thread: {anchors.height / min(runs1):,.0f} anchors/s end to end ({min(runs1):.2f}s); output identical to {workers} workers: {same_workers}"
+            f"finrag candidates_for_days, 1 worker thread: {anchors.height / min(runs1):,.0f} anchors/s end to end ({min(runs1):.2f}s); output identical to {workers} workers: {f['same_workers']}"
         )
-    if t_ref is not None:
+    if ref is not None:
+        t_ref, same = ref
         print(
             f"numpy reference (kernel='numpy'): {anchors.height / t_ref:,.0f} anchors/s end to end ({t_ref:.2f}s); output identical to the bit: {same}"
         )
@@ -228,6 +255,22 @@ def main() -> None:
         f"naive baseline (rank_bm25.BM25Okapi per anchor + SentenceTransformer.encode per anchor): {rate_base:,.1f} anchors/s ({n_base} anchors in {t_base:.1f}s)"
     )
     print(f"ratio (end to end / naive): {rate_ours / rate_base:,.0f}x")
+
+
+def main() -> None:
+    """Build (or read) the store, time finrag, the numpy reference and the naive baseline, print the rates."""
+    args = parse_args()
+    ev, anchors = load_or_build_store(args)
+    cal = nyse()
+    # the last `--anchors` anchors (the largest visible history) make the measured set
+    anchors = anchors.sort(["public_time", "anchor_id"]).tail(args.anchors)
+    days = sorted({d.isoformat() for d in anchors["date"].to_list()})
+    store_ev = ev.filter(pl.col("public_time") < cal.close_time(days[-1]))
+    t_jit = kernels.warm_up()  # numba compile, or load from its cache (excluded from the timing)
+    f = time_finrag(args, store_ev, anchors, days, cal)
+    ref = time_reference(args, store_ev, anchors, days, cal, f["out"]) if args.reference else None
+    base = time_naive(args, store_ev, anchors, days)
+    print_rates(store_ev, anchors, days, t_jit, f, ref, base)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ import re
 import sys
 import time
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -310,13 +311,23 @@ def _pct(xs: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(xs) * 1000.0, q)) if xs else float("nan")
 
 
-def main_real(lake_dir: Path, sample: Path, queries_path: Path, per_query: bool = False) -> None:
-    from finrag_dagster.core.retrieval.engine import _as_of_ns
+REAL_METHODS = (*MODES, "baseline")
+REAL_NAMES = {**MODE_NAMES, "baseline": "plain baseline (rank_bm25 + cosine)"}
 
-    t_start = time.perf_counter()
-    queries = load_real_queries(queries_path)
-    lake, built = ensure_real_lake(lake_dir, sample)
-    ev = lake.read("evidence")
+
+@dataclass
+class RealScores:
+    """What the real query set's run collects, per method (and per kind for the scores)."""
+
+    scores: dict[tuple[str, str], list[tuple[float, float]]] = field(default_factory=lambda: defaultdict(list))
+    violations: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    late_hits: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    lat: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    rows: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+
+
+def warn_absent(queries: list[dict], ev: pl.DataFrame, lake: Lake) -> None:
+    """Warn when judged passage ids are not in the lake (they count as not retrieved)."""
     known = set(ev["passage_id"].to_list())
     judged = {p for q in queries for p in (*q["grades"], *q["future"])}
     absent = judged - known
@@ -326,53 +337,53 @@ def main_real(lake_dir: Path, sample: Path, queries_path: Path, per_query: bool 
             "(a lake built from another sample or calendar?); they count as not retrieved",
             flush=True,
         )
-    by_day: dict[str, list[dict]] = defaultdict(list)
-    for q in queries:
-        by_day[q["as_of"]].append(q)
-    methods = (*MODES, "baseline")
-    scores: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
-    violations: dict[str, int] = defaultdict(int)
-    late_hits: dict[str, int] = defaultdict(int)
-    lat: dict[str, list[float]] = defaultdict(list)
-    rows: list[tuple[str, str, dict[str, str]]] = []
+
+
+def run_real_day(lake: Lake, ev: pl.DataFrame, day: str, group: list[dict], out: RealScores) -> None:
+    """One as-of date's queries through every mode and the plain baseline, timed warm, into ``out``."""
+    from finrag_dagster.core.retrieval.engine import _as_of_ns
+
     cfg = SearchConfig(k=20)
-    for day in sorted(by_day):
-        group = by_day[day]
-        engine = SearchEngine(lake, day, evidence=ev)
-        base = PlainBaseline(ev, engine.as_of_ns)
-        pub = dict(zip(engine.index.df["passage_id"].to_list(), engine.index.df["public_time"].dt.epoch("ns").to_list()))
-        # warm-up: the first query of each engine once per method, untimed (encoder, DuckDB view, numba)
-        for mode in MODES:
-            engine.search(group[0]["query"], mode=mode, cfg=cfg)
-        base.search(group[0]["query"])
-        for q in group:
-            row: dict[str, str] = {}
-            rows.append((q["id"], q["kind"], row))
-            for m in methods:
-                t0 = time.perf_counter()
-                if m == "baseline":
-                    ranked = base.search(q["query"], k=20)
-                else:
-                    ranked = [h.passage_id for h in engine.search(q["query"], mode=m, cfg=cfg).hits]
-                lat[m].append(time.perf_counter() - t0)
-                late_hits[m] += sum(1 for p in ranked if pub.get(p, engine.as_of_ns) >= _as_of_ns(day))
-                if q["kind"] == "pit_trap":
-                    violations[m] += len(set(ranked[:20]) & q["future"])
-                    row[m] = str(len(set(ranked[:20]) & q["future"]))
-                    continue
-                rel = set(q["grades"])
-                s = (ndcg_graded(ranked, q["grades"]), recall_at(ranked, rel))
-                row[m] = f"{s[0]:.2f}"
-                scores[(m, q["kind"])].append(s)
-                scores[(m, "all")].append(s)
+    engine = SearchEngine(lake, day, evidence=ev)
+    base = PlainBaseline(ev, engine.as_of_ns)
+    pub = dict(zip(engine.index.df["passage_id"].to_list(), engine.index.df["public_time"].dt.epoch("ns").to_list()))
+    # warm-up: the first query of each engine once per method, untimed (encoder, DuckDB view, numba)
+    for mode in MODES:
+        engine.search(group[0]["query"], mode=mode, cfg=cfg)
+    base.search(group[0]["query"])
+    for q in group:
+        row: dict[str, str] = {}
+        out.rows.append((q["id"], q["kind"], row))
+        for m in REAL_METHODS:
+            t0 = time.perf_counter()
+            if m == "baseline":
+                ranked = base.search(q["query"], k=20)
+            else:
+                ranked = [h.passage_id for h in engine.search(q["query"], mode=m, cfg=cfg).hits]
+            out.lat[m].append(time.perf_counter() - t0)
+            out.late_hits[m] += sum(1 for p in ranked if pub.get(p, engine.as_of_ns) >= _as_of_ns(day))
+            if q["kind"] == "pit_trap":
+                out.violations[m] += len(set(ranked[:20]) & q["future"])
+                row[m] = str(len(set(ranked[:20]) & q["future"]))
+                continue
+            rel = set(q["grades"])
+            s = (ndcg_graded(ranked, q["grades"]), recall_at(ranked, rel))
+            row[m] = f"{s[0]:.2f}"
+            out.scores[(m, q["kind"])].append(s)
+            out.scores[(m, "all")].append(s)
+
+
+def print_real_quality(
+    queries: list[dict], queries_path: Path, n_days: int, lake: Lake, ev: pl.DataFrame, built: float | None, out: RealScores
+) -> None:
+    """The quality table: nDCG@10 / Recall@20 per method and kind, and the pit_trap violations."""
     kinds = [k for k in REAL_KINDS if k != "pit_trap"]
     n_kind = {k: sum(1 for q in queries if q["kind"] == k) for k in REAL_KINDS}
     n_scored = sum(n_kind[k] for k in kinds)
-    names = {**MODE_NAMES, "baseline": "plain baseline (rank_bm25 + cosine)"}
     print(
         f"\nReal-data query set {queries_path.name}: {len(queries)} queries ("
         + ", ".join(f"{k} {n_kind[k]}" for k in REAL_KINDS)
-        + f") over {len(by_day)} as-of dates; "
+        + f") over {n_days} as-of dates; "
         f"lake {lake.root} ({ev.height} passages{'' if built is None else f', built in {built:.0f} s'})"
     )
     print("nDCG@10 (graded, gain 2^g-1) / Recall@20 (grade >= 1); pit_trap: future passages returned in the top 20\n")
@@ -382,25 +393,51 @@ def main_real(lake_dir: Path, sample: Path, queries_path: Path, per_query: bool 
         + f" | all scored (n={n_scored}) | pit_trap violations (n={n_kind['pit_trap']}) |"
     )
     print("|---|" + "---|" * (len(kinds) + 2))
-    for m in methods:
+    for m in REAL_METHODS:
         cells = []
         for k in [*kinds, "all"]:
-            v = scores[(m, k)]
+            v = out.scores[(m, k)]
             cells.append(f"{np.mean([x[0] for x in v]):.3f} / {np.mean([x[1] for x in v]):.3f}" if v else "–")
-        print(f"| {names[m]} | " + " | ".join(cells) + f" | {violations[m]} |")
-    if per_query:
-        print("\nPer query: nDCG@10 (pit_trap: violations)\n")
-        print("| query | kind | " + " | ".join(names[m] for m in methods) + " |")
-        print("|---|---|" + "---|" * len(methods))
-        for qid, kind, row in sorted(rows, key=lambda r: (REAL_KINDS.index(r[1]), r[0])):
-            print(f"| {qid} | {kind} | " + " | ".join(row[m] for m in methods) + " |")
-    print(f"\nhits published at or after their query's as-of date, all queries and modes: {sum(late_hits.values())}")
+        print(f"| {REAL_NAMES[m]} | " + " | ".join(cells) + f" | {out.violations[m]} |")
+
+
+def print_real_per_query(out: RealScores) -> None:
+    """``--per-query``: each query's nDCG@10 per method (pit_trap: its violations)."""
+    print("\nPer query: nDCG@10 (pit_trap: violations)\n")
+    print("| query | kind | " + " | ".join(REAL_NAMES[m] for m in REAL_METHODS) + " |")
+    print("|---|---|" + "---|" * len(REAL_METHODS))
+    for qid, kind, row in sorted(out.rows, key=lambda r: (REAL_KINDS.index(r[1]), r[0])):
+        print(f"| {qid} | {kind} | " + " | ".join(row[m] for m in REAL_METHODS) + " |")
+
+
+def print_real_latency(out: RealScores) -> None:
+    """The late hits, and the warm p50/p95 latency per method beside the plain baseline."""
+    print(f"\nhits published at or after their query's as-of date, all queries and modes: {sum(out.late_hits.values())}")
     print(f"\nLatency per query, warm (each engine answers its first query once, untimed, before timing); {BASELINE_NAME}:\n")
     print("| method | p50 ms | p95 ms | queries |")
     print("|---|---|---|---|")
-    for m in methods:
-        label = f"`SearchEngine.search` {names[m]}" if m != "baseline" else names[m]
-        print(f"| {label} | {_pct(lat[m], 50):.1f} | {_pct(lat[m], 95):.1f} | {len(lat[m])} |")
+    for m in REAL_METHODS:
+        label = f"`SearchEngine.search` {REAL_NAMES[m]}" if m != "baseline" else REAL_NAMES[m]
+        print(f"| {label} | {_pct(out.lat[m], 50):.1f} | {_pct(out.lat[m], 95):.1f} | {len(out.lat[m])} |")
+
+
+def main_real(lake_dir: Path, sample: Path, queries_path: Path, per_query: bool = False) -> None:
+    """``--real``: the hand-judged query set on the real sample's lake (built the first time), every table."""
+    t_start = time.perf_counter()
+    queries = load_real_queries(queries_path)
+    lake, built = ensure_real_lake(lake_dir, sample)
+    ev = lake.read("evidence")
+    warn_absent(queries, ev, lake)
+    by_day: dict[str, list[dict]] = defaultdict(list)
+    for q in queries:
+        by_day[q["as_of"]].append(q)
+    out = RealScores()
+    for day in sorted(by_day):
+        run_real_day(lake, ev, day, by_day[day], out)
+    print_real_quality(queries, queries_path, len(by_day), lake, ev, built, out)
+    if per_query:
+        print_real_per_query(out)
+    print_real_latency(out)
     print(
         f"\nbenchmark wall time {time.perf_counter() - t_start:.0f} s"
         + ("" if built is None else f" (of which the lake build {built:.0f} s)")

@@ -71,8 +71,8 @@ def write(rel: str, lines: list[str]) -> None:
     p.write_text("\n".join(lines) + "\n")
 
 
-def main() -> None:
-    # (a) close <= 0 or missing while adj_close is valid (FNSPID CSV)
+def close_fixtures() -> None:
+    """(a) close <= 0, missing or NaN while adj_close is valid: a FNSPID CSV and a parquet."""
     rows = aapl_lines("2021-01-04", "2021-01-15")
     rows[2] = set_field(rows[2], 4, "0.0")  # 2021-01-06
     rows[5] = set_field(rows[5], 4, "-" + rows[5].split(",")[4])  # 2021-01-11: sign flipped
@@ -87,7 +87,10 @@ def main() -> None:
     amd = amd.with_columns(pl.when(pl.int_range(0, pl.len()) == 2).then(float("nan")).otherwise(pl.col("close")).alias("close"))
     pl.concat([amd, meta]).write_parquet(HERE / "prices" / "close_nan_parquet" / "prices.parquet")
 
-    # (b) high below low, close above high (FNSPID CSV) + QQQ's real 1-cent open above high (kept)
+
+def ohlc_range_fixtures() -> None:
+    """(b) bars outside their own high-low range: FNSPID CSVs and the yfinance format."""
+    # high below low, close above high (FNSPID CSV) + QQQ's real 1-cent open above high (kept)
     rows = aapl_lines("2021-02-01", "2021-02-05")
     f = rows[1].split(",")
     rows[1] = ",".join([f[0], f[1], f[3], f[2], *f[4:]])  # 2021-02-02: High and Low swapped
@@ -103,6 +106,9 @@ def main() -> None:
     data[2] = ",".join([f[0], f[1], f[3], f[2], *f[4:]])  # 2021-06-03: High and Low swapped
     write("prices/yfinance_high_low/NVDA_historical_data.csv", [*lines[:2], *data])
 
+
+def move_and_session_fixtures() -> None:
+    """(c) large moves, one real and one a split-basis error; (d) a missing session."""
     # (c) a real crash (AAPL 2000-09-29, -51.9%) and FNSPID's GOOG split-basis error (-94.9%)
     write("prices/large_move_real/aapl.csv", [HEADER, *aapl_lines("2000-09-25", "2000-10-03")])
     write("prices/large_move_split_error/goog.csv", [HEADER, *fnspid_lines_from_parquet("GOOG", "2020-06-29", "2020-07-10", undo_split_fix=True)])
@@ -112,7 +118,9 @@ def main() -> None:
     write("prices/missing_session/aapl.csv", [HEADER, *rows])
     write("prices/missing_session/qqq.csv", [HEADER, *fnspid_lines_from_parquet("QQQ", "2021-01-29", "2021-03-26")])
 
-    # (e) files that cannot be parsed
+
+def unparseable_fixtures() -> None:
+    """(e) files that cannot be parsed: an unclosed quote, a short row, a truncated parquet, a blank line."""
     rows = aapl_lines("2021-01-04", "2021-01-08")
     rows[2] = set_field(rows[2], 4, '"' + rows[2].split(",")[4])  # line 4: a quote that never closes
     write("prices/unterminated_quote/aapl.csv", [HEADER, *rows])
@@ -127,6 +135,9 @@ def main() -> None:
     rows = aapl_lines("2021-01-04", "2021-01-08")
     write("prices/blank_line/aapl.csv", [HEADER, *rows[:2], "", *rows[2:]])  # line 4 is empty
 
+
+def bad_value_fixtures() -> None:
+    """Dates with something after them, cells that are not numbers, a split basis that jumps."""
     # dates with something after them: junk and a third day digit are not dates; an exporter's time part is
     rows = aapl_lines("2021-01-04", "2021-01-11")
     rows[1] = rows[1].replace("2021-01-05,", "2021-01-05xyz,", 1)
@@ -147,13 +158,25 @@ def main() -> None:
         rows[i] = ",".join([f[0], *(repr(round(float(v) / 1.45, 6)) for v in f[1:5]), *f[5:]])
     write("prices/basis_jump/aapl.csv", [HEADER, *rows])
 
-    # files that hold no bars, or no lines, or are compressed under a .csv name
+
+def empty_and_odd_file_fixtures() -> None:
+    """Files that hold no bars, or no line breaks, or are compressed under a .csv name."""
     write("prices/header_only/aapl.csv", [HEADER])
     rows = aapl_lines("2021-01-04", "2021-01-29")
     (HERE / "prices" / "no_line_breaks").mkdir(parents=True, exist_ok=True)
     (HERE / "prices" / "no_line_breaks" / "aapl.csv").write_text(" ".join([HEADER, *rows]))  # one line, no line break
     (HERE / "prices" / "gzip_named_csv").mkdir(parents=True, exist_ok=True)
     (HERE / "prices" / "gzip_named_csv" / "aapl.csv").write_bytes(gzip.compress(("\n".join([HEADER, *rows[:5]]) + "\n").encode(), mtime=0))
+
+
+def main() -> None:
+    """Every price fixture, in this order (the corrupt parquet is cut from the NaN-close one)."""
+    close_fixtures()
+    ohlc_range_fixtures()
+    move_and_session_fixtures()
+    unparseable_fixtures()
+    bad_value_fixtures()
+    empty_and_odd_file_fixtures()
 
 
 def news_fixtures() -> None:
