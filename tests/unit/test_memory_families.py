@@ -3,6 +3,7 @@ docs/method.md §4 "Finer source families"): the passage -> family mapping, its 
 file, separate memory cells per fine family, and the paper's default left as it was."""
 
 import datetime as dt
+import json
 
 import polars as pl
 import pytest
@@ -150,6 +151,30 @@ def test_fine_families_keep_separate_cells_for_8k_202_and_10q_and_for_wire_and_o
     # top-5 credit: every fine family of the context
     top5 = build_feedback(out, lab, ctx, dt.date(2020, 5, 4), {}, keys, CreditRule("top5", "cited_correct", fm)).sort("anchor_id")
     assert top5["families"].to_list()[2] == ["news:opinion", "sec:10-Q"]
+
+
+def test_fine_families_under_each_credit_rule_by_hand():
+    """The fine family of every credited passage, worked out from _fmap: stances credit each
+    passage's own fine family; top-5 credit gives an anchor without a context no family; cited
+    credit needs the families of the cited passages only (an unmapped context passage is fine)."""
+    out, lab, ctx = _day()
+    keys = {a: E for a in ("a1", "a2", "a3")}
+    fm = _fmap()
+    ans = lambda st: json.dumps({"event_type": E, "signals": {}, "main_uncertainty": "", "stances": st})  # noqa: E731
+    said = out.with_columns(pl.Series("raw_json", [ans({"N1": 1, "F1": 1}), ans({"N1": -1}), ans({"F1": -1})]))
+    fb = build_feedback(said, lab, ctx, dt.date(2020, 5, 4), {}, keys, CreditRule("cited", "passage_stance", fm)).sort("anchor_id")
+    assert fb["families_right"].to_list() == [["news:wire", "sec:8-K-2.02"], [], ["sec:10-Q"]]  # labels +1, +1, -1
+    assert fb["families_wrong"].to_list() == [[], ["news:opinion"], []]
+    assert fb["families"].to_list() == [["news:wire", "sec:8-K-2.02"], ["news:opinion"], ["sec:10-Q"]]
+    gone = lab.with_columns(pl.when(pl.col("ticker") == "T2").then(pl.lit("insufficient_history")).otherwise(pl.col("status")).alias("status"))
+    a2 = build_feedback(said, gone, ctx, dt.date(2020, 5, 4), {}, keys, CreditRule("cited", "passage_stance", fm)).filter(pl.col("anchor_id") == "a2")
+    assert a2.select("outcome", "families_right", "families_wrong").rows() == [("label_unavailable", [], [])]  # no label: no passage is wrong
+    top5 = build_feedback(out, lab, ctx.filter(pl.col("anchor_id") != "a3"), dt.date(2020, 5, 4), {}, keys, CreditRule("top5", "cited_correct", fm))
+    a3 = top5.filter(pl.col("anchor_id") == "a3").row(0, named=True)
+    assert (a3["families"], a3["outcome"]) == ([], "no_valid_citation")
+    extra = pl.concat([ctx, pl.DataFrame({"anchor_id": ["a1"], "passage_id": ["never_mapped"], "source_family": ["news"], "position": [3]})])
+    cited = build_feedback(out, lab, extra, dt.date(2020, 5, 4), {}, keys, CreditRule("cited", "cited_correct", fm)).sort("anchor_id")
+    assert cited["families"].to_list() == [["news:wire", "sec:8-K-2.02"], ["news:opinion"], ["sec:10-Q"]]
 
 
 def test_rerank_scores_each_passage_by_its_fine_family():

@@ -140,7 +140,7 @@ def test_passage_stance_feedback_credits_each_passage_whatever_the_answer():
     # a2: the answer was right, its filing's stance wrong: the filing is debited, the news it cited is not credited
     assert r["a2"]["correct"] is True and r["a2"]["families_right"] == [] and r["a2"]["families_wrong"] == ["sec_filing"]
     assert r["a3"]["outcome"] == "no_stance" and not r["a3"]["applied"]
-    assert r["a4"]["outcome"] == "label_unavailable" and r["a4"]["families_right"] == [] and r["a4"]["weight"] == 0.0
+    assert r["a4"]["outcome"] == "label_unavailable" and r["a4"]["families_right"] == r["a4"]["families_wrong"] == [] and r["a4"]["weight"] == 0.0
 
     m = SourceMemory(MemoryParams())
     assert m.apply(fb) == 3  # a1: news right, filing wrong; a2: filing wrong
@@ -168,5 +168,7 @@ def test_the_default_feedback_files_have_the_columns_of_before_and_stance_files_
     # no row matured: the empty frames follow the rule too
     early = build_feedback(out, lab, ctx, dt.date(2020, 5, 1), {}, keys, CreditRule("cited"))
     assert early.height == 0 and early.columns == FEEDBACK_COLUMNS
+    none = build_feedback(out.clear(), lab, ctx, dt.date(2020, 5, 4), {}, keys, CreditRule("cited", "passage_stance"))
+    assert none.height == 0 and none.columns == FEEDBACK_COLUMNS + STANCE_COLUMNS  # no answer that day
     with pytest.raises(ValueError, match="memory.credit"):
         build_feedback(out, lab, ctx, dt.date(2020, 5, 4), {}, keys, CreditRule("cited", "stance"))

@@ -511,6 +511,18 @@ def test_family_feedback_gives_each_variant_and_day_its_own_partitions(tmp_path,
     )
     assert fb.rows == 6 and fb.outcomes == {"applied": 6} and sorted(fb.correct) == [False] * 2 + [True] * 4
     assert fb.as_of == dt.date(2022, 1, 27) and fb.families == {}
+    assert fb.by_day == {"2022-01-28": 1, "2022-01-31": 1, "2022-02-01": 2, "2022-02-02": 2}  # both variants from the test split on
+
+    # a finer family scheme: the run's note counts the passages each family got (one per call here)
+    def fine_day(s, lake_, fmap, v, frames, **k):
+        fmap.of[frames.out["tag"][0]] = "news:wire"
+        return day_feedback(s, lake_, fmap, v, frames, **k)
+
+    monkeypatch.setattr(loop_io, "_day_feedback", fine_day)
+    fine = Settings(lake_dir=tmp_path, splits=SPLITS, memory={"families": "fine"})
+    note = loop_io.family_feedback(fine, lake, cal, variants, days).families
+    assert note["scheme"] == "fine" and note["passages"]["news:wire"] == 6 and sum(note["passages"].values()) == 6
+    assert (note["unlisted_publisher_passages"], note["unlisted_publishers"]) == (0, {})
 
 
 def test_asking_for_a_label_early_or_still_pending_is_an_error_naming_it():

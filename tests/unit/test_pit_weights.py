@@ -146,3 +146,39 @@ def test_feedback_uses_each_splits_weights_and_reads_them_once_per_split(lake, m
     for first_maturity, ws in seen.items():
         start = VALID[0] if first_maturity < cal.offset(TEST[0], 1) else TEST[0]
         assert all(w == real(s, cal, lake, start.isoformat())[0] for w in ws)
+
+
+def test_a_shuffled_labels_variant_gets_each_days_labels_permuted_within_each_horizon(lake, monkeypatch):
+    """The shuffled-labels control permutes y among the ok labels of one decision day and horizon
+    (seed 000 §4.3): the day's labels reach the feedback with their decision day, each horizon's
+    values the same multiset as the lake's, in another order."""
+    from finrag_dagster.core import loop_io
+    from finrag_dagster.core.loop import Variant
+
+    seen = []
+
+    class Stub(type(lake)):
+        def read(self, table, *a, **k):
+            return super().read(table, *a, **k) if table in ("labels", "prices") else pl.DataFrame()
+
+        def write(self, table, df, **k):
+            assert table == "feedback"
+
+    def fake_feedback(out, lab, ctx, as_of_day, weights, memory_key, how):
+        seen.append(lab)
+        return pl.DataFrame({"outcome": ["x"], "correct": [True]})
+
+    monkeypatch.setattr(loop_io, "build_feedback", fake_feedback)
+    monkeypatch.setattr(loop_io, "memory_keys", lambda a, v: {})
+    day = VALID[0]
+    v = Variant("shuffled_labels_s1", "shuffled_labels", 0.5, shuffle_labels_seed=1)
+    loop_io.family_feedback(settings(lake), Stub(lake.root), cal, [v], [day.isoformat()])
+    (lab,) = seen
+    assert set(lab["date"]) == {day}
+    moved = 0
+    for h in H:
+        got = lab.filter((pl.col("horizon") == h) & (pl.col("status") == "ok")).sort("ticker")
+        want = [y_of(day, t, h) for t, tk in enumerate(TICKERS) if not (tk == "CCC" and h == "1D")]
+        assert sorted(got["y"].to_list()) == sorted(want)
+        moved += got["y"].to_list() != want
+    assert moved > 0  # the seed moved at least one horizon's labels
