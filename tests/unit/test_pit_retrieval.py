@@ -84,3 +84,46 @@ def test_passages_at_or_after_the_decision_time_change_no_candidate(kernel):
     b = build_day_candidates(with_future, PrefixStats(with_future.tm), ANCHOR, DECISION, PoolConfig(m0=6), kernel=kernel)
     assert a.height == 6
     assert a.equals(b), "a passage public at or after decision_time changed the candidates"
+
+
+# A decision at 21:00 UTC and passages one nanosecond either side of it and of the look-back's start.
+NS_DECISION = 1_709_326_800_000_000_000  # 2024-03-01 21:00:00 UTC
+HOUR = 3_600_000_000_000
+NS_ROWS = [  # (passage_id, public ns, text)
+    ("too_old", NS_DECISION - 24 * HOUR - 1, "acme revenue guidance old"),
+    ("edge", NS_DECISION - 24 * HOUR, "acme revenue guidance edge"),
+    ("anc", NS_DECISION - HOUR, ANCHOR_TEXT),
+    ("just_before", NS_DECISION - 1, "acme record quarter before"),
+    ("at", NS_DECISION, "acme revenue guidance at"),
+    ("after", NS_DECISION + 1, "acme revenue guidance after"),
+]
+
+
+def ns_store():
+    df = pl.DataFrame(
+        {
+            "passage_id": [r[0] for r in NS_ROWS],
+            "ticker": "AAA",
+            "sector": "IT",
+            "source_family": "news",
+            "public_time": pl.Series([r[1] for r in NS_ROWS]).cast(pl.Datetime("ns", "UTC")),
+            "url": [f"u{i}" for i in range(len(NS_ROWS))],
+            "title_key": [f"t{i}" for i in range(len(NS_ROWS))],
+            "dup_cluster": [f"c{i}" for i in range(len(NS_ROWS))],
+            "text": [r[2] for r in NS_ROWS],
+        }
+    )
+    emb = np.random.default_rng(9).normal(size=(df.height, 384)).astype(np.float32)
+    return Store.from_evidence(df.with_columns(pl.Series("embedding", emb, dtype=pl.Array(pl.Float32, 384))), threads=False)
+
+
+@pytest.mark.parametrize("kernel", ["numba", "numpy"])
+def test_visibility_is_exact_to_the_nanosecond(kernel):
+    """public_time < decision_time, to the nanosecond (as floats, times 1 ns apart are equal); the
+    look-back keeps public_time >= decision_time - look-back; without one the store's first row counts."""
+    store = ns_store()
+    assert store.prefix_end(NS_DECISION) == 4 and store.public_ns.tolist() == [r[1] for r in NS_ROWS]
+    c = build_day_candidates(store, PrefixStats(store.tm), ANCHOR, NS_DECISION, PoolConfig(lookback_ns=24 * HOUR), kernel=kernel)
+    assert set(c["passage_id"]) == {"edge", "just_before"}
+    c = build_day_candidates(store, PrefixStats(store.tm), ANCHOR, NS_DECISION, PoolConfig(), kernel=kernel)
+    assert set(c["passage_id"]) == {"too_old", "edge", "just_before"}
