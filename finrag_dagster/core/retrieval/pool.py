@@ -279,10 +279,30 @@ def _group_numpy(
     return parts
 
 
-def _group_numba(store: Store, stats: StatsView, post, a: int, b: int, js: list[int], arows: np.ndarray, qcsr, cfg: PoolConfig) -> list[tuple] | None:
+@dataclass(frozen=True)
+class _DayInputs:
+    """What every (day, sector) group of one decision day shares: the store and its frozen BM25 view,
+    the anchors' store rows, queries and tickers, the visible rows [lo, hi) and the kernel."""
+
+    store: Store
+    stats: StatsView
+    idf: np.ndarray
+    arows: np.ndarray
+    queries: list[list[int]]
+    qcsr: tuple | None
+    a_tick: list[str]
+    lo: int
+    hi: int
+    cfg: PoolConfig
+    use_numba: bool
+
+
+def _group_numba(day: _DayInputs, post, a: int, b: int, js: list[int]) -> list[tuple] | None:
     """The fused kernels for one group (same results as :func:`_group_numpy`); None when an
     anchor's scores need the reference (non-finite or negative-zero scores)."""
     from .kernels import bm25_window, select_window
+
+    store, stats, arows, qcsr, cfg = day.store, day.stats, day.arows, day.qcsr, day.cfg
 
     src, emb_blk, (col_ptr, col_pos, col_tf), dl_blk = post
     rows = src[a:b]
@@ -314,11 +334,22 @@ def one_blas_thread():
     return _blas_controller().limit(limits=1, user_api="blas")
 
 
-def _group(store, stats, idf, t, s, js, arows, queries, qcsr, a_tick, lo, hi, cfg, use_numba) -> list[tuple]:
+def _group(day: _DayInputs, t: str, s: str, js: list[int]) -> list[tuple]:
     """One (day, sector) group's candidate parts (numba kernels, else the reference). Pure given
-    its arguments (``stats`` is a frozen view), so groups may run on any thread in any order."""
+    its arguments (``day.stats`` is a frozen view), so groups may run on any thread in any order."""
+    store, stats, idf, arows, queries, a_tick, lo, hi, cfg = (
+        day.store,
+        day.stats,
+        day.idf,
+        day.arows,
+        day.queries,
+        day.a_tick,
+        day.lo,
+        day.hi,
+        day.cfg,
+    )
     kind, key = ("ticker", t or a_tick[js[0]]) if s in NO_PEER_SECTORS else ("sector", s)
-    if use_numba:
+    if day.use_numba:
         post = store.postings(kind, key)
         if post is None:
             return []
@@ -326,7 +357,7 @@ def _group(store, stats, idf, t, s, js, arows, queries, qcsr, a_tick, lo, hi, cf
         a, b = int(np.searchsorted(src, lo, "left")), int(np.searchsorted(src, hi, "left"))
         if b <= a:
             return []
-        got = _group_numba(store, stats, post, a, b, js, arows, qcsr, cfg)
+        got = _group_numba(day, post, a, b, js)
         if got is not None:
             return got
     blk = eligible_block(store, t or a_tick[js[0]], s, lo, hi)
@@ -407,15 +438,15 @@ def start_day_candidates(
     a_tick = anchors["ticker"].to_list()
     use_numba = kernel == "numba" and cfg.m0 > 0
     qcsr = query_csr(queries, idf) if use_numba else None
+    day = _DayInputs(store, view, idf, arows, queries, qcsr, a_tick, lo, hi, cfg, use_numba)
     out = []
     for (t, s), js in groups.items():
-        args = (store, view, idf, t, s, js, arows, queries, qcsr, a_tick, lo, hi, cfg, use_numba)
         if executor is None:
-            out.append(_group(*args))
+            out.append(_group(day, t, s, js))
         else:
             kind, key = ("ticker", t or a_tick[js[0]]) if s in NO_PEER_SECTORS else ("sector", s)
             store.postings(kind, key) if use_numba else store.block(kind, key)  # build shared caches here, once
-            out.append(executor.submit(_group, *args))
+            out.append(executor.submit(_group, day, t, s, js))
     return PendingDay(store, anchors, out)
 
 
