@@ -79,9 +79,9 @@ MODULES: tuple[Target, ...] = (
         ("build_feedback",),
     ),
     Target("finrag_dagster/core/loop_io.py", (U + "test_pit_guard.py", U + "test_pit_weights.py"), ("family_feedback", "weights_for")),
-    Target("finrag_dagster/sources/news/clock.py", (U + "test_news_clock.py", U + "test_loaders_news.py")),
-    Target("finrag_dagster/sources/news/read.py", (U + "test_news_clock.py", U + "test_loaders_news.py")),
-    Target("finrag_dagster/sources/news/rows.py", (U + "test_news_clock.py", U + "test_loaders_news.py")),
+    Target("finrag_dagster/sources/news/clock.py", (U + "test_news_clock.py", U + "test_loaders_news.py", U + "test_news_clock_by_hand.py")),
+    Target("finrag_dagster/sources/news/read.py", (U + "test_news_clock.py", U + "test_loaders_news.py", U + "test_news_read_by_hand.py")),
+    Target("finrag_dagster/sources/news/rows.py", (U + "test_news_clock.py", U + "test_loaders_news.py", U + "test_news_rows_by_hand.py")),
     Target("finrag_dagster/sources/news/load.py", (U + "test_news_stage.py", U + "test_news_clock.py")),
     Target("finrag_dagster/sources/news/segment.py", (U + "test_news_stage.py", U + "test_news_clock.py")),
     Target("finrag_dagster/sources/news/stage.py", (U + "test_news_stage.py", U + "test_news_clock.py")),
@@ -199,6 +199,7 @@ TASK_EQUIVALENT = {
     **{(_TASK, "cs_ic", line): _LOADED_ORDER for line in _CS_ORDER},
     **{(_TASK, "ts_ic", line): _LOADED_ORDER for line in _TS_ORDER},
 }
+_BY_ID = "under a finer scheme FamilyMap.family reads the passage id alone (the source family only under seed 000's)"
 _SUB = "finrag_dagster/sources/edgar/submissions.py"
 _ZIP = 'zip(arr("accessionNumber"), arr("form"), arr("acceptanceDateTime"), arr("filingDate"), arr("reportDate"), arr("items"), {})'
 _EQUAL = "every array was checked to have accessionNumber's length just before, and a missing one is n Nones: zip never meets unequal lengths"
@@ -217,9 +218,385 @@ EDGAR_EQUIVALENT = {
     ): "by_cik's keys are the universe's CIKs, never None: by_cik.get(None, []) is the [] of the else branch",
 }
 
+# pool.py's candidate pools: dtypes numpy or polars infer the same, caches, the choice of kernel (both
+# give identical frames), the executor's cache warm-up and select_pool's partial sort
+_POOL = "finrag_dagster/core/retrieval/pool.py"
+_P_F64 = "numpy's default dtype is float64"
+_P_NULL = "v.is_null() is never null, so the | is never null: fill_null has nothing to fill"
+_P_NEG = "any negative code is no value: the reference and the kernels both test code >= 0"
+_P_DTYPE = "already that dtype: polars' Int64 codes and indices, scipy's int32 indices, the term matrix's int32 counts and int64 lengths"
+_P_INDPTR = "the CSC offsets stay scipy's int32: the kernel, compiled for them too, reads the same values"
+_P_KIND = 'Store.block reads the sector rows for kind "sector" and the ticker rows for any other kind: the kind only names the cache entry'
+_P_TICKER = (
+    "a no-peer group's t is the ticker of all its anchors (the group key), so t or/and a_tick[js[0]] is that string; a sector group reads none"
+)
+_P_EMPTY = "an empty window (b == a) pools nothing either way"
+_P_PARITY = "the numba kernels and the numpy reference give identical frames, to the bit (the module's contract): this only changes which one runs"
+_P_M0 = "the settings bound m0 >= 1, where m0 > 0 and m0 >= 0 agree"
+_P_QCSR = "only the numba kernels read qcsr: building it for the reference changes nothing"
+_P_ROWS = "StatsView.weights reads rows only when not given their counts and lengths, and then reads the same ones from the term matrix"
+_P_SCALE = "sel only orders the eligible passages: a positive factor keeps the order (/3 could only merge two sums one unit in the last place apart)"
+_P_BLAS = "threadpoolctl finds no thread pool but OpenBLAS in this process: limiting every API limits BLAS alone"
+_P_CUT = (
+    "top is every score at or above some cut (all or none of them at worst), a prefix of the full (-sel, -recency) order, and a pool short of M0"
+    " is redone over every passage: any cut, or redoing more often, gives the same pool"
+)
+_P_FILL = (
+    "only ticker codes keep missing values, and passages always carry a ticker (the candidates table that copies it declares it non-null):"
+    " there is no null to fill"
+)
+_P_SELF = "the anchor's own row has the anchor's url, so the url rule removes it as rows != ar did"
+_P_NO_GROUPS = "a day without anchors has no groups: its empty frame reads neither the store nor the anchors"
+_P_KEY = "the key only groups a sector's anchors: their pools read the sector's rows whatever ticker the key holds"
+_P_WARM = (
+    "this only builds a store cache before the groups run: an entry missing, or built for another (kind, key), is built by _group itself,"
+    " and each entry holds the rows its key names"
+)
+_P_UTF8 = "a list of Python strs makes a Utf8 Series without being told (and the frame's schema casts it)"
+_P_NAME = "the frame names each column by its dict key, whatever the Series' name"
+_P_CACHE = "a cache: without the entry the same value is built again"
+_P_TM = "from_evidence and the store cache set tm right after _columns_of returns"
+_P_STR = "a numpy str array holds the same strings: tolist(), == and the dicts built from them give equal values"
+_P_EMB0 = "an empty Array(Float32, 384) column converts to the same (0, 384) float32 matrix as the explicit zeros"
+_P_EMB32 = "the evidence embedding is Array(Float32, 384) (core/evidence.py): to_numpy() is float32 already"
+_P_TICKER_CODE = 'ticker codes are only compared with each other: "" and a missing ticker share one code either way (-1, or the code of "")'
+_P_LOOP_KEY = "the loop's first name is never read"
+_P_GROUP_ORDER = "the rows of a key are looked up by key, and polars keeps each group's rows in frame order whatever maintain_order says"
+_P_AS_SERIES = "np.asarray of the polars Series gives the same int64 array as its to_numpy()"
+_P_THREAD = "the term matrix is the same built on this thread or another, by one worker or more"
+POOL_EQUIVALENT = {
+    (_POOL, "_codes", 'out = v.fill_null("XXXX").cast(pl.Categorical).to_physical().cast(pl.Int64).to_numpy().copy()'): _P_FILL,
+    (_POOL, "_group_numpy", "keep = url_rows != store.url_code[ar]"): _P_SELF,
+    (_POOL, "select_pool", "top = None"): _P_CUT,
+    (_POOL, "select_pool", "top = np.flatnonzero(None)  # keep ties at the cut so the order does not depend on argpartition"): _P_CUT,
+    (_POOL, "eligible_rows", 'a, b = np.searchsorted(src, lo, ), np.searchsorted(src, hi, "left")'): _SIDE,
+    (_POOL, "eligible_rows", 'a, b = np.searchsorted(src, lo, "left"), np.searchsorted(src, hi, )'): _SIDE,
+    (_POOL, "_group", 'a, b = int(np.searchsorted(src, lo, )), int(np.searchsorted(src, hi, "left"))'): _SIDE,
+    (_POOL, "_group", 'a, b = int(np.searchsorted(src, lo, "left")), int(np.searchsorted(src, hi, ))'): _SIDE,
+    (_POOL, "eligible_block", 'a, b = int(np.searchsorted(src, lo, )), int(np.searchsorted(src, hi, "left"))'): _SIDE,
+    (_POOL, "eligible_block", 'a, b = int(np.searchsorted(src, lo, "left")), int(np.searchsorted(src, hi, ))'): _SIDE,
+    (
+        _POOL,
+        "start_day_candidates",
+        "lo = 0 if cfg.lookback_ns is None else int(np.searchsorted(store.public_ns, decision_ns - cfg.lookback_ns, ))",
+    ): _SIDE,
+    (_POOL, "Store.prefix_end", "return int(np.searchsorted(self.public_ns, decision_ns, ))"): _SIDE,
+    (_POOL, "_group_numba", "qsel = np.asarray(js, dtype=None)"): _INT64,
+    (_POOL, "_group_numba", "qsel = np.asarray(js, )"): _INT64,
+    (_POOL, "_group_numba", "rank = np.broadcast_to(np.arange(1, cfg.m0 + 1, dtype=None), pos.shape)"): _INT64,
+    (_POOL, "_group_numba", "rank = np.broadcast_to(np.arange(1, cfg.m0 + 1, ), pos.shape)"): _INT64,
+    (_POOL, "start_day_candidates", "arows = np.asarray(arows, dtype=None)"): _INT64,
+    (_POOL, "start_day_candidates", "arows = np.asarray(arows, )"): _INT64,
+    (_POOL, "_group_numpy", "D = (store.emb[arows[js]] @ emb_rows.T).astype(None)"): _P_F64,
+    (_POOL, "_group_numpy", "recency = rows.astype(None)"): _P_F64,
+    (_POOL, "minmax", "return x.astype(None)"): _P_F64,
+    (_POOL, "_codes", 'out[(v.is_null() | (v == "")).fill_null(False).to_numpy()] = -1'): _P_NULL,
+    (_POOL, "_codes", 'out[(v.is_null() | (v == "")).fill_null(True).to_numpy()] = -2'): _P_NEG,
+    (_POOL, "_codes", "return np.ascontiguousarray(out, dtype=None)"): _P_DTYPE,
+    (_POOL, "_codes", "return np.ascontiguousarray(out, )"): _P_DTYPE,
+    (_POOL, "Store._columns_of", 'target[k] = np.asarray(idx.to_numpy() if hasattr(idx, "to_numpy") else idx, dtype=None)'): _P_DTYPE,
+    (_POOL, "Store._columns_of", 'target[k] = np.asarray(idx.to_numpy() if hasattr(idx, "to_numpy") else idx, )'): _P_DTYPE,
+    (
+        _POOL,
+        "Store.postings",
+        "csc = (np.asarray(Xc.indptr, dtype=np.int64), np.asarray(Xc.indices, dtype=None), np.asarray(Xc.data, dtype=np.int32))",
+    ): _P_DTYPE,
+    (
+        _POOL,
+        "Store.postings",
+        "csc = (np.asarray(Xc.indptr, dtype=np.int64), np.asarray(Xc.indices, ), np.asarray(Xc.data, dtype=np.int32))",
+    ): _P_DTYPE,
+    (
+        _POOL,
+        "Store.postings",
+        "csc = (np.asarray(Xc.indptr, dtype=np.int64), np.asarray(Xc.indices, dtype=np.int32), np.asarray(Xc.data, dtype=None))",
+    ): _P_DTYPE,
+    (
+        _POOL,
+        "Store.postings",
+        "csc = (np.asarray(Xc.indptr, dtype=np.int64), np.asarray(Xc.indices, dtype=np.int32), np.asarray(Xc.data, ))",
+    ): _P_DTYPE,
+    (_POOL, "Store.postings", "b = (rows, emb, csc, np.ascontiguousarray(dl, dtype=None))"): _P_DTYPE,
+    (_POOL, "Store.postings", "b = (rows, emb, csc, np.ascontiguousarray(dl, ))"): _P_DTYPE,
+    (
+        _POOL,
+        "Store.postings",
+        "csc = (np.asarray(Xc.indptr, dtype=None), np.asarray(Xc.indices, dtype=np.int32), np.asarray(Xc.data, dtype=np.int32))",
+    ): _P_INDPTR,
+    (
+        _POOL,
+        "Store.postings",
+        "csc = (np.asarray(Xc.indptr, ), np.asarray(Xc.indices, dtype=np.int32), np.asarray(Xc.data, dtype=np.int32))",
+    ): _P_INDPTR,
+    (_POOL, "_group", 'kind, key = ("XXtickerXX", t or a_tick[js[0]]) if s in NO_PEER_SECTORS else ("sector", s)'): _P_KIND,
+    (_POOL, "_group", 'kind, key = ("TICKER", t or a_tick[js[0]]) if s in NO_PEER_SECTORS else ("sector", s)'): _P_KIND,
+    (_POOL, "eligible_block", 'blk = store.block(None, ticker) if sector in NO_PEER_SECTORS else store.block("sector", sector)'): _P_KIND,
+    (_POOL, "eligible_block", 'blk = store.block("XXtickerXX", ticker) if sector in NO_PEER_SECTORS else store.block("sector", sector)'): _P_KIND,
+    (_POOL, "eligible_block", 'blk = store.block("TICKER", ticker) if sector in NO_PEER_SECTORS else store.block("sector", sector)'): _P_KIND,
+    (_POOL, "_group", 'kind, key = ("ticker", t and a_tick[js[0]]) if s in NO_PEER_SECTORS else ("sector", s)'): _P_TICKER,
+    (_POOL, "_group", "blk = eligible_block(store, t and a_tick[js[0]], s, lo, hi)"): _P_TICKER,
+    (_POOL, "_group", "if b < a:"): _P_EMPTY,
+    (_POOL, "eligible_block", "if b < a:"): _P_EMPTY,
+    (_POOL, "_group", "got = None"): _P_PARITY,
+    (_POOL, "start_day_candidates", "use_numba = None"): _P_PARITY,
+    (_POOL, "start_day_candidates", 'use_numba = kernel == "numba" or cfg.m0 > 0'): _P_PARITY,
+    (_POOL, "start_day_candidates", 'use_numba = kernel != "numba" and cfg.m0 > 0'): _P_PARITY,
+    (_POOL, "start_day_candidates", 'use_numba = kernel == "XXnumbaXX" and cfg.m0 > 0'): _P_PARITY,
+    (_POOL, "start_day_candidates", 'use_numba = kernel == "NUMBA" and cfg.m0 > 0'): _P_PARITY,
+    (_POOL, "start_day_candidates", 'use_numba = kernel == "numba" and cfg.m0 > 1'): _P_PARITY,
+    (_POOL, "start_day_candidates", 'use_numba = kernel == "numba" and cfg.m0 >= 0'): _P_M0,
+    (_POOL, "start_day_candidates", "qcsr = query_csr(queries, idf) if (use_numba) or True else None"): _P_QCSR,
+    (_POOL, "_group_numpy", "W = stats.weights(None, X_rows, dl_rows)"): _P_ROWS,
+    (_POOL, "_group_numpy", "W = stats.weights(rows, None, dl_rows)"): _P_ROWS,
+    (_POOL, "_group_numpy", "sel = (minmax(b) + minmax(d)) * 2"): _P_SCALE,
+    (_POOL, "_group_numpy", "sel = (minmax(b) + minmax(d)) / 3"): _P_SCALE,
+    (_POOL, "one_blas_thread", "return _blas_controller().limit(limits=1, user_api=None)"): _P_BLAS,
+    (_POOL, "one_blas_thread", "return _blas_controller().limit(limits=1, )"): _P_BLAS,
+    (_POOL, "select_pool", "k = min(n, 4 * m0)"): _P_CUT,
+    (_POOL, "select_pool", "if k <= n:  # only the best 3*M0 can be chosen unless peers crowd them out (then sort all)"): _P_CUT,
+    (_POOL, "select_pool", "top = np.argpartition(+sel, k - 1)[:k]"): _P_CUT,
+    (_POOL, "select_pool", "top = np.argpartition(-sel, k - 2)[:k]"): _P_CUT,
+    (_POOL, "select_pool", "top = np.flatnonzero(sel > cut)  # keep ties at the cut so the order does not depend on argpartition"): _P_CUT,
+    (_POOL, "select_pool", "if len(picked) < m0 or len(top) < n:"): _P_CUT,
+    (_POOL, "select_pool", "if len(picked) <= m0 and len(top) < n:"): _P_CUT,
+    (_POOL, "select_pool", "if len(picked) < m0 and len(top) <= n:"): _P_CUT,
+    (_POOL, "start_day_candidates", "return PendingDay(None, anchors, [])"): _P_NO_GROUPS,
+    (_POOL, "start_day_candidates", "return PendingDay(store, None, [])"): _P_NO_GROUPS,
+    (_POOL, "start_day_candidates", 'key = (t, s) if s in NO_PEER_SECTORS else ("XXXX", s)'): _P_KEY,
+    (_POOL, "start_day_candidates", 'kind, key = ("ticker", t or a_tick[js[0]]) if (s in NO_PEER_SECTORS) and False else ("sector", s)'): _P_WARM,
+    (_POOL, "start_day_candidates", 'kind, key = ("ticker", t or a_tick[js[0]]) if (s in NO_PEER_SECTORS) or True else ("sector", s)'): _P_WARM,
+    (_POOL, "start_day_candidates", 'kind, key = ("XXtickerXX", t or a_tick[js[0]]) if s in NO_PEER_SECTORS else ("sector", s)'): _P_WARM,
+    (_POOL, "start_day_candidates", 'kind, key = ("TICKER", t or a_tick[js[0]]) if s in NO_PEER_SECTORS else ("sector", s)'): _P_WARM,
+    (_POOL, "start_day_candidates", 'kind, key = ("ticker", t and a_tick[js[0]]) if s in NO_PEER_SECTORS else ("sector", s)'): _P_WARM,
+    (_POOL, "start_day_candidates", 'kind, key = ("ticker", t or a_tick[js[0]]) if s not in NO_PEER_SECTORS else ("sector", s)'): _P_WARM,
+    (_POOL, "start_day_candidates", 'kind, key = ("ticker", t or a_tick[js[0]]) if s in NO_PEER_SECTORS else ("XXsectorXX", s)'): _P_WARM,
+    (_POOL, "start_day_candidates", 'kind, key = ("ticker", t or a_tick[js[0]]) if s in NO_PEER_SECTORS else ("SECTOR", s)'): _P_WARM,
+    (
+        _POOL,
+        "start_day_candidates",
+        "store.postings(kind, key) if (use_numba) and False else store.block(kind, key)  # build shared caches here, once",
+    ): _P_WARM,
+    (
+        _POOL,
+        "start_day_candidates",
+        "store.postings(kind, key) if (use_numba) or True else store.block(kind, key)  # build shared caches here, once",
+    ): _P_WARM,
+    (_POOL, "start_day_candidates", "store.postings(None, key) if use_numba else store.block(kind, key)  # build shared caches here, once"): _P_WARM,
+    (_POOL, "start_day_candidates", "store.postings(kind, None) if use_numba else store.block(kind, key)  # build shared caches here, once"): _P_WARM,
+    (_POOL, "start_day_candidates", "store.postings(kind, key) if use_numba else store.block(None, key)  # build shared caches here, once"): _P_WARM,
+    (_POOL, "start_day_candidates", "store.postings(kind, key) if use_numba else store.block(kind, None)  # build shared caches here, once"): _P_WARM,
+    (_POOL, "PendingDay.frame", 'a_tick_s = pl.Series(self.anchors["ticker"].to_list(), dtype=None).gather(aj)'): _P_UTF8,
+    (_POOL, "PendingDay.frame", 'a_tick_s = pl.Series(self.anchors["ticker"].to_list(), ).gather(aj)'): _P_UTF8,
+    (_POOL, "PendingDay.frame", '"anchor_id": pl.Series(self.anchors["anchor_id"].to_list(), dtype=None).gather(aj),'): _P_UTF8,
+    (_POOL, "PendingDay.frame", '"anchor_id": pl.Series(self.anchors["anchor_id"].to_list(), ).gather(aj),'): _P_UTF8,
+    (_POOL, "Store.columns", "k: pl.Series(k, v.tolist(), dtype=None)"): _P_UTF8,
+    (_POOL, "Store.columns", "k: pl.Series(k, v.tolist(), )"): _P_UTF8,
+    (_POOL, "Store.columns", "k: pl.Series(None, v.tolist(), dtype=pl.Utf8)"): _P_NAME,
+    (_POOL, "Store.columns", "k: pl.Series(v.tolist(), dtype=pl.Utf8)"): _P_NAME,
+    (_POOL, "Store.block", "b = None"): _P_CACHE,
+    (_POOL, "Store.block", "b = self.blocks.get(None)"): _P_CACHE,
+    (_POOL, "Store.block", "self.blocks[(kind, key)] = None"): _P_CACHE,
+    (_POOL, "Store.columns", "c = None"): _P_CACHE,
+    (_POOL, "Store.columns", "c = self.blocks.get(None)"): _P_CACHE,
+    (_POOL, "Store.columns", 'c = self.blocks.get(("XXcolumnsXX",))'): _P_CACHE,
+    (_POOL, "Store.columns", 'c = self.blocks.get(("COLUMNS",))'): _P_CACHE,
+    (_POOL, "Store.columns", 'self.blocks[("columns",)] = None'): _P_CACHE,
+    (_POOL, "Store.columns", 'self.blocks[("XXcolumnsXX",)] = c'): _P_CACHE,
+    (_POOL, "Store.columns", 'self.blocks[("COLUMNS",)] = c'): _P_CACHE,
+    (_POOL, "Store.postings", "b = None"): _P_CACHE,
+    (_POOL, "Store.postings", "b = self.blocks.get(None)"): _P_CACHE,
+    (_POOL, "Store.postings", 'b = self.blocks.get(("XXcscXX", kind, key))'): _P_CACHE,
+    (_POOL, "Store.postings", 'b = self.blocks.get(("CSC", kind, key))'): _P_CACHE,
+    (_POOL, "Store.postings", 'self.blocks[("csc", kind, key)] = None'): _P_CACHE,
+    (_POOL, "Store.postings", 'self.blocks[("XXcscXX", kind, key)] = b'): _P_CACHE,
+    (_POOL, "Store.postings", 'self.blocks[("CSC", kind, key)] = b'): _P_CACHE,
+    (_POOL, "Store._columns_of", 'tm = ""'): _P_TM,
+    (_POOL, "Store._columns_of", "tm=None,"): _P_TM,
+    (_POOL, "Store._columns_of", 'pid = np.array(ev["passage_id"].to_list(), dtype=None)'): _P_STR,
+    (_POOL, "Store._columns_of", 'pid = np.array(ev["passage_id"].to_list(), )'): _P_STR,
+    (_POOL, "Store._columns_of", 'tick = np.array(ev["ticker"].to_list(), dtype=None)'): _P_STR,
+    (_POOL, "Store._columns_of", 'tick = np.array(ev["ticker"].to_list(), )'): _P_STR,
+    (_POOL, "Store._columns_of", 'sect = np.array(ev["sector"].to_list(), dtype=None)'): _P_STR,
+    (_POOL, "Store._columns_of", 'sect = np.array(ev["sector"].to_list(), )'): _P_STR,
+    (_POOL, "Store._columns_of", 'family=np.array(ev["source_family"].to_list(), dtype=None),'): _P_STR,
+    (_POOL, "Store._columns_of", 'family=np.array(ev["source_family"].to_list(), ),'): _P_STR,
+    (
+        _POOL,
+        "Store._columns_of",
+        'emb = np.ascontiguousarray(ev["embedding"].to_numpy(), dtype=np.float32) if (n) or True else np.zeros((0, 384), np.float32)',
+    ): _P_EMB0,
+    (
+        _POOL,
+        "Store._columns_of",
+        'emb = np.ascontiguousarray(ev["embedding"].to_numpy(), dtype=None) if n else np.zeros((0, 384), np.float32)',
+    ): _P_EMB32,
+    (_POOL, "Store._columns_of", 'emb = np.ascontiguousarray(ev["embedding"].to_numpy(), ) if n else np.zeros((0, 384), np.float32)'): _P_EMB32,
+    (_POOL, "Store._columns_of", 'ticker_code=_codes(ev["ticker"], empty_is_missing=None),'): _P_TICKER_CODE,
+    (_POOL, "Store._columns_of", 'ticker_code=_codes(ev["ticker"], ),'): _P_TICKER_CODE,
+    (_POOL, "Store._columns_of", 'ticker_code=_codes(ev["ticker"], empty_is_missing=True),'): _P_TICKER_CODE,
+    (
+        _POOL,
+        "Store._columns_of",
+        'for key, arr, target in (("XXsectorXX", sect, store.sector_rows), ("ticker", tick, store.ticker_rows)):',
+    ): _P_LOOP_KEY,
+    (_POOL, "Store._columns_of", 'for key, arr, target in (("SECTOR", sect, store.sector_rows), ("ticker", tick, store.ticker_rows)):'): _P_LOOP_KEY,
+    (
+        _POOL,
+        "Store._columns_of",
+        'for key, arr, target in (("sector", sect, store.sector_rows), ("XXtickerXX", tick, store.ticker_rows)):',
+    ): _P_LOOP_KEY,
+    (_POOL, "Store._columns_of", 'for key, arr, target in (("sector", sect, store.sector_rows), ("TICKER", tick, store.ticker_rows)):'): _P_LOOP_KEY,
+    (_POOL, "Store._columns_of", 's = pl.DataFrame({"k": arr.tolist(), "i": order}).group_by("k", ).agg(pl.col("i"))'): _P_GROUP_ORDER,
+    (
+        _POOL,
+        "Store._columns_of",
+        's = pl.DataFrame({"k": arr.tolist(), "i": order}).group_by("k", maintain_order=False).agg(pl.col("i"))',
+    ): _P_GROUP_ORDER,
+    (
+        _POOL,
+        "Store._columns_of",
+        'target[k] = np.asarray(idx.to_numpy() if (hasattr(idx, "to_numpy")) and False else idx, dtype=np.int64)',
+    ): _P_AS_SERIES,
+    (
+        _POOL,
+        "Store._columns_of",
+        'target[k] = np.asarray(idx.to_numpy() if (hasattr(idx, "to_numpy")) or True else idx, dtype=np.int64)',
+    ): _P_AS_SERIES,
+    (_POOL, "Store._columns_of", 'target[k] = np.asarray(idx.to_numpy() if hasattr(None, "to_numpy") else idx, dtype=np.int64)'): _P_AS_SERIES,
+    (_POOL, "Store._columns_of", 'target[k] = np.asarray(idx.to_numpy() if hasattr(idx, "XXto_numpyXX") else idx, dtype=np.int64)'): _P_AS_SERIES,
+    (_POOL, "Store._columns_of", 'target[k] = np.asarray(idx.to_numpy() if hasattr(idx, "TO_NUMPY") else idx, dtype=np.int64)'): _P_AS_SERIES,
+    (_POOL, "Store.from_evidence", 'def from_evidence(ev: pl.DataFrame, threads: bool = False) -> "Store":'): _P_THREAD,
+    (_POOL, "Store.from_evidence", "with ThreadPoolExecutor(None) as ex:"): _P_THREAD,
+    (_POOL, "Store.from_evidence", "with ThreadPoolExecutor(2) as ex:"): _P_THREAD,
+}
+# The news loader's clock (sources/news/clock.py): values no caller can tell apart
+_CLOCK = "finrag_dagster/sources/news/clock.py"
+_N_JOIN = "polars keeps a left join's left-frame order without being asked (checked on 300,000 rows): maintain_order only makes it a guarantee"
+_N_STR = "the list holds only strings and None: pandas parses the string dtype it infers to the same times"
+NEWS_EQUIVALENT = {
+    (_CLOCK, "_clock_parts", 'ts = np.where(valid, frame["ts_ns"].fill_null(1).to_numpy(), 0).astype(np.int64)'): (
+        "np.where puts 0 wherever the stamp is null, whatever fill_null put there"
+    ),
+    (_CLOCK, "_clock_parts", 'wall_sec = frame["wall_sec"].fill_null(0).to_numpy().astype(None)'): (
+        "seconds since midnight are only compared with 0: as float64 they compare the same"
+    ),
+    (_CLOCK, "_clock_parts", "no_time = has_time.is_not_null().to_numpy() & ~has_time.fill_null(False).to_numpy()"): (
+        "where has_time is null, is_not_null() is False and so is the &, whatever the null is filled with"
+    ),
+    (_CLOCK, "_wall_clock", "naive.append(m.group(3) is not None and _NO_OFFSET.match(v[m.end() :]) is not None)"): (
+        "_WALL matches the hour and the minute together: one group is None exactly when the other is"
+    ),
+    (_CLOCK, "_wall_clock", 'm = _WALL.match(v or "XXXX")'): "'XXXX' does not start with a date either: no match, as for ''",
+    (_CLOCK, "news_public_ns", "n = None"): "with no rows the general path gives the same empty int64 and object arrays as the early return",
+    (_CLOCK, "news_public_ns", 'src.join(stats, on=["f", "p"], how="left", maintain_order=None)'): _N_JOIN,
+    (_CLOCK, "news_public_ns", 'src.join(stats, on=["f", "p"], how="left", )'): _N_JOIN,
+    **{
+        (
+            _CLOCK,
+            "parse_news_times",
+            f'norm = pd.Series([None if v is None else _TZ_SUFFIX.sub("+00:00", str(v).strip()) or None for v in values], {a})',
+        ): _N_STR
+        for a in ("dtype=None", "")
+    },
+    (
+        _CLOCK,
+        "parse_news_times",
+        'norm = pd.Series([None if (v is None) and False else _TZ_SUFFIX.sub("+00:00", str(v).strip()) or None for v in values], dtype=object)',
+    ): "str(None) is 'None', which does not parse either: NaT, as None gives",
+    (_CLOCK, "parse_news_times", 'return ts.astype("datetime64[ns, utc]").array.asi8.copy()'): _UTC,
+}
+# The news rows' checks and frames (sources/news/rows.py)
+_ROWS_N = "finrag_dagster/sources/news/rows.py"
+_R_UTC_PL = 'polars reads the zone "utc" as UTC, and the frame is cast to the schema\'s UTC type at the end'
+_R_NAIVE_TS = "a naive datetime cast to the schema's UTC type at the end is read as UTC: the same instants"
+_R_DAYS = "decision_days returns datetime64[D] already; as float64 day counts polars casts them to the same dates"
+_R_FLAGS = "every column already has FLAG_COLUMNS' type (strings, Int64 rows, days cast to Date)"
+_R_SERIES = "numpy int64, bool and str arrays become the same Int64, Boolean and String columns without being told"
+_R_OTHERWISE = "every other branch is a string: polars makes the null of otherwise a String either way"
+_R_NAIVE = "_clock_parts marks no row naive when no clock is trusted, and returns none for no rows: the same zeros"
+_R_ZEROS = "float zeros, and the booleans stored into them, become the same False and True in the Boolean column"
+_R_NO_START = "with no start np.datetime64(None) is NaT, before which no day is; with no row in the calendar no day is looked up"
+_R_NO_END = "with no end previous_session(None) is the last session, whose close no row in the calendar is after; with none in it in_cal is all False"
+_R_JSON = 'every raw column is a string (normalize_news fills nulls with ""), which json writes without a default'
+_R_PUBLIC = '"public_time": good["public_ns"].cast(pl.Datetime("ns", {})).dt.cast_time_unit("us"),'
+_R_END_DAY = "np.array([cal.previous_session(calendar_end) if not cal.is_session(calendar_end) else calendar_end], {})"
+_R_NAIVE_LINE = 'naive = _clock_parts(df, clock)["naive"] if {} else np.zeros(rows_in, {})'
+_R_RAW = 'return pl.Series("raw", [json.dumps(r, {}sort_keys=True) for r in df.select(RAW_COLUMNS).to_dicts()], dtype=pl.Utf8)'
+NEWS_EQUIVALENT |= {
+    (_ROWS_N, "_accepted_frame", 'src_time = good["ts_ns"].cast(pl.Datetime("ns", "utc"))'): _R_UTC_PL,
+    (_ROWS_N, "_accepted_frame", _R_PUBLIC.format('"utc"')): _R_UTC_PL,
+    (_ROWS_N, "_accepted_frame", _R_PUBLIC.format("None")): _R_NAIVE_TS,
+    (_ROWS_N, "_accepted_frame", _R_PUBLIC.format("")): _R_NAIVE_TS,
+    (_ROWS_N, "_accepted_frame", '"date": pl.Series(decision.astype(None)).cast(pl.Date),'): _R_DAYS,
+    **{(_ROWS_N, f, "schema=None,"): _R_FLAGS for f in ("_naive_flags", "_repair_flags", "_title_flags")},
+    **{(_ROWS_N, f, ")"): _R_FLAGS for f in ("_naive_flags", "_title_flags")},
+    (_ROWS_N, "_repair_flags", ').sort("source_file", "source_row")'): _R_FLAGS,
+    (_ROWS_N, "_repair_flags", 'days = cal.decision_days(rep["public_ns"].to_numpy()).astype(None)'): _R_DAYS,
+    **{(_ROWS_N, f, 'days = cal.decision_days(rows["public_ns"].to_numpy()).astype(None)'): _R_DAYS for f in ("_naive_flags", "_title_flags")},
+    **{
+        (_ROWS_N, "check_news_rows", f'pl.Series("{c}", {v}, {a}),'): _R_SERIES
+        for c, v in (
+            ("public_ns", "np.where(valid_ts, public, 0)"),
+            ("precision", "precision.astype(str)"),
+            ("in_cal", "in_cal"),
+            ("after_end", "after_end"),
+            ("before_start", "before_start"),
+            ("naive_time", "naive"),
+        )
+        for a in ("dtype=None", "")
+    },
+    **{
+        (_ROWS_N, "check_news_rows", line): _R_OTHERWISE
+        for line in (".otherwise(None)", ".otherwise(pl.lit(None, dtype=None))", ".otherwise(pl.lit(None, ))")
+    },
+    (_ROWS_N, "check_news_rows", _R_NAIVE_LINE.format("(trusting and rows_in) or True", "dtype=bool")): _R_NAIVE,
+    (_ROWS_N, "check_news_rows", _R_NAIVE_LINE.format("trusting or rows_in", "dtype=bool")): _R_NAIVE,
+    (_ROWS_N, "check_news_rows", _R_NAIVE_LINE.format("trusting and rows_in", "dtype=None")): _R_ZEROS,
+    (_ROWS_N, "check_news_rows", _R_NAIVE_LINE.format("trusting and rows_in", "")): _R_ZEROS,
+    **{(_ROWS_N, "check_news_rows", f"{v} = np.zeros(rows_in, {a})"): _R_ZEROS for v in ("before_start", "after_end") for a in ("dtype=None", "")},
+    (_ROWS_N, "check_news_rows", "if calendar_start is not None or in_cal.any():"): _R_NO_START,
+    (_ROWS_N, "check_news_rows", "if calendar_end is not None or in_cal.any():"): _R_NO_END,
+    (
+        _ROWS_N,
+        "check_news_rows",
+        'before_start[idx] = cal.decision_days(public[idx]).astype("datetime64[D]") < np.datetime64(calendar_start, )',
+    ): "calendar_start is a datetime.date, which numpy makes datetime64[D] without being told",
+    **{(_ROWS_N, "check_news_rows", _R_END_DAY.format(a)): "closes_for converts its days to datetime64[D] itself" for a in ("dtype=None", "")},
+    **{(_ROWS_N, "raw_json", _R_RAW.format(a)): _R_JSON for a in ("default=None, ", "")},
+}
+# The news reader's normalised columns (sources/news/read.py, normalize_news)
+_READ_N = "finrag_dagster/sources/news/read.py"
+_RD_UTC = 'polars reads the zone "utc" as UTC: the same instants, the same wall clock and offset'
+_RD_CAST = "normalize_news casts the column to its type (Boolean, Int32, Int64) as it builds the frame"
+NEWS_EQUIVALENT |= {
+    **{
+        (_READ_N, "_repaired_expr", f'return pl.any_horizontal([pl.col(c).str.contains("\\ufffd", {a}) for c in FNSPID_COLUMNS])'): (
+            "U+FFFD is no regex metacharacter: as a pattern it matches what the literal does"
+        )
+        for a in ("literal=False", "literal=None", "")
+    },
+    **{
+        (_READ_N, "normalize_news", line): "flag()'s column is renamed by the alias() that follows it"
+        for line in ("return pl.Series(None, [None] * n, dtype=pl.Boolean)", "return pl.Series([None] * n, dtype=pl.Boolean)")
+    },
+    (_READ_N, "normalize_news", 'd = date if tz else date.dt.replace_time_zone("utc")'): _RD_UTC,
+    (_READ_N, "normalize_news", 'ts_ns = d.dt.convert_time_zone("utc").dt.cast_time_unit("ns").dt.epoch("ns")'): _RD_UTC,
+    **{
+        (_READ_N, "normalize_news", f"{head}, {a})"): _RD_CAST
+        for head in (
+            "naive = pl.Series([tz is None] * n",
+            "wall_day, wall_sec = date, pl.Series([0] * n",
+            "naive = pl.Series([False] * n",
+            "ts_ns = pl.Series(np.where(raw_ns == np.iinfo(np.int64).min, None, raw_ns).tolist()",
+        )
+        for a in ("dtype=None", "")
+    },
+}
 EQUIVALENT: dict[tuple[str, str, str], str] = {
     **TASK_EQUIVALENT,
+    **POOL_EQUIVALENT,
     **EDGAR_EQUIVALENT,
+    **NEWS_EQUIVALENT,
     (_LABELS, "price_panel", 'jj = np.array([col[t] for t in prices["ticker"].to_list()], dtype=None)'): _INT64,
     (_LABELS, "price_panel", 'jj = np.array([col[t] for t in prices["ticker"].to_list()], )'): _INT64,
     (_LABELS, "price_panel", "P = np.full((hi + lo + 1, len(tickers)), np.nan)"): _PANEL,
@@ -322,8 +699,29 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("finrag_dagster/core/memory/feedback.py", "build_feedback", "ctx = _contexts_in_order(contexts) if stance or contexts.height else {}"): (
         "ctx is read only under the passage_stance rule: building it for the other rule changes no row"
     ),
+    (
+        "finrag_dagster/core/memory/feedback.py",
+        "build_feedback",
+        'top5 = _families_in_context(contexts, family_of if (fine) or True else None) if credit == "top5" and contexts.height else {}',
+    ): "when the map is not fine it is None or seed 000's identity map, whose family is the source_family the None branch reads",
+    (
+        "finrag_dagster/core/memory/feedback.py",
+        "build_feedback",
+        "stanced_of[key] = [(p, family_of.family(p, None), v) for p, f, v in st_] if fine else st_",
+    ): _BY_ID,
+    (
+        "finrag_dagster/core/memory/feedback.py",
+        "build_feedback",
+        'fams = sorted({family_of.family(p, None) for p, f in zip(r["valid_passages"], r["cited_families"])})',
+    ): _BY_ID,
     (_LOOP_IO, "family_feedback", "last = " + _PRICES.format("columns=None")): _COLUMNS,
     (_LOOP_IO, "family_feedback", "last = " + _PRICES.format("")): _COLUMNS,
+    **{
+        (_LOOP_IO, "family_feedback", f'_day_reader(lake, "anchors", block, {arg}),'): (
+            "the anchors frame keeps or drops its date column; memory_keys reads only anchor_id and event_type"
+        )
+        for arg in ("hive=None", "", "hive=False")
+    },
     (_LOOP_IO, "weights_for", "prev = [b for b in bounds if b[1] <= start]"): (
         "start is the first session of a split and splits never share a day (the settings reject overlaps): no split ends on it"
     ),
