@@ -265,6 +265,9 @@ _P_GROUP_ORDER = "the rows of a key are looked up by key, and polars keeps each 
 _P_AS_SERIES = "np.asarray of the polars Series gives the same int64 array as its to_numpy()"
 _P_THREAD = "the term matrix is the same built on this thread or another, by one worker or more"
 POOL_EQUIVALENT = {
+    (_POOL, "start_day_candidates", "day = _DayInputs(store, view, idf, arows, queries, qcsr, a_tick, lo, hi, cfg, None)"): _P_PARITY,
+    (_POOL, "start_day_candidates", "out.append(_group(day, None, s, js))"): _P_TICKER,
+    (_POOL, "start_day_candidates", "out.append(executor.submit(_group, day, None, s, js))"): _P_TICKER,
     (_POOL, "_codes", 'out = v.fill_null("XXXX").cast(pl.Categorical).to_physical().cast(pl.Int64).to_numpy().copy()'): _P_FILL,
     (_POOL, "_group_numpy", "keep = url_rows != store.url_code[ar]"): _P_SELF,
     (_POOL, "select_pool", "top = None"): _P_CUT,
@@ -484,6 +487,9 @@ NEWS_EQUIVALENT = {
         "where has_time is null, is_not_null() is False and so is the &, whatever the null is filled with"
     ),
     (_CLOCK, "_wall_clock", "naive.append(m.group(3) is not None and _NO_OFFSET.match(v[m.end() :]) is not None)"): (
+        "_WALL matches the hour and the minute together: one group is None exactly when the other is"
+    ),
+    (_CLOCK, "_wall_clock", "no_sec.append(m.group(3) is not None and m.group(4) is None)"): (
         "_WALL matches the hour and the minute together: one group is None exactly when the other is"
     ),
     (_CLOCK, "_wall_clock", 'm = _WALL.match(v or "XXXX")'): "'XXXX' does not start with a date either: no match, as for ''",

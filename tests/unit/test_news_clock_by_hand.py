@@ -106,33 +106,36 @@ def test_wall_clock_is_the_stamp_as_written():
         "2021-03-01",  # a date: midnight, not naive
         "2021-03-01 00:00:00",  # a time of day (midnight) without offset: naive
     ]
-    days, secs, naive = _wall_clock(stamps)
+    days, secs, naive, no_sec = _wall_clock(stamps)
     assert days.dtype == pl.Date and secs.dtype == pl.Int32 and naive.dtype == pl.Boolean
     assert days.to_list() == [dt.date(2021, 3, 1)] * len(stamps)
     assert secs.to_list() == [14 * 3600 + 5 * 60 + 7, 9 * 3600 + 5 * 60, 50707, 50707, 50707, 50707, 86399, 0, 0]
     assert naive.to_list() == [False, False, True, True, False, False, True, False, True]
+    assert no_sec.to_list() == [False, True, False, False, False, False, False, False, False]  # only 09:05 gives no seconds
 
 
 def test_wall_clock_of_what_is_no_stamp():
-    days, secs, naive = _wall_clock([None, "", "junk", "2021-02-30 10:00:00", "10:00 2021-03-01"])
+    days, secs, naive, no_sec = _wall_clock([None, "", "junk", "2021-02-30 10:00", "10:00 2021-03-01"])
     assert days.to_list() == [None] * 5
+    assert no_sec.to_list() == [False] * 5
     assert secs.to_list() == [None] * 5
     assert naive.to_list() == [False] * 5
     assert (days.dtype, secs.dtype, naive.dtype) == (pl.Date, pl.Int32, pl.Boolean)
 
 
 def test_wall_clock_of_no_values_keeps_its_types():
-    days, secs, naive = _wall_clock([])
-    assert (days.len(), secs.len(), naive.len()) == (0, 0, 0)
-    assert (days.dtype, secs.dtype, naive.dtype) == (pl.Date, pl.Int32, pl.Boolean)
+    days, secs, naive, no_sec = _wall_clock([])
+    assert (days.len(), secs.len(), naive.len(), no_sec.len()) == (0, 0, 0, 0)
+    assert (days.dtype, secs.dtype, naive.dtype, no_sec.dtype) == (pl.Date, pl.Int32, pl.Boolean, pl.Boolean)
 
 
 def test_wall_clock_after_a_bad_day_goes_on():
     """A row that fails leaves the next row's parts in their place."""
-    days, secs, naive = _wall_clock(["2021-02-30 10:00:00", "2021-03-02 10:00:00", "x", "2021-03-03 00:00:01"])
+    days, secs, naive, no_sec = _wall_clock(["2021-02-30 10:00", "2021-03-02 10:00:00", "x", "2021-03-03 00:01"])
     assert days.to_list() == [None, dt.date(2021, 3, 2), None, dt.date(2021, 3, 3)]
-    assert secs.to_list() == [None, 36000, None, 1]
+    assert secs.to_list() == [None, 36000, None, 60]
     assert naive.to_list() == [False, True, False, True]
+    assert no_sec.to_list() == [False, False, False, True]
 
 
 # --- NewsClock --------------------------------------------------------------------------------
@@ -209,6 +212,15 @@ def test_one_stamp_with_seconds_makes_the_whole_source_second_precise():
     pub, prec = public(f, TRUST_ALL)
     assert prec == ["second"] * 3
     assert pub == [ny(2019, 3, 5, 16), ny(2019, 3, 5, 15, 0, 7), ny(2019, 3, 5, 15, 0, 30)]
+
+
+def test_a_stamp_without_seconds_stands_for_its_minute_in_a_second_precise_source():
+    """16:00-05:00 written without seconds could be 16:00:30, after the close: public at 16:00:59
+    and decided on the next session, though its source writes seconds elsewhere."""
+    f = rows(["2019-03-05 16:00-05:00", "2019-03-05 15:00:07-05:00", "2019-03-05 15:59:00-05:00"])
+    pub, prec = public(f, TRUST_ALL)
+    assert prec == ["minute", "second", "second"]
+    assert pub == [ny(2019, 3, 5, 16, 0, 59), ny(2019, 3, 5, 15, 0, 7), ny(2019, 3, 5, 15, 59)]
 
 
 def test_minute_precision_is_per_file_and_publisher():

@@ -17,6 +17,7 @@ COLUMNS = [
     "wall_day",
     "wall_sec",
     "naive",
+    "minute_only",
     "Date",
     "has_time",
     "slug_title",
@@ -34,7 +35,7 @@ COLUMNS = [
     "source_row",
     "repaired",
 ]
-TYPES = [pl.Int64, pl.Date, pl.Int32, pl.Boolean, pl.Utf8, pl.Boolean, pl.Boolean] + [pl.Utf8] * 11 + [pl.Int64, pl.Boolean]
+TYPES = [pl.Int64, pl.Date, pl.Int32, pl.Boolean, pl.Boolean, pl.Utf8, pl.Boolean, pl.Boolean] + [pl.Utf8] * 11 + [pl.Int64, pl.Boolean]
 
 
 def ns(when: dt.datetime) -> int:

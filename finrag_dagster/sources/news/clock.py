@@ -66,28 +66,36 @@ def parse_news_times(values: list[str | None]) -> np.ndarray:
     return ts.astype("datetime64[ns, UTC]").array.asi8.copy()
 
 
-def _wall_clock(values: list[str | None]) -> tuple[pl.Series, pl.Series, pl.Series]:
+def _wall_clock(values: list[str | None]) -> tuple[pl.Series, pl.Series, pl.Series, pl.Series]:
     """The date and seconds since midnight as written in each stamp (its own offset's wall clock),
-    and whether a stamp with a time of day gives no UTC offset (naive)."""
-    days, secs, naive = [], [], []
+    whether a stamp with a time of day gives no UTC offset (naive), and whether it gives a time of
+    day without seconds (``16:00-05:00``: minute precision, whatever its source's other stamps)."""
+    days, secs, naive, no_sec = [], [], [], []
     for v in values:
         m = _WALL.match(v or "")
-        if not m:
+        day = None
+        if m:
+            try:
+                day = dt.date.fromisoformat(m.group(1))
+            except ValueError:
+                pass
+        if day is None:
             days.append(None)
             secs.append(None)
             naive.append(False)
+            no_sec.append(False)
             continue
-        try:
-            days.append(dt.date.fromisoformat(m.group(1)))
-        except ValueError:
-            days.append(None)
-            secs.append(None)
-            naive.append(False)
-            continue
+        days.append(day)
         h, mi, se = (int(g) if g else 0 for g in m.group(2, 3, 4))
         secs.append(h * 3600 + mi * 60 + se)
         naive.append(m.group(2) is not None and _NO_OFFSET.match(v[m.end() :]) is not None)
-    return pl.Series(days, dtype=pl.Date), pl.Series(secs, dtype=pl.Int32), pl.Series(naive, dtype=pl.Boolean)
+        no_sec.append(m.group(2) is not None and m.group(4) is None)
+    return (
+        pl.Series(days, dtype=pl.Date),
+        pl.Series(secs, dtype=pl.Int32),
+        pl.Series(naive, dtype=pl.Boolean),
+        pl.Series(no_sec, dtype=pl.Boolean),
+    )
 
 
 def _clock_parts(frame: pl.DataFrame, clock: NewsClock) -> dict[str, np.ndarray]:
@@ -108,7 +116,18 @@ def _clock_parts(frame: pl.DataFrame, clock: NewsClock) -> dict[str, np.ndarray]
     is_date = ~trusted | no_time | (wall_sec == 0) | naive
     timed = valid & ~is_date
     on_minute = (ts % (60 * _SEC_NS)) == 0
-    return {"valid": valid, "ts": ts, "wall_day": wall_day, "is_date": is_date, "timed": timed, "on_minute": on_minute, "naive": valid & naive}
+    # a stamp written without seconds stands for its whole minute, even in a source that writes seconds
+    no_sec = frame["minute_only"].to_numpy()  # never null: normalize_news writes it for every row
+    return {
+        "valid": valid,
+        "ts": ts,
+        "wall_day": wall_day,
+        "is_date": is_date,
+        "timed": timed,
+        "on_minute": on_minute,
+        "naive": valid & naive,
+        "minute_only": timed & no_sec,
+    }
 
 
 def minute_stats(frame: pl.DataFrame, clock: NewsClock) -> pl.DataFrame:
@@ -138,7 +157,8 @@ def news_public_ns(frame: pl.DataFrame, clock: NewsClock = NewsClock(), minute: 
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=object)
     c = _clock_parts(frame, clock)
     valid, ts, wall_day, is_date, timed = c["valid"], c["ts"], c["wall_day"], c["is_date"], c["timed"]
-    # minute precision: a trusted source (file, publisher) whose timed stamps all have zero seconds
+    # minute precision: a trusted source (file, publisher) whose timed stamps all have zero seconds,
+    # and any stamp written without seconds
     stats = minute_stats(frame, clock) if minute is None else minute
     src = pl.DataFrame({"f": frame["source_file"], "p": frame["Publisher"]})
     all_minute = (
@@ -147,7 +167,7 @@ def news_public_ns(frame: pl.DataFrame, clock: NewsClock = NewsClock(), minute: 
         .to_series()
         .to_numpy()
     )
-    is_minute = timed & all_minute
+    is_minute = timed & (all_minute | c["minute_only"])
     public = ts.copy()
     public[is_minute] += 59 * _SEC_NS
     d_idx = np.flatnonzero(valid & is_date)

@@ -13,7 +13,7 @@ import polars as pl
 from ..base import SourceError
 from .clock import NewsClock
 
-STAGE_VERSION = 3  # bump when what a staged segment holds changes (3: title_from_url flags)
+STAGE_VERSION = 4  # bump when what a staged segment holds changes (3: title_from_url flags; 4: minute_only)
 HEAD_BYTES = 1 << 20
 TAIL_BYTES = 1 << 16
 

@@ -108,7 +108,9 @@ def normalize_news(df: pl.DataFrame, cols: dict[str, str], source_file: str, rep
     Returns
     -------
     pl.DataFrame
-        ``ts_ns`` (Int64 UTC ns, null if unparseable), ``has_time`` (Boolean or null),
+        ``ts_ns`` (Int64 UTC ns, null if unparseable), ``wall_day``, ``wall_sec`` and ``naive`` (the
+        stamp's own wall clock), ``minute_only`` (a time of day written without seconds),
+        ``has_time`` (Boolean or null),
         ``slug_title`` (Boolean), the FNSPID text columns as stripped strings ("" when missing),
         ``source_file``, ``source_row`` and ``repaired``.
     """
@@ -122,16 +124,18 @@ def normalize_news(df: pl.DataFrame, cols: dict[str, str], source_file: str, rep
         wall_day = d.dt.date()
         wall_sec = d.dt.hour().cast(pl.Int32) * 3600 + d.dt.minute().cast(pl.Int32) * 60 + d.dt.second().cast(pl.Int32)
         naive = pl.Series([tz is None] * n, dtype=pl.Boolean)
+        no_sec = pl.Series([False] * n, dtype=pl.Boolean)
     elif date.dtype == pl.Date:
         ts_ns = date.cast(pl.Datetime("ns")).dt.epoch("ns")
         date_text = date.cast(pl.Utf8)
         wall_day, wall_sec = date, pl.Series([0] * n, dtype=pl.Int32)
         naive = pl.Series([False] * n, dtype=pl.Boolean)
+        no_sec = pl.Series([False] * n, dtype=pl.Boolean)
     else:
         date_text = date.cast(pl.Utf8)
         raw_ns = parse_news_times(date_text.to_list())
         ts_ns = pl.Series(np.where(raw_ns == np.iinfo(np.int64).min, None, raw_ns).tolist(), dtype=pl.Int64)
-        wall_day, wall_sec, naive = _wall_clock(date_text.to_list())
+        wall_day, wall_sec, naive, no_sec = _wall_clock(date_text.to_list())
 
     def text(c: str) -> pl.Series:
         if c not in cols:
@@ -149,6 +153,7 @@ def normalize_news(df: pl.DataFrame, cols: dict[str, str], source_file: str, rep
             wall_day.alias("wall_day").cast(pl.Date),
             wall_sec.alias("wall_sec").cast(pl.Int32),
             naive.alias("naive").cast(pl.Boolean),
+            no_sec.alias("minute_only").cast(pl.Boolean),
             date_text.fill_null("").alias("Date"),
             flag("date_has_time").alias("has_time"),
             flag("title_from_url_slug").fill_null(False).alias("slug_title"),
