@@ -56,8 +56,10 @@ CALENDAR_METHODS += ("decision_day", "decision_days", "decision_close_ns", "clos
 
 # The EDGAR loader's merge and its submissions JSON reader (two files of the sources/edgar/ package) share their tests:
 # the loader's, the trust and bad-input cases, the cross-checks, and the reader's records by hand
-EDGAR_TESTS = (U + "test_loaders_edgar.py", U + "test_edgar_trust.py", U + "test_edgar_submissions.py", U + "test_edgar_bad_inputs.py")
-EDGAR_TESTS += (U + "test_edgar_crosschecks.py",)
+EDGAR_TESTS = tuple(
+    U + f
+    for f in ("test_loaders_edgar.py", "test_edgar_trust.py", "test_edgar_submissions.py", "test_edgar_bad_inputs.py", "test_edgar_crosschecks.py")
+)
 
 # The point-in-time decision modules (docs/time.md, docs/method.md §1), each with the unit tests that cover it.
 MODULES: tuple[Target, ...] = (
@@ -722,12 +724,6 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ): _BY_ID,
     (_LOOP_IO, "family_feedback", "last = " + _PRICES.format("columns=None")): _COLUMNS,
     (_LOOP_IO, "family_feedback", "last = " + _PRICES.format("")): _COLUMNS,
-    **{
-        (_LOOP_IO, "family_feedback", f'_day_reader(lake, "anchors", block, {arg}),'): (
-            "the anchors frame keeps or drops its date column; memory_keys reads only anchor_id and event_type"
-        )
-        for arg in ("hive=None", "", "hive=False")
-    },
     (_LOOP_IO, "weights_for", "prev = [b for b in bounds if b[1] <= start]"): (
         "start is the first session of a split and splits never share a day (the settings reject overlaps): no split ends on it"
     ),

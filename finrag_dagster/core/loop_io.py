@@ -476,8 +476,8 @@ def family_feedback(s: Settings, lake: Lake, cal: TradingCalendar, variants: lis
     for block in _blocks(days):
         labels_of, anchors_of = (
             _day_reader(lake, "labels", block, hive=True),
-            _day_reader(lake, "anchors", block, hive=True),
-        )  # shared by the variants
+            _day_reader(lake, "anchors", block),
+        )  # shared by the variants; the labels keep their date, which shuffle_labels groups by
         for v in variants:
             mine = lora_days(s, cal, block) if v.lora_seed is not None else block
             outs, ctxs = _day_reader(lake, "reader_outputs", mine, variant=v.name), _day_reader(lake, "contexts", mine, variant=v.name)

@@ -112,15 +112,21 @@ def test_a_submission_over_the_size_limit_is_quarantined_unread(monkeypatch):
     assert res.rows_in == res.accepted.height + res.quarantine.height == rowcount.filing_records([SGML], [SGML])
 
 
-def test_a_filing_agents_accession_keeps_the_registrants_cik(tmp_path):
-    """An accession number's first ten digits name whoever filed it (here a filing agent, 0001193125),
-    not the company: the filing's CIK is the one its source gives."""
+def _one_field_changed(tmp_path, field: str, value: str) -> tuple[Path, int]:
+    """Apple's submissions JSON with one field of the 10-Q 0000320193-23-000077 changed: (file, its row)."""
     doc = json.loads(GOOD_JSON.read_text())
     rec = doc["filings"]["recent"]
     i = rec["accessionNumber"].index("0000320193-23-000077")
-    rec["accessionNumber"][i] = "0001193125-23-000077"
+    rec[field][i] = value
     f = tmp_path / "CIK0000320193.json"
     f.write_text(json.dumps(doc))
+    return f, i
+
+
+def test_a_filing_agents_accession_keeps_the_registrants_cik(tmp_path):
+    """An accession number's first ten digits name whoever filed it (here a filing agent, 0001193125),
+    not the company: the filing's CIK is the one its source gives."""
+    f, _ = _one_field_changed(tmp_path, "accessionNumber", "0001193125-23-000077")
     got = {r["accession"]: r["cik"] for r in load_filings([f], [], UNIVERSE).accepted.iter_rows(named=True)}
     assert got["0001193125-23-000077"] == 320193
 
@@ -135,12 +141,7 @@ def test_a_universe_without_ciks_takes_the_sources_ticker_and_flags_nothing(tmp_
 
 
 def test_a_filing_without_a_form_is_quarantined_with_an_empty_form(tmp_path):
-    doc = json.loads(GOOD_JSON.read_text())
-    rec = doc["filings"]["recent"]
-    i = rec["accessionNumber"].index("0000320193-23-000077")
-    rec["form"][i] = " "
-    f = tmp_path / "CIK0000320193.json"
-    f.write_text(json.dumps(doc))
+    f, i = _one_field_changed(tmp_path, "form", " ")
     q = load_filings([f], [], UNIVERSE).quarantine
     row = q.filter(pl.col("source_row") == i).row(0, named=True)
     assert row["reason"] == edgar.R_FORM

@@ -79,6 +79,17 @@ def by_hand(first: dt.date, last: dt.date, start: dt.date) -> dict:
     return out
 
 
+class LabelsAndPrices(Lake):
+    """The fixture's lake as family_feedback sees it in these tests: its labels and prices, every
+    other table empty; it may write feedback only (the writes are dropped)."""
+
+    def read(self, table, *a, **k):
+        return super().read(table, *a, **k) if table in ("labels", "prices") else pl.DataFrame()
+
+    def write(self, table, df, **k):
+        assert table == "feedback"
+
+
 def settings(lake):
     return Settings(lake_dir=lake.root, splits={"train": TRAIN, "validation": VALID, "test": TEST})
 
@@ -123,13 +134,6 @@ def test_feedback_uses_each_splits_weights_and_reads_them_once_per_split(lake, m
         calls.append(start)
         return real(s_, cal_, lake_, start)
 
-    class Stub(type(lake)):
-        def read(self, table, *a, **k):
-            return super().read(table, *a, **k) if table in ("labels", "prices") else pl.DataFrame()
-
-        def write(self, table, df, **k):
-            assert table == "feedback"
-
     def fake_feedback(out, lab, ctx, as_of_day, weights, memory_key, how):
         seen.setdefault(lab["maturity_day"].min(), []).append(weights)
         return pl.DataFrame({"outcome": ["x"], "correct": [True]})
@@ -140,7 +144,7 @@ def test_feedback_uses_each_splits_weights_and_reads_them_once_per_split(lake, m
     monkeypatch.setattr(loop_io, "_drop_hive", lambda df: df)
     days = [d.isoformat() for d in cal.sessions_in_range(VALID[0], TEST[1])]
     variants = [Variant("no_memory", "no_memory", 0.0), Variant("source_memory", "source_memory", 0.5)]
-    fb = loop_io.family_feedback(s, Stub(lake.root), cal, variants, days)
+    fb = loop_io.family_feedback(s, LabelsAndPrices(lake.root), cal, variants, days)
     assert fb.rows == 2 * len(days)
     assert sorted(calls) == [VALID[0].isoformat(), TEST[0].isoformat()]  # once per split start
     for first_maturity, ws in seen.items():
@@ -157,13 +161,6 @@ def test_a_shuffled_labels_variant_gets_each_days_labels_permuted_within_each_ho
 
     seen = []
 
-    class Stub(type(lake)):
-        def read(self, table, *a, **k):
-            return super().read(table, *a, **k) if table in ("labels", "prices") else pl.DataFrame()
-
-        def write(self, table, df, **k):
-            assert table == "feedback"
-
     def fake_feedback(out, lab, ctx, as_of_day, weights, memory_key, how):
         seen.append(lab)
         return pl.DataFrame({"outcome": ["x"], "correct": [True]})
@@ -172,7 +169,7 @@ def test_a_shuffled_labels_variant_gets_each_days_labels_permuted_within_each_ho
     monkeypatch.setattr(loop_io, "memory_keys", lambda a, v: {})
     day = VALID[0]
     v = Variant("shuffled_labels_s1", "shuffled_labels", 0.5, shuffle_labels_seed=1)
-    loop_io.family_feedback(settings(lake), Stub(lake.root), cal, [v], [day.isoformat()])
+    loop_io.family_feedback(settings(lake), LabelsAndPrices(lake.root), cal, [v], [day.isoformat()])
     (lab,) = seen
     assert set(lab["date"]) == {day}
     moved = 0
