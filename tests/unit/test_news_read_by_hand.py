@@ -59,6 +59,7 @@ def test_a_tz_aware_cell_keeps_its_own_wall_clock():
     assert got["wall_day"].to_list() == [dt.date(2021, 3, 1), dt.date(2021, 3, 1), dt.date(2021, 7, 1)]  # New York's day, not UTC's
     assert got["wall_sec"].to_list() == [14 * 3600 + 5 * 60 + 7, 23 * 3600 + 30 * 60, 0]
     assert got["naive"].to_list() == [False, False, False]
+    assert got["minute_only"].to_list() == [False, False, False]  # a typed cell carries its seconds
     assert got["Date"].to_list() == ["2021-03-01 14:05:07-0500", "2021-03-01 23:30:00-0500", "2021-07-01 00:00:00-0400"]
 
 
@@ -70,6 +71,7 @@ def test_a_naive_cell_is_utc_and_naive():
     assert got["wall_day"].to_list() == [dt.date(2021, 3, 1)] * 2
     assert got["wall_sec"].to_list() == [50707, 59]
     assert got["naive"].to_list() == [True, True]
+    assert got["minute_only"].to_list() == [False, False]
     assert got["Date"].to_list() == ["2021-03-01 14:05:07+0000", "2021-03-01 00:00:59+0000"]
 
 
@@ -80,6 +82,7 @@ def test_a_date_cell_is_midnight_utc_with_no_time_of_day():
     assert got["wall_day"].to_list() == [dt.date(2021, 3, 1), dt.date(1999, 12, 31)]
     assert got["wall_sec"].to_list() == [0, 0]
     assert got["naive"].to_list() == [False, False]
+    assert got["minute_only"].to_list() == [False, False]  # a date has no time of day to be minute-precise
     assert got["Date"].to_list() == ["2021-03-01", "1999-12-31"]
 
 

@@ -1,12 +1,11 @@
-"""Reading one FNSPID news file (CSV, gzipped CSV or parquet with the original column names) into
-normalised columns: the lazy scan the loader streams (:func:`news_source`) and the rows' shape
-(:func:`normalize_news`). Bad files: docs/bad_inputs.md, "News (FNSPID)".
+"""Reading one FNSPID news file (CSV or parquet with the original column names) into normalised
+columns: the lazy scan the loader streams (:func:`news_source`) and the rows' shape
+(:func:`normalize_news`). A gzipped CSV reaches these as the CSV the loader decompressed it to, so it
+passes every check a CSV does. Bad files: docs/bad_inputs.md, "News (FNSPID)".
 """
 
 from __future__ import annotations
 
-import csv
-import gzip
 from pathlib import Path
 
 import numpy as np
@@ -19,9 +18,9 @@ from .clock import _wall_clock, parse_news_times
 from .columns import FNSPID_COLUMNS, ROW_INDEX
 
 
-def _cols(df: pl.DataFrame, fname: str) -> dict[str, str]:
+def _cols(names: list[str], fname: str) -> dict[str, str]:
     """Map canonical FNSPID names to the file's own spelling (case-insensitive)."""
-    lower = {c.strip().lower(): c for c in df.columns}
+    lower = {c.strip().lower(): c for c in names}
     got = {c: lower[c.lower()] for c in FNSPID_COLUMNS if c.lower() in lower}
     for extra in ("date_has_time", "title_from_url_slug"):
         if extra in lower:
@@ -30,7 +29,7 @@ def _cols(df: pl.DataFrame, fname: str) -> dict[str, str]:
     if missing:
         raise SourceError(
             f"{fname}: not an FNSPID news file: missing column {', '.join(missing)} "
-            f"(needs Date, Stock_symbol and Article_title or Url; has {df.columns[:15]})"
+            f"(needs Date, Stock_symbol and Article_title or Url; has {names[:15]})"
         )
     return got
 
@@ -64,25 +63,19 @@ def news_source(path: Path) -> tuple[pl.LazyFrame, dict[str, str], bool]:
                 raise SourceError(f"{path.name}: not a well-formed CSV: the record starting at {problem}")
             _check_header(header_names(path), path.name)
             repaired = not is_utf8(path)
-            head = pl.read_csv(path, infer_schema=False, encoding="utf8-lossy", n_rows=0)
             # a ragged record is read as far as the header goes: the loader quarantines it by its row
             lf = pl.scan_csv(path, infer_schema=False, encoding="utf8-lossy", truncate_ragged_lines=True)
-        elif name.endswith(".csv.gz"):  # compressed: read whole (decompress a big file to stream it)
-            with gzip.open(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as fh:
-                _check_header(next(csv.reader(fh), []), path.name)
-            lf = pl.read_csv(path, infer_schema=False, encoding="utf8-lossy").lazy()
-            head = lf.head(0).collect()
         elif name.endswith(".parquet"):
             _check_header(pq.read_schema(path).names, path.name)
             lf = pl.scan_parquet(path)
-            head = lf.head(0).collect()
         else:
-            raise SourceError(f"{path.name}: unknown news file format (expected .csv or .parquet)")
+            raise SourceError(f"{path.name}: unknown news file format (expected .csv, .csv.gz or .parquet)")
+        names = lf.collect_schema().names()  # the header only
     except SourceError:
         raise
     except Exception as exc:  # polars raises several types for malformed files
-        raise SourceError(f"{path.name}: cannot be read as {'CSV' if '.csv' in name else 'parquet'} ({str(exc).splitlines()[0]})") from exc
-    return lf, _cols(head, path.name), repaired
+        raise SourceError(f"{path.name}: cannot be read as {'CSV' if name.endswith('.csv') else 'parquet'} ({str(exc).splitlines()[0]})") from exc
+    return lf, _cols(names, path.name), repaired
 
 
 def read_news_file(path: Path) -> pl.DataFrame:
