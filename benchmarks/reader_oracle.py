@@ -79,7 +79,7 @@ def metrics(out: pl.DataFrame, ctx: pl.DataFrame, labels: pl.DataFrame) -> dict:
     pred = out.select("date", "ticker", "horizon", "signal").join(ok, on=["date", "ticker", "horizon"])
     m = event_metrics(pred)
     for h in HORIZON_KEYS:
-        from finrag_dagster.core.evaluation.metrics import non_neutral_f1
+        from finrag_dagster.core.f1 import non_neutral_f1
 
         g = pred.filter(pl.col("horizon") == h)
         m[f"{h} NN-F1"] = non_neutral_f1(g["y"].to_numpy(), g["signal"].to_numpy())

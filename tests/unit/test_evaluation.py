@@ -6,7 +6,7 @@ import math
 import polars as pl
 import pytest
 
-from finrag_dagster.core.evaluation.metrics import event_metrics, macro_f1, non_neutral_f1, rank_ic
+from finrag_dagster.core.evaluation.metrics import event_metrics, rank_ic
 from finrag_dagster.core.evaluation.portfolio import (
     CASH,
     buy_and_hold,
@@ -16,6 +16,7 @@ from finrag_dagster.core.evaluation.portfolio import (
     strategy_targets,
     summary,
 )
+from finrag_dagster.core.f1 import macro_f1, non_neutral_f1
 
 D = [dt.date(2021, 3, d) for d in (1, 2, 3, 4, 5)]
 

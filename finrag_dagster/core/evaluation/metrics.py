@@ -13,19 +13,8 @@ import math
 import numpy as np
 import polars as pl
 
+from ..f1 import macro_f1, non_neutral_f1
 from ..settings import HORIZON_KEYS
-
-
-def non_neutral_f1(y_true, y_pred) -> float:
-    from sklearn.metrics import f1_score  # here, not at import: every Dagster step process loads this module
-
-    return float(f1_score(y_true, y_pred, labels=[1, -1], average="macro", zero_division=0))
-
-
-def macro_f1(y_true, y_pred) -> float:
-    from sklearn.metrics import f1_score
-
-    return float(f1_score(y_true, y_pred, labels=[1, 0, -1], average="macro", zero_division=0))
 
 
 def event_metrics(pred: pl.DataFrame) -> dict:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..f1 import macro_f1
 from ..settings import HORIZON_KEYS, LoraHyper
 from ..storage.atomic import atomic_file
 from .prompt import PROMPT_VERSION, Prompt
@@ -138,8 +139,6 @@ def encode_example(tokenizer, anchor_id: str, prompt: Prompt, event_type: str, t
 
 def macro_f1_by_horizon(y_true: dict[str, list[int]], y_pred: dict[str, list[int]]) -> dict[str, float]:
     """{horizon: macro-F1 over (-1, 0, 1)} and ``mean`` (the paper's overall macro-F1)."""
-    from ..evaluation.metrics import macro_f1
-
     out = {h: macro_f1(y_true[h], y_pred[h]) if y_true[h] else math.nan for h in HORIZON_KEYS}
     vals = [v for v in out.values() if not math.isnan(v)]
     out["mean"] = sum(vals) / len(vals) if vals else math.nan
