@@ -64,6 +64,19 @@ def test_core_is_plain_python_below_every_other_layer():
     assert offenders("core", banned) == []
 
 
+# core's top: what runs the loop, evaluates and explains it, and the table registry over them all
+CORE_TOP = tuple(f"finrag_dagster.core.{m}" for m in ("evaluation", "explain", "loop", "loop_io", "lake_prompts", "lora_train", "tables", "day_run"))
+
+
+def test_core_s_building_blocks_never_import_its_top():
+    """The reader, retrieval, memory, experience and storage packages sit under the loop and the
+    evaluation that use them (a LoRA selection scoring with evaluation's F1 once broke this)."""
+    for folder in ("core/reader", "core/retrieval", "core/memory", "core/experience", "core/storage"):
+        assert offenders(folder, CORE_TOP) == []
+    # the scan sees the reader's import of the F1 scores, where an upward one would show
+    assert "finrag_dagster/core/reader/lora.py imports finrag_dagster.core.f1" in offenders("core/reader", ("finrag_dagster.core.f1",))
+
+
 def test_sources_do_not_import_the_dagster_layer():
     assert offenders("sources", ("dagster", "finrag_dagster.defs", "finrag_dagster.pipeline", "finrag_dagster.definitions")) == []
 
