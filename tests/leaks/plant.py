@@ -450,6 +450,12 @@ def _minute_stamp_at_start(p: Patcher) -> None:
     rewrite(p, clock, "news_public_ns", [("public[is_minute] += 59 * _SEC_NS", "public[is_minute] += 0")])
 
 
+def _minute_only_stamp_at_its_start(p: Patcher) -> None:
+    from finrag_dagster.sources.news import clock
+
+    rewrite(p, clock, "news_public_ns", [('is_minute = timed & (all_minute | c["minute_only"])', "is_minute = timed & all_minute")])
+
+
 def _fnspid_clock_trusted(p: Patcher) -> None:
     from finrag_dagster.sources import registry
     from finrag_dagster.sources.news import load
@@ -883,6 +889,11 @@ LEAKS: dict[str, Leak] = {
         _decisions_after_calendar_end,
         [U + "test_pit_calendar_bounds.py::test_the_decision_range_is_clipped_to_the_first_and_last_decision_session"],
         "defs/sensors.py decision_range: the decision job also runs the session after calendar.end",
+    ),
+    "minute_only_stamp_read_at_start_in_a_second_source": Leak(
+        _minute_only_stamp_at_its_start,
+        [U + "test_news_clock_by_hand.py::test_a_stamp_without_seconds_stands_for_its_minute_in_a_second_precise_source"],
+        "sources/news/clock.py news_public_ns: in a source that writes seconds, a stamp without them (16:00-05:00) is public at 16:00:00, though it may be 16:00:30",
     ),
 }
 
