@@ -240,7 +240,7 @@ _P_PARITY = "the numba kernels and the numpy reference give identical frames, to
 _P_M0 = "the settings bound m0 >= 1, where m0 > 0 and m0 >= 0 agree"
 _P_QCSR = "only the numba kernels read qcsr: building it for the reference changes nothing"
 _P_ROWS = "StatsView.weights reads rows only when not given their counts and lengths, and then reads the same ones from the term matrix"
-_P_SCALE = "sel only orders the eligible passages: a positive factor keeps the order (/3 could only merge two sums one unit in the last place apart)"
+_P_SCALE = "sel only orders the eligible passages, and a factor of two is exact: every order and tie stays (/3 is not: it can merge two sums one unit in the last place apart, which a test shows)"
 _P_BLAS = "threadpoolctl finds no thread pool but OpenBLAS in this process: limiting every API limits BLAS alone"
 _P_CUT = (
     "top is every score at or above some cut (all or none of them at worst), a prefix of the full (-sel, -recency) order, and a pool short of M0"
@@ -357,7 +357,6 @@ POOL_EQUIVALENT = {
     (_POOL, "_group_numpy", "W = stats.weights(None, X_rows, dl_rows)"): _P_ROWS,
     (_POOL, "_group_numpy", "W = stats.weights(rows, None, dl_rows)"): _P_ROWS,
     (_POOL, "_group_numpy", "sel = (minmax(b) + minmax(d)) * 2"): _P_SCALE,
-    (_POOL, "_group_numpy", "sel = (minmax(b) + minmax(d)) / 3"): _P_SCALE,
     (_POOL, "one_blas_thread", "return _blas_controller().limit(limits=1, user_api=None)"): _P_BLAS,
     (_POOL, "one_blas_thread", "return _blas_controller().limit(limits=1, )"): _P_BLAS,
     (_POOL, "select_pool", "k = min(n, 4 * m0)"): _P_CUT,

@@ -417,3 +417,25 @@ def test_pool_and_ranks_equal_a_by_hand_hybrid(kernel):
     np.testing.assert_allclose(c["dense"].to_numpy(), [d[pick[j]] for j in ranked], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(c["relevance"].to_numpy(), [r[j] for j in ranked], rtol=0, atol=1e-6)
     assert c["is_peer"].to_list() == [peer[pick[j]] for j in ranked] and sum(c["is_peer"]) <= 1
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_two_passages_one_unit_apart_in_the_hybrid_score_are_not_a_tie(kernel):
+    """(min-max BM25 + min-max cosine) / 2 is exact, so sums one unit in the last place apart stay
+    apart: B (cosine 2**-53) ranks above A (cosine 0, same text, newer), which a tie would put first.
+    Dividing by any number but a power of two could round both to one float and hand A the place."""
+    rows = [
+        ("anc", "AAA", "IT", "news", 900_000, "ua", "ta", "ca", "acme revenue"),
+        ("B", "AAA", "IT", "news", 100_000, "ub", "tb", "cb", "acme revenue guidance"),
+        ("A", "AAA", "IT", "news", 200_000, "uA", "tA", "cA", "acme revenue guidance"),
+        ("H", "AAA", "IT", "news", 300_000, "uh", "th", "ch", "acme revenue acme acme acme acme"),
+        ("L", "AAA", "IT", "news", 400_000, "ul", "tl", "cl", "plant recall"),
+    ]
+    emb = np.zeros((5, 384), np.float32)
+    emb[:, 1] = 1.0
+    emb[0] = 0.0
+    emb[0, 0] = 1.0  # the anchor: e0, so each passage's cosine is its first coordinate over its norm
+    emb[1, 0], emb[3, 0] = 2.0**-53, 1.0  # B just above A's 0; H the closest
+    store = _store(rows, emb)
+    c = build_day_candidates(store, PrefixStats(store.tm), _anchor("anc", headline="acme revenue"), 1_000_000, PoolConfig(m0=2), kernel=kernel)
+    assert c["passage_id"].to_list() == ["H", "B"]
