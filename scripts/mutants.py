@@ -275,7 +275,7 @@ POOL_EQUIVALENT = {
     (_POOL, "start_day_candidates", "out.append(executor.submit(_group, day, None, s, js))"): _P_TICKER,
     (_POOL, "_codes", 'out = v.fill_null("XXXX").cast(pl.Categorical).to_physical().cast(pl.Int64).to_numpy().copy()'): _P_FILL,
     (_POOL, "_group_numpy", "keep = url_rows != store.url_code[ar]"): _P_SELF,
-    (_POOL, "select_pool", "top = None"): _P_CUT,
+    (_POOL, "select_pool", "top = np.argpartition(-sel, k - 1)[:k] => top = None"): _P_CUT,
     (_POOL, "select_pool", "top = np.flatnonzero(None)  # keep ties at the cut so the order does not depend on argpartition"): _P_CUT,
     (_POOL, "eligible_rows", 'a, b = np.searchsorted(src, lo, ), np.searchsorted(src, hi, "left")'): _SIDE,
     (_POOL, "eligible_rows", 'a, b = np.searchsorted(src, lo, "left"), np.searchsorted(src, hi, )'): _SIDE,
@@ -400,17 +400,17 @@ POOL_EQUIVALENT = {
     (_POOL, "Store.columns", "k: pl.Series(k, v.tolist(), )"): _P_UTF8,
     (_POOL, "Store.columns", "k: pl.Series(None, v.tolist(), dtype=pl.Utf8)"): _P_NAME,
     (_POOL, "Store.columns", "k: pl.Series(v.tolist(), dtype=pl.Utf8)"): _P_NAME,
-    (_POOL, "Store.block", "b = None"): _P_CACHE,
+    (_POOL, "Store.block", "b = self.blocks.get((kind, key)) => b = None"): _P_CACHE,
     (_POOL, "Store.block", "b = self.blocks.get(None)"): _P_CACHE,
     (_POOL, "Store.block", "self.blocks[(kind, key)] = None"): _P_CACHE,
-    (_POOL, "Store.columns", "c = None"): _P_CACHE,
+    (_POOL, "Store.columns", 'c = self.blocks.get(("columns",)) => c = None'): _P_CACHE,
     (_POOL, "Store.columns", "c = self.blocks.get(None)"): _P_CACHE,
     (_POOL, "Store.columns", 'c = self.blocks.get(("XXcolumnsXX",))'): _P_CACHE,
     (_POOL, "Store.columns", 'c = self.blocks.get(("COLUMNS",))'): _P_CACHE,
     (_POOL, "Store.columns", 'self.blocks[("columns",)] = None'): _P_CACHE,
     (_POOL, "Store.columns", 'self.blocks[("XXcolumnsXX",)] = c'): _P_CACHE,
     (_POOL, "Store.columns", 'self.blocks[("COLUMNS",)] = c'): _P_CACHE,
-    (_POOL, "Store.postings", "b = None"): _P_CACHE,
+    (_POOL, "Store.postings", 'b = self.blocks.get(("csc", kind, key)) => b = None'): _P_CACHE,
     (_POOL, "Store.postings", "b = self.blocks.get(None)"): _P_CACHE,
     (_POOL, "Store.postings", 'b = self.blocks.get(("XXcscXX", kind, key))'): _P_CACHE,
     (_POOL, "Store.postings", 'b = self.blocks.get(("CSC", kind, key))'): _P_CACHE,
@@ -909,11 +909,20 @@ def stop(p: subprocess.Popen) -> None:
         pass
 
 
-def added_line(d: Path, name: str) -> str:
-    """The mutated line of a mutant (the first '+' line of ``mutmut show``), stripped."""
+def changed_lines(d: Path, name: str) -> tuple[str, str]:
+    """The original and the mutated line of a mutant (the first '-' and '+' lines of ``mutmut show``), stripped."""
     out = subprocess.run([sys.executable, "-m", "mutmut", "show", name], cwd=d, capture_output=True, text=True, env=os.environ | ENV)
-    lines = [ln[1:].strip() for ln in out.stdout.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
-    return lines[0] if lines else ""
+    first = {}
+    for ln in out.stdout.splitlines():
+        if ln[:1] in "+-" and not ln.startswith(("+++", "---")):
+            first.setdefault(ln[0], ln[1:].strip())
+    return first.get("-", ""), first.get("+", "")
+
+
+def equivalent_reason(path: str, function: str, original: str, mutated: str) -> str | None:
+    """The reason a survivor is equivalent: its key names the mutated line, or ``original => mutated``
+    where one mutated line (``b = None``) stands for mutants of several lines of one function."""
+    return EQUIVALENT.get((path, function, f"{original} => {mutated}")) or EQUIVALENT.get((path, function, mutated))
 
 
 def function_of(name: str) -> str:
@@ -941,7 +950,7 @@ def run_module(t: Target, deadline: float, max_children: int) -> Result:
     for s in status.values():
         res.counts[s] = res.counts.get(s, 0) + 1
     for name in sorted(k for k, s in status.items() if s == "survived"):
-        reason = EQUIVALENT.get((t.path, function_of(name), added_line(d, name)))
+        reason = equivalent_reason(t.path, function_of(name), *changed_lines(d, name))
         if reason:
             res.equivalent[name] = reason
         else:
