@@ -89,7 +89,7 @@ MODULES: tuple[Target, ...] = (
     Target("finrag_dagster/sources/news/rows.py", (U + "test_news_clock.py", U + "test_loaders_news.py", U + "test_news_rows_by_hand.py")),
     Target("finrag_dagster/sources/news/load.py", (U + "test_news_stage.py", U + "test_news_clock.py")),
     Target("finrag_dagster/sources/news/segment.py", (U + "test_news_stage.py", U + "test_news_clock.py")),
-    Target("finrag_dagster/sources/news/stage.py", (U + "test_news_stage.py", U + "test_news_clock.py")),
+    Target("finrag_dagster/sources/news/stage.py", (U + "test_news_stage.py", U + "test_news_clock.py", U + "test_news_stage_by_hand.py")),
     Target("finrag_dagster/sources/edgar/merge.py", EDGAR_TESTS, ("_merge_groups",)),
     Target("finrag_dagster/sources/edgar/submissions.py", EDGAR_TESTS, ("read_submissions_json",)),
     Target("finrag_dagster/core/retrieval/pool.py", (U + "test_retrieval_pool.py", U + "test_pit_retrieval.py")),
@@ -573,6 +573,66 @@ NEWS_EQUIVALENT |= {
     ): "calendar_start is a datetime.date, which numpy makes datetime64[D] without being told",
     **{(_ROWS_N, "check_news_rows", _R_END_DAY.format(a)): "closes_for converts its days to datetime64[D] itself" for a in ("dtype=None", "")},
     **{(_ROWS_N, "raw_json", _R_RAW.format(a)): _R_JSON for a in ("default=None, ", "")},
+}
+# The staged news read back (sources/news/stage.py)
+_STAGE_N = "finrag_dagster/sources/news/stage.py"
+_ST_MORE = "the rows are filtered by decision day right after: reading every month's file instead keeps the same rows (slower)"
+_ST_COLS = "reading every column keeps the same rows: the frame is joined on and selected by the columns named after"
+_ST_EMPTY = "an empty frame of duplicates is never joined (its height is checked first), whatever its columns"
+_ST_UNIQUE = "no two quarantine rows share a file and a row (a row is accepted, a duplicate, bad or of another ticker), so the last key never decides"
+_ST_TYPE = "polars infers the same types (strings, Int64) and an Int64 file index sorts as the Int32 one does"
+NEWS_EQUIVALENT |= {
+    (_STAGE_N, "_months", "y, m = (y + 1, 1) if m == 13 else (y, m + 1)"): "a month 13 matches no staged file, and the year turns after it",
+    (_STAGE_N, "NewsStage._month_files", "return [f for fs in self.files for f in fs.month_files(None)]"): _ST_MORE,
+    (_STAGE_N, "NewsStage.accepted_between", "months = None"): _ST_MORE,
+    (_STAGE_N, "NewsStage.accepted_between", "files = self._month_files(None)"): _ST_MORE,
+    (_STAGE_N, "NewsStage.accepted_between", "df = pl.concat([pl.read_parquet(f) for f in files], )"): "how='vertical' is polars' default",
+    **{
+        (_STAGE_N, "NewsStage.duplicates", f'parts.append(pl.read_parquet(f, {a}).with_columns(pl.lit(i, dtype=pl.Int32).alias("_file")))'): _ST_COLS
+        for a in ("columns=None", "")
+    },
+    **{
+        (
+            _STAGE_N,
+            "NewsStage.duplicates",
+            f'parts.append(pl.read_parquet(f, columns=KEY_COLUMNS).with_columns(pl.lit(i, {a}).alias("_file")))',
+        ): _ST_TYPE
+        for a in ("dtype=None", "")
+    },
+    **{
+        (_STAGE_N, "NewsStage.duplicates", f"self._dups = pl.DataFrame(schema={a})"): _ST_EMPTY
+        for a in (
+            "None",
+            '{"XXsource_fileXX": pl.Utf8, "source_row": pl.Int64}',
+            '{"SOURCE_FILE": pl.Utf8, "source_row": pl.Int64}',
+            '{"source_file": pl.Utf8, "XXsource_rowXX": pl.Int64}',
+            '{"source_file": pl.Utf8, "SOURCE_ROW": pl.Int64}',
+        )
+    },
+    **{
+        (_STAGE_N, "NewsStage.quarantine", f'got = pl.read_parquet(f, {a}).join(dups, on=["source_file", "source_row"])'): _ST_COLS
+        for a in ("columns=None", "")
+    },
+    **{
+        (_STAGE_N, "NewsStage.quarantine", f"return pl.concat([p.select(list(empty_quarantine().columns)) for p in parts]).sort({a})"): _ST_UNIQUE
+        for a in ('"source_file", "source_row", None', '"source_file", "source_row", ')
+    },
+    **{
+        (
+            _STAGE_N,
+            "_summary_rows",
+            f'json.dumps({{"Stock_symbol": t, "first_row": f, "rows": n}}, {a}) for t, f, n in others.select("ticker", "first", "rows").iter_rows()',
+        ): ("the keys are written in sorted order already (S before f and r)")
+        for a in ("", "sort_keys=False", "sort_keys=None")
+    },
+    **{(_STAGE_N, "_summary_rows", line): _ST_TYPE for line in ("schema=None,", ")")},
+    **{
+        (_STAGE_N, "NewsStage.duplicates", f'keys = pl.concat(parts).sort("_file", {a})'): (
+            "a file's staged rows are read in row order (its segments in order, and two copies of a row share a decision month), "
+            "and polars' sort on one key keeps that order here"
+        )
+        for a in ("None", "")
+    },
 }
 # The news reader's normalised columns (sources/news/read.py, normalize_news)
 _READ_N = "finrag_dagster/sources/news/read.py"
