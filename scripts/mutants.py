@@ -88,7 +88,7 @@ MODULES: tuple[Target, ...] = (
     ),
     Target("finrag_dagster/sources/news/rows.py", (U + "test_news_clock.py", U + "test_loaders_news.py", U + "test_news_rows_by_hand.py")),
     Target("finrag_dagster/sources/news/load.py", (U + "test_news_stage.py", U + "test_news_clock.py")),
-    Target("finrag_dagster/sources/news/segment.py", (U + "test_news_stage.py", U + "test_news_clock.py")),
+    Target("finrag_dagster/sources/news/segment.py", (U + "test_news_stage.py", U + "test_news_clock.py", U + "test_news_segment_by_hand.py")),
     Target("finrag_dagster/sources/news/stage.py", (U + "test_news_stage.py", U + "test_news_clock.py", U + "test_news_stage_by_hand.py")),
     Target("finrag_dagster/sources/edgar/merge.py", EDGAR_TESTS, ("_merge_groups",)),
     Target("finrag_dagster/sources/edgar/submissions.py", EDGAR_TESTS, ("read_submissions_json",)),
@@ -634,6 +634,25 @@ NEWS_EQUIVALENT |= {
         for a in ("None", "")
     },
 }
+# A source's minute precision across appends (sources/news/segment.py)
+_SEG_N = "finrag_dagster/sources/news/segment.py"
+NEWS_EQUIVALENT |= {
+    (_SEG_N, "_minute_flags", "return {p: t != m for p, t, m in stats}"): (
+        "the flags are only compared with each other (before and after an append): inverting both changes no comparison"
+    ),
+    **{
+        (_SEG_N, "_segment_minute", f"part = normalize_news(clock_rows, {{k: v for k, v in cols.items() if v in clock_cols}}, rd.name, {a})"): (
+            "the repaired flag marks rows with U+FFFD; the minute statistics read only the clock columns"
+        )
+        for a in ("None", "True")
+    },
+    **{
+        (_SEG_N, "_segment_minute", f"clock_rows = pl.read_parquet(kept_path, {a})"): (
+            "reading every column keeps the same rows, and normalize_news is given the clock columns' map only"
+        )
+        for a in ("columns=None", "")
+    },
+}
 # The news reader's normalised columns (sources/news/read.py, normalize_news)
 _READ_N = "finrag_dagster/sources/news/read.py"
 _RD_UTC = 'polars reads the zone "utc" as UTC: the same instants, the same wall clock and offset'
@@ -661,6 +680,14 @@ NEWS_EQUIVALENT |= {
             "no_sec = pl.Series([False] * n",
         )
         for a in ("dtype=None", "")
+    },
+    **{
+        (
+            _READ_N,
+            "_flag_column",
+            f"return text.replace_strict({{**dict.fromkeys(_TRUE, True), **dict.fromkeys(_FALSE, False)}}, default=None, {a})",
+        ): ("replace_strict infers Boolean from the mapping's values")
+        for a in ("return_dtype=None", "")
     },
     (_READ_N, "news_source", 'lf = pl.scan_csv(path, infer_schema=None, encoding="utf8-lossy", truncate_ragged_lines=True)'): (
         "polars takes infer_schema=None as False: every column stays a string (the test of the ticker '0050' reads it back)"

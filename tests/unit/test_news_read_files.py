@@ -193,3 +193,20 @@ def test_gzip_bytes_are_named_before_they_are_mistaken_for_another_delimiter_or_
         p = write(tmp_path, "g.csv", gzip.compress(text.encode(), mtime=0))
         for reader in (news_source, read_news_file):
             assert refusal(p, reader).startswith("g.csv: gzip-compressed data in a file named .csv")
+
+
+def test_a_csv_s_yes_no_columns_are_read_as_booleans_and_anything_else_is_refused(tmp_path):
+    p = write(
+        tmp_path,
+        "n.csv",
+        "Date,Stock_symbol,Url,date_has_time,title_from_url_slug\n"
+        "2021-03-01,AAA,u1,TRUE,t\n2021-03-01,AAA,u2, f ,0\n2021-03-01,AAA,u3,,yes\n2021-03-01,AAA,u4,1,No\n2021-03-01,AAA,u5,  ,f\n",
+    )
+    got = read_news_file(p)
+    assert got["has_time"].to_list() == [True, False, None, True, None]  # empty or blank: unknown
+    assert got["slug_title"].to_list() == [True, False, True, False, False]
+    numbers = tmp_path / "n.parquet"
+    pl.DataFrame({"Date": ["2021-03-01"] * 2, "Stock_symbol": ["AAA"] * 2, "Url": ["u1", "u2"], "date_has_time": [1, 0]}).write_parquet(numbers)
+    assert read_news_file(numbers)["has_time"].to_list() == [True, False]
+    bad = write(tmp_path, "b.csv", "Date,Stock_symbol,Url,date_has_time\n2021-03-01,AAA,u1,true\n2021-03-01,AAA,u2,maybe\n2021-03-01,AAA,u3,2\n")
+    assert refusal(bad, read_news_file) == "b.csv: column date_has_time: 'maybe' is not true or false (2 such rows)"

@@ -138,7 +138,7 @@ def normalize_news(df: pl.DataFrame, cols: dict[str, str], source_file: str, rep
     def flag(c: str) -> pl.Series:
         if c not in cols:
             return pl.Series(c, [None] * n, dtype=pl.Boolean)
-        return df[cols[c]].cast(pl.Boolean).alias(c)
+        return _flag_column(df[cols[c]], source_file).alias(c)
 
     return pl.DataFrame(
         [
@@ -155,6 +155,24 @@ def normalize_news(df: pl.DataFrame, cols: dict[str, str], source_file: str, rep
             df[ROW_INDEX].cast(pl.Int64).alias("source_row"),
         ]
     ).with_columns(_repaired_expr(repaired).alias("repaired"))
+
+
+_TRUE, _FALSE = ("true", "t", "1", "yes"), ("false", "f", "0", "no")
+
+
+def _flag_column(col: pl.Series, source_file: str) -> pl.Series:
+    """A yes/no column (``date_has_time``, ``title_from_url_slug``) as Boolean: a parquet's own
+    Booleans, or a CSV's text true/false (t/f, 1/0, yes/no, any case; empty is unknown). Any other
+    text stops the load: a flag that cannot be read would silently decide a row's clock."""
+    if col.dtype == pl.Boolean:
+        return col
+    if col.dtype != pl.Utf8:
+        return col.cast(pl.Boolean)
+    text = col.str.strip_chars().str.to_lowercase()
+    bad = text.filter(text.is_not_null() & (text != "") & ~text.is_in(_TRUE + _FALSE))
+    if bad.len():
+        raise SourceError(f"{source_file}: column {col.name}: {bad[0]!r} is not true or false ({bad.len():,} such rows)")
+    return text.replace_strict({**dict.fromkeys(_TRUE, True), **dict.fromkeys(_FALSE, False)}, default=None, return_dtype=pl.Boolean)
 
 
 def _repaired_expr(file_repaired: bool) -> pl.Expr:
