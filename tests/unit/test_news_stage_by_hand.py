@@ -91,9 +91,8 @@ def test_the_tie_in_public_time_is_ordered_by_news_id(staged):
     assert got["url"].to_list() == ["u-a4c", "https://x.com/acme-wins-deal"]  # not the order they were read in
 
 
-def test_the_span_is_the_first_to_the_last_day_of_the_staged_months(files, staged, tmp_path):
+def test_the_span_is_the_first_to_the_last_day_of_the_staged_months(staged, tmp_path):
     assert staged.date_span() == (D(2020, 12, 1), D(2021, 3, 31))
-    d, b, a = files
     december = stage_news([_csv(tmp_path / "dec.csv", [("2020-12-29", "AAA", "u", "T")])], {"AAA"}, NewsClock(), tmp_path / "s1")
     assert december.date_span() == (D(2020, 12, 1), D(2020, 12, 31))
     leap = stage_news([_csv(tmp_path / "feb.csv", [("2020-02-27", "AAA", "u", "T")])], {"AAA"}, NewsClock(), tmp_path / "s2")
